@@ -1,0 +1,441 @@
+"""The validated, immutable ratings container every model family consumes.
+
+A :class:`Ratings` holds observed (user, item, value) triplets in a contiguous index space
+(users 0..n_users-1, items 0..n_items-1), the original ids, the rating scale
+[r_min, r_max], optional names and side information, and CSR/CSC views. Splits keep the
+index space, so a model trained on ``train`` predicts ``test`` pairs directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .._validation import check_number, check_option, check_random_state
+from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
+
+DUPLICATE_POLICIES = ("error", "mean", "first", "last")
+
+
+def _frozen(a):
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+class Ratings:
+    """Observed entries of a user x item matrix, with ids, scale and side information.
+
+    Build one with :meth:`from_arrays` or a loader in :mod:`kmviz.data`; the constructor is
+    internal and assumes validated input.
+
+    Attributes
+    ----------
+    users, items : ndarray of int64, shape (n_ratings,)
+        Contiguous user and item indices.
+    values : ndarray of float64, shape (n_ratings,)
+        Rating values (1.0 for one-class/implicit data).
+    n_users, n_items, n_ratings : int
+    r_min, r_max : float
+        The rating scale. ``r_min == r_max`` never happens: one-class data uses [0, 1].
+    user_ids, item_ids : ndarray
+        Original ids; ``user_ids[k]`` is the id of user index ``k``.
+    user_names, item_names : ndarray of str or None
+        Display names (for example movie titles), aligned with indices.
+    user_features, item_features : DataFrame or None
+        Side information, one row per user/item index.
+    user_graph, item_graph : scipy.sparse.csr_matrix or None
+        Similarity graphs between users or items (square, aligned with indices).
+    implicit : bool
+        True for 0/1 interaction data (values are all 1; absent pairs are unknown).
+    name, source : str
+        A short label and where the data came from (path or catalogue name).
+    info : dict
+        Loader notes, for example ``{"duplicates_merged": 3}``.
+    """
+
+    def __init__(self, users, items, values, *, n_users, n_items, r_min, r_max,
+                 user_ids=None, item_ids=None, user_names=None, item_names=None,
+                 user_features=None, item_features=None, user_graph=None, item_graph=None,
+                 implicit=False, name="ratings", source="", info=None):
+        self.users = _frozen(np.asarray(users, dtype=np.int64))
+        self.items = _frozen(np.asarray(items, dtype=np.int64))
+        self.values = _frozen(np.asarray(values, dtype=np.float64))
+        self.n_users = int(n_users)
+        self.n_items = int(n_items)
+        self.r_min = float(r_min)
+        self.r_max = float(r_max)
+        self.user_ids = _frozen(np.arange(n_users) if user_ids is None else np.asarray(user_ids))
+        self.item_ids = _frozen(np.arange(n_items) if item_ids is None else np.asarray(item_ids))
+        self.user_names = None if user_names is None else _frozen(np.asarray(user_names, dtype=object))
+        self.item_names = None if item_names is None else _frozen(np.asarray(item_names, dtype=object))
+        self.user_features = user_features
+        self.item_features = item_features
+        self.user_graph = user_graph
+        self.item_graph = item_graph
+        self.implicit = bool(implicit)
+        self.name = str(name)
+        self.source = str(source)
+        self.info = dict(info or {})
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_arrays(cls, users, items, values=None, *, r_min=None, r_max=None,
+                    duplicates="error", user_names=None, item_names=None,
+                    user_features=None, item_features=None, user_graph=None, item_graph=None,
+                    user_ids=None, item_ids=None, implicit=None, name="ratings", source="",
+                    line_numbers=None, min_users=2, min_items=2):
+        """Validate triplets with arbitrary ids and build a Ratings.
+
+        Parameters
+        ----------
+        users, items : array-like, shape (n,)
+            User and item ids of any hashable, sortable type (ints or strings).
+        values : array-like of float, shape (n,), or None
+            Ratings. None means one-class (0/1 interaction) data: every value is 1.
+        r_min, r_max : float, optional
+            The rating scale. Defaults to the observed min and max (``[0, 1]`` for one-class
+            data). Values outside a given scale are rejected.
+        duplicates : {"error", "mean", "first", "last"}, default="error"
+            What to do when a (user, item) pair occurs more than once: refuse (the message
+            gives the count and the first repeated pair), or keep the mean / first / last
+            value. The number merged is stored in ``info["duplicates_merged"]``.
+        user_names, item_names : mapping or sequence, optional
+            Display names, either aligned with ``user_ids``/``item_ids`` or a mapping id->name.
+        user_features, item_features : DataFrame, optional
+            Side information indexed by the original ids (rows for unseen ids are dropped;
+            ids without a row get NaN).
+        user_ids, item_ids : sequence, optional
+            The full id universe (so users/items without ratings keep an index). By default,
+            the sorted distinct ids that occur.
+        line_numbers : array-like of int, optional
+            File line of each triplet, used in error messages.
+        min_users, min_items : int, default=2
+            Fewest distinct users/items accepted; a factorization needs at least two.
+
+        Raises
+        ------
+        EmptyDataError, DataValueError, DuplicateRatingsError
+        """
+        check_option("Ratings.from_arrays", "duplicates", duplicates, DUPLICATE_POLICIES)
+        users = np.asarray(users)
+        items = np.asarray(items)
+        n = users.shape[0] if users.ndim == 1 else -1
+        if users.ndim != 1 or items.ndim != 1 or items.shape[0] != n:
+            raise DataValueError(
+                f"users and items must be 1-D arrays of equal length; got shapes "
+                f"{users.shape} and {items.shape}")
+        where = source or None
+        if n == 0:
+            raise EmptyDataError("no ratings found", path=where,
+                                 expected="at least one (user, item, value) row",
+                                 fix="check that the file is not empty and the columns are right")
+        implicit = values is None if implicit is None else bool(implicit)
+        if values is None:
+            values = np.ones(n, dtype=np.float64)
+        else:
+            try:
+                values = np.asarray(values, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise DataValueError("rating values are not numbers", path=where,
+                                     expected="numeric values") from None
+            if values.shape != (n,):
+                raise DataValueError(f"values has shape {values.shape} but there are {n} "
+                                     f"(user, item) pairs", path=where)
+        lines = None if line_numbers is None else np.asarray(line_numbers)
+
+        def line_of(k):
+            return None if lines is None else int(lines[k])
+
+        bad = ~np.isfinite(values)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise DataValueError(
+                f"rating value {values[k]!r} is not a finite number "
+                f"({int(bad.sum())} such values in all)", path=where, line=line_of(k),
+                expected="finite numbers", fix="remove or fill the missing ratings")
+        if implicit:
+            r_min = 0.0 if r_min is None else r_min
+            r_max = 1.0 if r_max is None else r_max
+        lo = float(values.min()) if r_min is None else float(r_min)
+        hi = float(values.max()) if r_max is None else float(r_max)
+        if not hi > lo:
+            if r_min is None and r_max is None:
+                raise DataValueError(
+                    f"every rating equals {lo:g}, so the scale [r_min, r_max] is empty",
+                    path=where, expected="at least two distinct rating values",
+                    fix="give r_min and r_max explicitly, or load the file as 0/1 "
+                        "interactions (no value column)")
+            raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=where,
+                                 expected="r_min < r_max")
+        out = (values < lo) | (values > hi)
+        if out.any():
+            k = int(np.flatnonzero(out)[0])
+            raise DataValueError(
+                f"rating {values[k]:g} lies outside the declared scale [{lo:g}, {hi:g}] "
+                f"({int(out.sum())} such values in all)", path=where, line=line_of(k),
+                expected=f"values in [{lo:g}, {hi:g}]",
+                fix="correct the values or declare a wider scale (r_min/r_max)")
+
+        uid, u = _factorize(users, user_ids, "user", where)
+        iid, i = _factorize(items, item_ids, "item", where)
+        if len(np.unique(u)) < min_users:
+            raise EmptyDataError(f"only {len(np.unique(u))} distinct user(s) have ratings",
+                                 path=where, expected=f"at least {min_users} users",
+                                 fix="a factorization needs several users; check the user column")
+        if len(np.unique(i)) < min_items:
+            raise EmptyDataError(f"only {len(np.unique(i))} distinct item(s) have ratings",
+                                 path=where, expected=f"at least {min_items} items",
+                                 fix="a factorization needs several items; check the item column")
+
+        info = {}
+        key = u.astype(np.int64) * len(iid) + i
+        order = np.argsort(key, kind="stable")
+        ks = key[order]
+        dup = np.flatnonzero(ks[1:] == ks[:-1])
+        if dup.size:
+            n_dup = int(dup.size)
+            first = int(order[dup[0] + 1])
+            if duplicates == "error":
+                raise DuplicateRatingsError(
+                    f"{n_dup} repeated (user, item) pair(s), first user {users[first]!r} / "
+                    f"item {items[first]!r}", path=where, line=line_of(first),
+                    expected="each (user, item) pair at most once",
+                    fix="pass duplicates='mean', 'first' or 'last' to merge them")
+            starts = np.concatenate([[0], np.flatnonzero(ks[1:] != ks[:-1]) + 1])
+            if duplicates == "mean":
+                sums = np.add.reduceat(values[order], starts)
+                counts = np.diff(np.concatenate([starts, [len(ks)]]))
+                keep_vals = sums / counts
+                keep = order[starts]
+            elif duplicates == "first":
+                keep = order[starts]
+                keep_vals = values[keep]
+            else:  # last
+                ends = np.concatenate([starts[1:], [len(ks)]]) - 1
+                keep = order[ends]
+                keep_vals = values[keep]
+            u, i, values = u[keep], i[keep], keep_vals
+            info["duplicates_merged"] = n_dup
+            info["duplicate_policy"] = duplicates
+        else:
+            u, i, values = u[order], i[order], values[order]
+
+        return cls(
+            u, i, values, n_users=len(uid), n_items=len(iid), r_min=lo, r_max=hi,
+            user_ids=uid, item_ids=iid,
+            user_names=_align_names(user_names, uid), item_names=_align_names(item_names, iid),
+            user_features=_align_features(user_features, uid),
+            item_features=_align_features(item_features, iid),
+            user_graph=user_graph, item_graph=item_graph, implicit=implicit, name=name,
+            source=source, info=info,
+        )
+
+    def _replace_entries(self, users, items, values, **changes):
+        """A Ratings with the same index space and metadata but other entries."""
+        kw = dict(
+            n_users=self.n_users, n_items=self.n_items, r_min=self.r_min, r_max=self.r_max,
+            user_ids=self.user_ids, item_ids=self.item_ids, user_names=self.user_names,
+            item_names=self.item_names, user_features=self.user_features,
+            item_features=self.item_features, user_graph=self.user_graph,
+            item_graph=self.item_graph, implicit=self.implicit, name=self.name,
+            source=self.source, info=dict(self.info),
+        )
+        kw.update(changes)
+        return Ratings(users, items, values, **kw)
+
+    def subset(self, index, *, name=None) -> "Ratings":
+        """The ratings at positions ``index`` (bool mask or int array), same index space."""
+        index = np.asarray(index)
+        return self._replace_entries(self.users[index], self.items[index], self.values[index],
+                                     name=self.name if name is None else name)
+
+    # ------------------------------------------------------------------ views
+    @property
+    def n_ratings(self) -> int:
+        return int(self.values.shape[0])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.n_users, self.n_items)
+
+    @property
+    def density(self) -> float:
+        return self.n_ratings / float(self.n_users * self.n_items)
+
+    @cached_property
+    def csr(self) -> sp.csr_matrix:
+        """Users x items CSR matrix of the values (sorted indices)."""
+        m = sp.csr_matrix((self.values, (self.users, self.items)), shape=self.shape)
+        m.sort_indices()
+        return m
+
+    @cached_property
+    def csc(self) -> sp.csc_matrix:
+        """Users x items CSC matrix of the values (sorted indices)."""
+        m = self.csr.tocsc()
+        m.sort_indices()
+        return m
+
+    def user_counts(self) -> np.ndarray:
+        return np.bincount(self.users, minlength=self.n_users)
+
+    def item_counts(self) -> np.ndarray:
+        return np.bincount(self.items, minlength=self.n_items)
+
+    def item_label(self, i: int) -> str:
+        """A display label for item index ``i``: its name if known, else its id."""
+        if self.item_names is not None and self.item_names[i] is not None:
+            return str(self.item_names[i])
+        return f"item {self.item_ids[i]}"
+
+    def user_label(self, u: int) -> str:
+        if self.user_names is not None and self.user_names[u] is not None:
+            return str(self.user_names[u])
+        return f"user {self.user_ids[u]}"
+
+    def to_frame(self, *, labels=True) -> pd.DataFrame:
+        """The triplets as a DataFrame with original ids (and item names when known)."""
+        df = pd.DataFrame({"user": self.user_ids[self.users], "item": self.item_ids[self.items],
+                           "value": self.values})
+        if labels and self.item_names is not None:
+            df["item_name"] = self.item_names[self.items]
+        return df
+
+    def describe(self) -> dict:
+        """Counts, density, scale and side information present, as a flat dict."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "n_users": self.n_users,
+            "n_items": self.n_items,
+            "n_ratings": self.n_ratings,
+            "density": self.density,
+            "r_min": self.r_min,
+            "r_max": self.r_max,
+            "implicit": self.implicit,
+            "item_names": self.item_names is not None,
+            "user_names": self.user_names is not None,
+            "user_features": None if self.user_features is None else list(self.user_features.columns),
+            "item_features": None if self.item_features is None else list(self.item_features.columns),
+            "user_graph": self.user_graph is not None,
+            "item_graph": self.item_graph is not None,
+            **{f"info_{k}": v for k, v in self.info.items()},
+        }
+
+    def fingerprint(self) -> str:
+        """A SHA-256 of the entries and scale: equal data gives an equal fingerprint."""
+        h = hashlib.sha256()
+        for a in (self.users, self.items, self.values):
+            h.update(np.ascontiguousarray(a).tobytes())
+        h.update(np.array([self.n_users, self.n_items], dtype=np.int64).tobytes())
+        h.update(np.array([self.r_min, self.r_max], dtype=np.float64).tobytes())
+        return h.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        kind = "interactions" if self.implicit else f"ratings in [{self.r_min:g}, {self.r_max:g}]"
+        return (f"Ratings({self.name!r}: {self.n_users} users x {self.n_items} items, "
+                f"{self.n_ratings} {kind})")
+
+    def __len__(self) -> int:
+        return self.n_ratings
+
+    # ------------------------------------------------------------------ splits
+    def split(self, test_size=0.2, *, random_state=None) -> tuple["Ratings", "Ratings"]:
+        """Random hold-out: ``test_size`` of the ratings go to test, the rest to train.
+
+        Both parts keep the full index space; the same ``random_state`` gives the same split.
+        """
+        test_size = check_number("Ratings.split", "test_size", test_size, low=0.0, high=1.0,
+                                 closed="neither")
+        rng = check_random_state(random_state)
+        n_test = int(round(test_size * self.n_ratings))
+        if n_test == 0 or n_test == self.n_ratings:
+            raise EmptyDataError(
+                f"test_size={test_size} of {self.n_ratings} ratings leaves an empty part",
+                expected="a fraction that puts at least one rating on each side")
+        perm = rng.permutation(self.n_ratings)
+        mask = np.zeros(self.n_ratings, dtype=bool)
+        mask[perm[:n_test]] = True
+        return self.subset(~mask, name=f"{self.name} (train)"), self.subset(mask, name=f"{self.name} (test)")
+
+    def split_per_user(self, test_size=0.2, *, random_state=None, min_train=1):
+        """Per-user hold-out: each user keeps at least ``min_train`` ratings in train and
+        sends about ``test_size`` of the rest to test."""
+        test_size = check_number("Ratings.split_per_user", "test_size", test_size, low=0.0,
+                                 high=1.0, closed="neither")
+        rng = check_random_state(random_state)
+        mask = np.zeros(self.n_ratings, dtype=bool)
+        order = np.argsort(self.users, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(self.user_counts())])
+        for u in range(self.n_users):
+            idx = order[bounds[u]:bounds[u + 1]]
+            k = min(int(round(test_size * idx.size)), idx.size - min_train)
+            if k > 0:
+                mask[rng.choice(idx, size=k, replace=False)] = True
+        if not mask.any():
+            raise EmptyDataError("the per-user split put no rating in the test part",
+                                 expected="users with more than min_train ratings")
+        return self.subset(~mask, name=f"{self.name} (train)"), self.subset(mask, name=f"{self.name} (test)")
+
+    def train_val_test(self, val_size=0.1, test_size=0.2, *, by="random", random_state=None):
+        """Three disjoint parts: train, validation, test (``by`` in {"random", "user"})."""
+        check_option("Ratings.train_val_test", "by", by, ("random", "user"))
+        rng = check_random_state(random_state)
+        splitter = self.split if by == "random" else self.split_per_user
+        rest, test = splitter(test_size, random_state=rng)
+        frac = val_size / (1.0 - test_size)
+        split2 = rest.split if by == "random" else rest.split_per_user
+        train, val = split2(frac, random_state=rng)
+        return (train._replace_entries(train.users, train.items, train.values, name=f"{self.name} (train)"),
+                val._replace_entries(val.users, val.items, val.values, name=f"{self.name} (validation)"),
+                test)
+
+
+def _factorize(ids, universe, what, where):
+    """Map ids to contiguous indices: returns (sorted id universe, index per entry)."""
+    if universe is None:
+        try:
+            uniq, inv = np.unique(ids, return_inverse=True)
+        except TypeError:
+            ids = ids.astype(str)
+            uniq, inv = np.unique(ids, return_inverse=True)
+        return uniq, inv.astype(np.int64)
+    universe = np.asarray(universe)
+    lookup = pd.Index(universe)
+    if not lookup.is_unique:
+        raise DataValueError(f"{what}_ids contains repeated ids", path=where)
+    idx = lookup.get_indexer(ids)
+    if (idx < 0).any():
+        k = int(np.flatnonzero(idx < 0)[0])
+        raise DataValueError(f"{what} id {ids[k]!r} is not in the given {what}_ids", path=where)
+    return universe, idx.astype(np.int64)
+
+
+def _align_names(names, ids):
+    if names is None:
+        return None
+    if isinstance(names, (dict, pd.Series)):
+        s = pd.Series(names)
+        out = s.reindex(ids).to_numpy(dtype=object)
+        return np.array([None if (isinstance(x, float) and np.isnan(x)) else x for x in out], dtype=object)
+    names = np.asarray(names, dtype=object)
+    if names.shape[0] != len(ids):
+        raise DataValueError(f"{names.shape[0]} names given for {len(ids)} ids")
+    return names
+
+
+def _align_features(df, ids):
+    if df is None:
+        return None
+    if not isinstance(df, pd.DataFrame):
+        df = pd.DataFrame(df)
+        if len(df) != len(ids):
+            raise DataValueError(f"side information has {len(df)} rows but there are {len(ids)} ids")
+        df.index = ids
+        return df
+    return df.reindex(ids)

@@ -1,0 +1,171 @@
+"""Per-iteration telemetry shared by every solver in kmviz.
+
+A :class:`Trace` holds one row per outer iteration (flat scalars only), named phase timers
+that are folded into the next row, and events (warnings, stops). Figures, the run store and
+the app read traces; nothing else carries telemetry.
+
+Row columns follow one convention: ``iteration``, ``objective`` and ``wall_s`` always; phase
+times as ``t_<phase>_s``; counts as ``n_<thing>``; metrics as ``train_rmse``, ``val_nrmse`` ...
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import RunStoreError
+
+TRACE_FORMAT = 1
+
+
+def _scalar(name, value):
+    """Coerce a row value to a JSON-friendly scalar, refusing arrays (rows stay flat)."""
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"Trace rows hold scalars only; column {name!r} got {type(value).__name__}.")
+
+
+@dataclass
+class Trace:
+    """Telemetry of one fit.
+
+    Parameters
+    ----------
+    solver : str
+        Dotted solver name, for example ``"km.enhanced"``.
+    params : dict
+        The estimator's parameters at fit time (JSON-serializable values).
+    """
+
+    solver: str
+    params: dict = field(default_factory=dict)
+    rows: list = field(default_factory=list)
+    events: list = field(default_factory=list)
+    stop_reason: str = "running"
+    _pending: dict = field(default_factory=dict, repr=False)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    # -- recording ---------------------------------------------------------------------
+    @contextmanager
+    def phase(self, name: str):
+        """Time a block; the seconds are added to ``t_<name>_s`` of the next recorded row."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            key = f"t_{name}_s"
+            self._pending[key] = self._pending.get(key, 0.0) + time.perf_counter() - start
+
+    def add_time(self, name: str, seconds: float) -> None:
+        """Add measured seconds to phase ``name`` (for times measured inside kernels)."""
+        key = f"t_{name}_s"
+        self._pending[key] = self._pending.get(key, 0.0) + float(seconds)
+
+    def record(self, **values) -> dict:
+        """Append a row; ``iteration`` and cumulative ``wall_s`` are filled in."""
+        row = {"iteration": len(self.rows) + 1}
+        row.update({k: _scalar(k, v) for k, v in self._pending.items()})
+        row.update({k: _scalar(k, v) for k, v in values.items()})
+        row.setdefault("wall_s", time.perf_counter() - self._t0)
+        self._pending = {}
+        self.rows.append(row)
+        return row
+
+    def event(self, kind: str, message: str, **data) -> None:
+        """Record something that happened (a warning, a stop, a fallback)."""
+        self.events.append(
+            {"iteration": len(self.rows), "kind": kind, "message": message,
+             **{k: _scalar(k, v) for k, v in data.items()}}
+        )
+
+    # -- reading -----------------------------------------------------------------------
+    @property
+    def n_iter(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> np.ndarray:
+        """One column as a float array (NaN where a row lacks it)."""
+        return np.array([r.get(name, math.nan) for r in self.rows], dtype=float)
+
+    def phase_names(self) -> list[str]:
+        names = []
+        for r in self.rows:
+            for k in r:
+                if k.startswith("t_") and k.endswith("_s") and k[2:-2] not in names:
+                    names.append(k[2:-2])
+        return names
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame.from_records(self.rows)
+
+    # -- persistence (JSON, never pickle) -------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "format": TRACE_FORMAT,
+            "solver": self.solver,
+            "params": self.params,
+            "rows": self.rows,
+            "events": self.events,
+            "stop_reason": self.stop_reason,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Trace":
+        if not isinstance(d, dict) or "rows" not in d or "solver" not in d:
+            raise RunStoreError("Not a kmviz trace: expected a JSON object with 'solver' and 'rows'.")
+        if d.get("format", 1) > TRACE_FORMAT:
+            raise RunStoreError(
+                f"This trace was written by a newer kmviz (trace format {d['format']}, "
+                f"this version reads up to {TRACE_FORMAT}). Upgrade kmviz to read it."
+            )
+        return cls(
+            solver=str(d["solver"]),
+            params=dict(d.get("params", {})),
+            rows=[dict(r) for r in d["rows"]],
+            events=[dict(e) for e in d.get("events", [])],
+            stop_reason=str(d.get("stop_reason", "unknown")),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), default=_json_default, allow_nan=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Trace":
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RunStoreError(f"Trace JSON is malformed: {exc}.") from None
+        return cls.from_dict(d)
+
+    def save(self, path) -> None:
+        """Write the trace as JSON (atomically: temporary file, then rename)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.to_json(), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path) -> "Trace":
+        path = Path(path)
+        if not path.exists():
+            raise RunStoreError(f"{path}: no such trace file.")
+        return cls.from_json(path.read_text(encoding="utf-8"))
+
+
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"Cannot store {type(obj).__name__} in a trace.")
