@@ -60,6 +60,13 @@ class DuplicateRatingsError(DataError):
     """The same (user, item) pair occurs more than once and the policy is 'error'."""
 
 
+class MissingFileError(DataError, FileNotFoundError):
+    """A file or directory named as a data source does not exist.
+
+    Also a ``FileNotFoundError``, so code that handles missing files generically still works.
+    """
+
+
 class FileTooLargeError(DataError):
     """The file is larger than the configured limit; checked before reading."""
 

@@ -1,5 +1,57 @@
-"""Datasets: the Ratings container, loaders, built-in data, synthetic generators, splits."""
+"""Datasets: the Ratings container, loaders, built-in data, synthetic generators, splits.
 
+:func:`load` is the single entry point: a catalogue name (:func:`list_datasets`) or a path.
+"""
+
+from .builtin import load_movielens_small
+from .catalogue import DatasetEntry, get_dataset, list_datasets, load
+from .loaders import (
+    detect_format,
+    load_delimited,
+    load_matrix_market,
+    load_movielens_100k,
+    load_movielens_csv,
+    load_movielens_dat,
+    load_path,
+    load_zip,
+    max_upload_bytes,
+)
 from .ratings import Ratings
+from .synthetic import (
+    PlantedKMTruth,
+    PlantedLowRankTruth,
+    implication_pairs,
+    km_toy,
+    make_planted_km,
+    make_planted_lowrank,
+    planted_km,
+    planted_km_truth,
+    planted_lowrank,
+)
 
-__all__ = ["Ratings"]
+__all__ = [
+    "DatasetEntry",
+    "PlantedKMTruth",
+    "PlantedLowRankTruth",
+    "Ratings",
+    "detect_format",
+    "get_dataset",
+    "implication_pairs",
+    "km_toy",
+    "list_datasets",
+    "load",
+    "load_delimited",
+    "load_matrix_market",
+    "load_movielens_100k",
+    "load_movielens_csv",
+    "load_movielens_dat",
+    "load_movielens_small",
+    "load_path",
+    "load_zip",
+    "make_planted_km",
+    "make_planted_lowrank",
+    "max_upload_bytes",
+    "planted_km",
+    "planted_km_truth",
+    "planted_lowrank",
+]

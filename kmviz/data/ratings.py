@@ -21,6 +21,11 @@ from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 DUPLICATE_POLICIES = ("error", "mean", "first", "last")
 
 
+def _show(x) -> str:
+    """repr of an id or value without NumPy's ``np.int64(...)`` wrapper (NumPy >= 2)."""
+    return repr(x.item() if isinstance(x, np.generic) else x)
+
+
 def _frozen(a):
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -155,7 +160,7 @@ class Ratings:
         if bad.any():
             k = int(np.flatnonzero(bad)[0])
             raise DataValueError(
-                f"rating value {values[k]!r} is not a finite number "
+                f"rating value {_show(values[k])} is not a finite number "
                 f"({int(bad.sum())} such values in all)", path=where, line=line_of(k),
                 expected="finite numbers", fix="remove or fill the missing ratings")
         if implicit:
@@ -202,8 +207,8 @@ class Ratings:
             first = int(order[dup[0] + 1])
             if duplicates == "error":
                 raise DuplicateRatingsError(
-                    f"{n_dup} repeated (user, item) pair(s), first user {users[first]!r} / "
-                    f"item {items[first]!r}", path=where, line=line_of(first),
+                    f"{n_dup} repeated (user, item) pair(s), first user {_show(users[first])} / "
+                    f"item {_show(items[first])}", path=where, line=line_of(first),
                     expected="each (user, item) pair at most once",
                     fix="pass duplicates='mean', 'first' or 'last' to merge them")
             starts = np.concatenate([[0], np.flatnonzero(ks[1:] != ks[:-1]) + 1])
@@ -412,7 +417,8 @@ def _factorize(ids, universe, what, where):
     idx = lookup.get_indexer(ids)
     if (idx < 0).any():
         k = int(np.flatnonzero(idx < 0)[0])
-        raise DataValueError(f"{what} id {ids[k]!r} is not in the given {what}_ids", path=where)
+        raise DataValueError(f"{what} id {_show(ids[k])} is not in the given {what}_ids",
+                             path=where)
     return universe, idx.astype(np.int64)
 
 

@@ -1,0 +1,305 @@
+"""Synthetic rating data with known ground truth.
+
+- :func:`km_toy`: the Kolmogorov-model paper's toy set D1 (every pair observed, p ~ U[0, 1]).
+- :func:`make_planted_km` / :func:`planted_km`: a planted Kolmogorov model, theta_u on the
+  simplex and binary psi_i whose supports are nested along chains, so the true implications
+  ("liking j implies liking i" when supp(psi_j) is inside supp(psi_i)) are known.
+- :func:`make_planted_lowrank` / :func:`planted_lowrank`: a low-rank matrix whose factors are
+  linear in user and item side features, for kernel MC and one-class MF.
+
+The ``make_*`` functions return ``(ratings, truth)``; the short names return the Ratings only.
+The same ``random_state`` gives the same data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_number, check_option, check_random_state
+from .ratings import Ratings
+
+
+# --------------------------------------------------------------------------- shared helpers
+def _observed_mask(rng, n_users, n_items, observed, *, min_per_user=2) -> np.ndarray:
+    """A Bernoulli(``observed``) mask with at least ``min_per_user`` entries per user and one
+    per item, so every user and item has data in tests and demos."""
+    mask = rng.random((n_users, n_items)) < observed
+    for u in np.flatnonzero(mask.sum(axis=1) < min_per_user):
+        missing = min_per_user - int(mask[u].sum())
+        free = np.flatnonzero(~mask[u])
+        mask[u, rng.choice(free, size=missing, replace=False)] = True
+    for i in np.flatnonzero(~mask.any(axis=0)):
+        mask[rng.integers(n_users), i] = True
+    return mask
+
+
+def _check_size(owner, n_users, n_items):
+    check_number(owner, "n_users", n_users, kind=int, low=2)
+    check_number(owner, "n_items", n_items, kind=int, low=2)
+
+
+# --------------------------------------------------------------------------- KM toy (D1)
+def km_toy(n_users=20, n_items=40, random_state=None) -> Ratings:
+    """The toy set D1 of the Kolmogorov-model paper: every pair observed, p ~ U[0, 1].
+
+    Parameters
+    ----------
+    n_users, n_items : int, default=20, 40
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    Ratings
+        ``n_users * n_items`` values in [0, 1] (r_min=0, r_max=1).
+    """
+    _check_size("km_toy", n_users, n_items)
+    rng = check_random_state(random_state)
+    p = rng.random((n_users, n_items))
+    u, i = np.indices(p.shape)
+    return Ratings.from_arrays(u.ravel(), i.ravel(), p.ravel(), r_min=0.0, r_max=1.0,
+                               name="KM toy (D1)", source="km-toy")
+
+
+# --------------------------------------------------------------------------- planted KM
+@dataclass(frozen=True)
+class PlantedKMTruth:
+    """Ground truth of :func:`make_planted_km`.
+
+    Attributes
+    ----------
+    theta : ndarray, shape (n_users, D)
+        User vectors on the probability simplex.
+    psi : ndarray of int8, shape (n_items, D)
+        Binary item vectors (every support non-empty).
+    implications : ndarray of int64, shape (n_pairs, 2)
+        Rows ``(j, i)`` with supp(psi_j) a subset of supp(psi_i), i != j: liking item j
+        implies liking item i, because theta_u^T psi_j <= theta_u^T psi_i for every user.
+    strict : ndarray of bool, shape (n_pairs,)
+        True where the inclusion is strict (the supports differ).
+    """
+
+    theta: np.ndarray
+    psi: np.ndarray
+    implications: np.ndarray
+    strict: np.ndarray
+
+    @property
+    def p(self) -> np.ndarray:
+        """The noiseless probabilities theta psi^T, shape (n_users, n_items)."""
+        return self.theta @ self.psi.T
+
+    def support(self, i: int) -> tuple[int, ...]:
+        """The coordinates where psi_i is 1."""
+        return tuple(int(d) for d in np.flatnonzero(self.psi[i]))
+
+
+def implication_pairs(psi) -> tuple[np.ndarray, np.ndarray]:
+    """All (j, i), i != j, with supp(psi_j) inside supp(psi_i), and whether it is strict.
+
+    Parameters
+    ----------
+    psi : array-like of {0, 1}, shape (n_items, D)
+
+    Returns
+    -------
+    pairs : ndarray of int64, shape (n_pairs, 2)
+    strict : ndarray of bool, shape (n_pairs,)
+    """
+    psi = np.asarray(psi, dtype=np.int64)
+    # supp(psi_j) is inside supp(psi_i) iff psi_j has no 1 where psi_i has a 0
+    outside = psi @ (1 - psi).T
+    inside = outside == 0
+    np.fill_diagonal(inside, False)
+    j, i = np.nonzero(inside)
+    strict = psi[j].sum(axis=1) < psi[i].sum(axis=1)
+    return np.column_stack([j, i]).astype(np.int64), strict
+
+
+def _nested_supports(rng, n_items, D, n_chains, max_support) -> np.ndarray:
+    """Binary psi whose supports are prefixes of a few random orderings of the D coordinates.
+
+    Item k lies on chain ``k % n_chains`` at depth ``1 + (k // n_chains) % max_support``, so
+    items on one chain have nested supports (strictly nested at different depths) as soon as
+    there are two items per chain; the items are then shuffled.
+    """
+    chains = [rng.permutation(D) for _ in range(n_chains)]
+    psi = np.zeros((n_items, D), dtype=np.int8)
+    for k in range(n_items):
+        depth = 1 + (k // n_chains) % max_support
+        psi[k, chains[k % n_chains][:depth]] = 1
+    return psi[rng.permutation(n_items)]
+
+
+def _to_scale(p, scale, step):
+    if scale == "unit":
+        return p, 0.0, 1.0
+    stars = 1.0 + 4.0 * p
+    if step is not None:
+        stars = np.round(stars / step) * step
+    return np.clip(stars, 1.0, 5.0), 1.0, 5.0
+
+
+def make_planted_km(n_users=200, n_items=60, D=8, *, noise=0.0, observed=0.3, scale="unit",
+                    star_step=0.5, n_chains=3, max_support=None, alpha=1.0,
+                    random_state=None) -> tuple[Ratings, PlantedKMTruth]:
+    """A planted Kolmogorov model with nested item supports, and its ground truth.
+
+    Parameters
+    ----------
+    n_users, n_items : int, default=200, 60
+    D : int, default=8
+        Dimension of the model (number of latent binary features).
+    noise : float, default=0.0
+        Standard deviation of the Gaussian noise added to p before clipping to [0, 1].
+    observed : float in (0, 1], default=0.3
+        Fraction of (user, item) pairs observed. Every user gets at least 2 ratings and every
+        item at least 1 regardless.
+    scale : {"unit", "stars"}, default="unit"
+        "unit" keeps p in [0, 1]; "stars" maps it to 1 + 4p on a 1-5 scale.
+    star_step : float or None, default=0.5
+        With ``scale="stars"``, round to multiples of this (half stars); None keeps the stars
+        continuous.
+    n_chains : int, default=3
+        Number of chains of nested supports (each a random ordering of the D coordinates).
+    max_support : int, optional
+        Largest support size; default ``max(1, D // 2)``, so no item is liked by everyone.
+    alpha : float, default=1.0
+        Dirichlet concentration of theta_u (small values: users focused on few features).
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ratings : Ratings
+        Values clip(theta_u^T psi_i + noise * N(0, 1), 0, 1) on the chosen scale. Item names
+        read like "item 0 (support {0, 3})". ``info`` holds only the generator's parameters.
+    truth : PlantedKMTruth
+    """
+    owner = "make_planted_km"
+    _check_size(owner, n_users, n_items)
+    D = check_number(owner, "D", D, kind=int, low=1)
+    noise = check_number(owner, "noise", noise, low=0.0)
+    observed = check_number(owner, "observed", observed, low=0.0, high=1.0, closed="right")
+    check_option(owner, "scale", scale, ("unit", "stars"))
+    n_chains = check_number(owner, "n_chains", n_chains, kind=int, low=1)
+    max_support = max(1, D // 2) if max_support is None else max_support
+    max_support = check_number(owner, "max_support", max_support, kind=int, low=1, high=D)
+    alpha = check_number(owner, "alpha", alpha, low=0.0, closed="neither")
+    rng = check_random_state(random_state)
+
+    theta = rng.dirichlet(np.full(D, alpha), size=n_users)
+    psi = _nested_supports(rng, n_items, D, n_chains, max_support)
+    p = np.clip(theta @ psi.T + noise * rng.standard_normal((n_users, n_items)), 0.0, 1.0)
+    mask = _observed_mask(rng, n_users, n_items, observed)
+    u, i = np.nonzero(mask)
+    values, r_min, r_max = _to_scale(p[u, i], scale, star_step)
+    names = [f"item {k} (support {{{', '.join(map(str, np.flatnonzero(psi[k])))}}})"
+             for k in range(n_items)]
+    ratings = Ratings.from_arrays(
+        u, i, values, r_min=r_min, r_max=r_max, user_ids=np.arange(n_users),
+        item_ids=np.arange(n_items), item_names=names, name="planted KM", source="planted-km")
+    ratings.info.update(generator="planted_km", D=D, noise=noise, observed=observed,
+                        scale=scale)
+    pairs, strict = implication_pairs(psi)
+    return ratings, PlantedKMTruth(theta=theta, psi=psi, implications=pairs, strict=strict)
+
+
+def planted_km(n_users=200, n_items=60, D=8, *, noise=0.0, observed=0.3, scale="unit",
+               star_step=0.5, n_chains=3, max_support=None, alpha=1.0,
+               random_state=None) -> Ratings:
+    """The Ratings of :func:`make_planted_km` (same parameters), without the ground truth."""
+    return make_planted_km(n_users, n_items, D, noise=noise, observed=observed, scale=scale,
+                           star_step=star_step, n_chains=n_chains, max_support=max_support,
+                           alpha=alpha, random_state=random_state)[0]
+
+
+def planted_km_truth(n_users=200, n_items=60, D=8, *, noise=0.0, observed=0.3, scale="unit",
+                     star_step=0.5, n_chains=3, max_support=None, alpha=1.0,
+                     random_state=None) -> PlantedKMTruth:
+    """The ground truth of :func:`make_planted_km` for the same parameters and int seed."""
+    return make_planted_km(n_users, n_items, D, noise=noise, observed=observed, scale=scale,
+                           star_step=star_step, n_chains=n_chains, max_support=max_support,
+                           alpha=alpha, random_state=random_state)[1]
+
+
+# --------------------------------------------------------------------------- planted low rank
+@dataclass(frozen=True)
+class PlantedLowRankTruth:
+    """Ground truth of :func:`make_planted_lowrank`.
+
+    Attributes
+    ----------
+    user_map, item_map : ndarray, shapes (n_user_features, rank), (n_item_features, rank)
+        The linear maps: user factors are ``user_features @ user_map``, item factors
+        ``item_features @ item_map``.
+    matrix : ndarray, shape (n_users, n_items)
+        The noiseless low-rank matrix (user factors times item factors transposed).
+    """
+
+    user_map: np.ndarray
+    item_map: np.ndarray
+    matrix: np.ndarray
+
+
+def make_planted_lowrank(n_users=100, n_items=80, rank=5, *, n_user_features=6,
+                         n_item_features=6, noise=0.1, observed=0.2,
+                         random_state=None) -> tuple[Ratings, PlantedLowRankTruth]:
+    """A low-rank matrix whose factors are linear functions of side features.
+
+    Features are standard normal; the maps have N(0, 1/n_features) entries and the product is
+    divided by sqrt(rank), so entries have unit variance before noise.
+
+    Parameters
+    ----------
+    n_users, n_items : int, default=100, 80
+    rank : int, default=5
+    n_user_features, n_item_features : int, default=6
+    noise : float, default=0.1
+        Standard deviation of the Gaussian noise on the observed values.
+    observed : float in (0, 1], default=0.2
+        Fraction of pairs observed (at least 2 per user and 1 per item).
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    ratings : Ratings
+        Real values; the scale is the range of the full noisy matrix, so every split stays
+        inside it. ``user_features`` / ``item_features`` are DataFrames with columns
+        ``f0, f1, ...``.
+    truth : PlantedLowRankTruth
+    """
+    owner = "make_planted_lowrank"
+    _check_size(owner, n_users, n_items)
+    rank = check_number(owner, "rank", rank, kind=int, low=1)
+    n_uf = check_number(owner, "n_user_features", n_user_features, kind=int, low=1)
+    n_if = check_number(owner, "n_item_features", n_item_features, kind=int, low=1)
+    noise = check_number(owner, "noise", noise, low=0.0)
+    observed = check_number(owner, "observed", observed, low=0.0, high=1.0, closed="right")
+    rng = check_random_state(random_state)
+
+    x = rng.standard_normal((n_users, n_uf))
+    y = rng.standard_normal((n_items, n_if))
+    a = rng.standard_normal((n_uf, rank)) / np.sqrt(n_uf)
+    b = rng.standard_normal((n_if, rank)) / np.sqrt(n_if)
+    matrix = (x @ a) @ (y @ b).T / np.sqrt(rank)
+    noisy = matrix + noise * rng.standard_normal(matrix.shape)
+    mask = _observed_mask(rng, n_users, n_items, observed)
+    u, i = np.nonzero(mask)
+    uf = pd.DataFrame(x, columns=[f"f{k}" for k in range(n_uf)])
+    itf = pd.DataFrame(y, columns=[f"f{k}" for k in range(n_if)])
+    ratings = Ratings.from_arrays(
+        u, i, noisy[u, i], r_min=float(noisy.min()), r_max=float(noisy.max()),
+        user_ids=np.arange(n_users), item_ids=np.arange(n_items), user_features=uf,
+        item_features=itf, name="planted low rank", source="planted-lowrank")
+    ratings.info.update(generator="planted_lowrank", rank=rank, noise=noise, observed=observed)
+    return ratings, PlantedLowRankTruth(user_map=a, item_map=b, matrix=matrix)
+
+
+def planted_lowrank(n_users=100, n_items=80, rank=5, *, n_user_features=6, n_item_features=6,
+                    noise=0.1, observed=0.2, random_state=None) -> Ratings:
+    """The Ratings of :func:`make_planted_lowrank` (same parameters), without the truth."""
+    return make_planted_lowrank(n_users, n_items, rank, n_user_features=n_user_features,
+                                n_item_features=n_item_features, noise=noise,
+                                observed=observed, random_state=random_state)[0]

