@@ -1,0 +1,498 @@
+"""The ``kmviz`` command line: datasets, training, saved runs and the app.
+
+::
+
+    kmviz data list
+    kmviz data describe SOURCE [--option key=value ...]
+    kmviz train km --data SOURCE [--D 8] [--bqp enhanced] [--evd lanczos] [--iters 20] [--save]
+    kmviz runs list | show RUN | export RUN DEST | delete RUN [--yes]     [--dir DIR]
+    kmviz app [--port N] [-- streamlit args]
+
+Mistakes a user can make (an unknown dataset, a bad option, a missing run) end with one line
+``error: ...`` on stderr and exit code 2; anything else is a bug and keeps its traceback.
+Heavy modules (pandas, the model kernels) are imported by the commands that need them, so
+``kmviz --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UserError(Exception):
+    """A mistake in the command line or its inputs; reported as ``error: ...``, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``error:`` line instead of usage + message."""
+
+    def error(self, message):
+        raise UserError(f"{message} (see `{self.prog} --help`)")
+
+
+# ------------------------------------------------------------------------------ formatting
+def _cell(value, width=None, digits=4) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        text = "-"
+    elif isinstance(value, bool):
+        text = "yes" if value else "no"
+    elif isinstance(value, float):
+        text = f"{value:.{digits}g}"
+    else:
+        text = str(value)
+    text = " ".join(text.split())  # one line per row, whatever the value holds
+    if width is not None and len(text) > width:
+        text = text[: width - 3] + "..."
+    return text
+
+
+def _table(rows: list[list], header: list[str], *, max_width: int = 48) -> str:
+    """A plain left-aligned text table; cells longer than ``max_width`` are shortened."""
+    cells = [[_cell(v, max_width) for v in row] for row in rows]
+    widths = [max([len(h)] + [len(r[j]) for r in cells]) for j, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    return "\n".join(lines)
+
+
+def _pairs(items: list[tuple[str, object]]) -> str:
+    width = max(len(k) for k, _ in items)
+    return "\n".join(f"  {k.ljust(width)}  {_cell(v, digits=6)}" for k, v in items)
+
+
+def _parse_options(pairs) -> dict:
+    """``["sep=;", "r_max=5"]`` -> ``{"sep": ";", "r_max": 5}`` (JSON values, else text)."""
+    out = {}
+    for pair in pairs or []:
+        key, eq, text = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key.isidentifier():
+            raise UserError(f"--option takes key=value (for example delimiter=';'); got {pair!r}")
+        literals = {"True": True, "False": False, "None": None}
+        if text in literals:
+            value = literals[text]
+        else:
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError:
+                value = text
+        out[key] = value
+    return out
+
+
+# ------------------------------------------------------------------------------ data
+def _cmd_data_list(args) -> int:
+    from .data.catalogue import list_datasets
+
+    entries = list_datasets()
+    if args.long:
+        for e in entries:
+            print(f"{e.name}: {e.title}\n  {e.description}\n  source:  {e.source}\n"
+                  f"  licence: {e.licence}\n")
+        return EXIT_OK
+    rows = [[e.name, e.title, e.description, e.source] for e in entries]
+    print(_table(rows, ["NAME", "TITLE", "DESCRIPTION", "SOURCE"], max_width=40))
+    print("\nLoad one with `kmviz data describe NAME`; `kmviz data list --long` shows "
+          "full descriptions and licences.")
+    return EXIT_OK
+
+
+def _load(source, option_pairs):
+    from .data import load
+
+    return load(source, **_parse_options(option_pairs))
+
+
+def _cmd_data_describe(args) -> int:
+    ratings = _load(args.source, args.option)
+    d = ratings.describe()
+
+    def columns(cols):
+        if cols is None:
+            return "none"
+        shown = ", ".join(str(c) for c in cols[:12])
+        more = f", ... ({len(cols)} in all)" if len(cols) > 12 else f" ({len(cols)})"
+        return shown + more
+
+    kind = ("one-class interactions (values 1; absent pairs unknown)" if d["implicit"]
+            else f"ratings in [{d['r_min']:g}, {d['r_max']:g}]")
+    items = [
+        ("name", d["name"]),
+        ("source", d["source"] or args.source),
+        ("users", f"{d['n_users']:,}"),
+        ("items", f"{d['n_items']:,}"),
+        ("ratings", f"{d['n_ratings']:,}"),
+        ("density", f"{100 * d['density']:.3g}%"),
+        ("scale", kind),
+        ("fingerprint", ratings.fingerprint()),
+        ("item titles", d["item_names"]),
+        ("user names", d["user_names"]),
+        ("item features", columns(d["item_features"])),
+        ("user features", columns(d["user_features"])),
+        ("item graph", d["item_graph"]),
+        ("user graph", d["user_graph"]),
+    ]
+    items += [(k[len("info_"):].replace("_", " "), v) for k, v in d.items()
+              if k.startswith("info_")]
+    print(_pairs(items))
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ train
+class _ProgressPrinter:
+    """The fit callback: one line per BCD iteration with a progress bar."""
+
+    def __init__(self, max_iter: int, stream=None, bar_width: int = 20):
+        self.max_iter = max(int(max_iter), 1)
+        self.stream = stream if stream is not None else sys.stdout
+        self.bar_width = bar_width
+
+    def __call__(self, row: dict) -> None:
+        it = int(row.get("iteration", 0))
+        filled = min(self.bar_width, round(self.bar_width * it / self.max_iter))
+        bar = "#" * filled + "." * (self.bar_width - filled)
+        parts = [f"[{bar}] iter {it:>{len(str(self.max_iter))}}/{self.max_iter}",
+                 f"objective {row.get('objective', math.nan):.6g}",
+                 f"train_rmse {row.get('train_rmse', math.nan):.4f}"]
+        if "val_nrmse" in row:
+            parts.append(f"val_nrmse {row['val_nrmse']:.4f}")
+        parts.append(f"{row.get('wall_s', math.nan):7.2f} s")
+        print("  ".join(parts), file=self.stream, flush=True)
+
+
+def _cmd_train_km(args) -> int:
+    from .data import load
+    from .km import KolmogorovModel
+    from .metrics import nrmse_ratings, rmse
+
+    ratings = load(args.data, **_parse_options(args.option))
+    if args.test_size == 0:
+        train, test = ratings, None
+    else:
+        train, test = ratings.split(args.test_size, random_state=args.seed)
+    given = {"D": args.D, "bqp_solver": args.bqp, "evd": args.evd, "gamma": args.gamma,
+             "max_iter": args.iters, "lambda_theta": args.lambda_theta,
+             "mu_psi": args.mu_psi, "random_state": args.seed}
+    # Unset options keep the estimator's own defaults rather than copies of them here.
+    model = KolmogorovModel(**{k: v for k, v in given.items() if v is not None})
+    params = model.get_params()
+
+    n_val = 0 if test is None else test.n_ratings
+    print(f"Training KM (D={params['D']}, bqp={params['bqp_solver']}, evd={params['evd']}, "
+          f"gamma={params['gamma']:g}, max_iter={params['max_iter']}) on {ratings.name}: "
+          f"{ratings.n_users:,} users x {ratings.n_items:,} items, {train.n_ratings:,} train / "
+          f"{n_val:,} validation ratings.", flush=True)
+    print("The first iteration includes compiling the Numba kernels (cached afterwards).",
+          flush=True)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(train, callback=_ProgressPrinter(params["max_iter"]), validation=test)
+    elapsed = time.perf_counter() - start
+    for w in caught:
+        print(f"note: {w.message}", file=sys.stderr)
+
+    trace = model.trace_
+    last = trace.rows[-1] if trace.rows else {}
+    metrics = {"objective": last.get("objective"), "train_rmse": last.get("train_rmse")}
+    if test is not None:
+        metrics["val_nrmse"] = model.nrmse(test)
+        pred = model.predict_ratings(test.users, test.items)
+        metrics["val_rmse_ratings"] = rmse(test.values, pred)
+        metrics["val_nrmse_ratings"] = nrmse_ratings(test.values, pred, ratings.r_min,
+                                                     ratings.r_max)
+    phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
+    summary = [("iterations", f"{trace.n_iter} (stopped: {trace.stop_reason})"),
+               ("time", f"{elapsed:.2f} s"),
+               ("objective", metrics["objective"]),
+               ("train RMSE (probability scale)", metrics["train_rmse"])]
+    if test is not None:
+        summary += [("validation NRMSE, p-scale (KM/NNM form)", metrics["val_nrmse"]),
+                    ("validation RMSE, rating scale", metrics["val_rmse_ratings"]),
+                    ("validation NRMSE, RMSE/(r_max-r_min)", metrics["val_nrmse_ratings"])]
+    if phases:
+        summary.append(("time per phase", ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
+    print("Done.\n" + _pairs(summary))
+
+    if args.save:
+        from .runs import RunStore
+
+        store = RunStore(args.dir)
+        params_saved = dict(params, split={"test_size": args.test_size, "seed": args.seed})
+        run_id = store.save("km", trace, {"theta": model.theta_, "psi": model.psi_},
+                            dataset=ratings, params=params_saved, metrics=metrics,
+                            label=args.label, duration_s=elapsed)
+        print(f"Saved run {run_id} in {store.path}.")
+    else:
+        print("Not saved; add --save to keep this run.")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ runs
+def _store(args):
+    from .runs import RunStore
+
+    return RunStore(args.dir)
+
+
+def _cmd_runs_list(args) -> int:
+    store = _store(args)
+    df = store.list()
+    if df.empty:
+        print(f"No runs in {store.path}. Train one with "
+              "`kmviz train km --data km-toy --save`.")
+        return EXIT_OK
+    metric_cols = [c for c in ("val_nrmse", "train_rmse") if c in df.columns]
+    cols = ["run_id", "created", "family", "label", "dataset", "status", "n_iter",
+            "duration_s"] + metric_cols
+    rows = []
+    for rec in df[cols].to_dict("records"):
+        rec["created"] = rec["created"].strftime("%Y-%m-%d %H:%M")
+        seconds = rec["duration_s"]
+        rec["duration_s"] = None if seconds is None or seconds != seconds else f"{seconds:.1f}"
+        rows.append([rec[c] for c in cols])
+    header = [c.upper() if c != "duration_s" else "SECONDS" for c in cols]
+    print(_table(rows, header, max_width=32))
+    print(f"\n{len(df)} run(s) in {store.path}.")
+    return EXIT_OK
+
+
+def _cmd_runs_show(args) -> int:
+    run = _store(args).load(args.run)
+    m = run.meta
+    ds = m["dataset"]
+    items = [("run", m["run_id"]), ("label", m["label"]), ("family", m["family"]),
+             ("created", m["created"]), ("status", m["status"]),
+             ("duration", None if m.get("duration_s") is None else f"{m['duration_s']:.2f} s"),
+             ("dataset", f"{ds.get('name')} (fingerprint {ds.get('fingerprint') or '-'})")]
+    if "n_users" in ds:
+        items.append(("data size", f"{ds['n_users']:,} users x {ds['n_items']:,} items, "
+                                   f"{ds.get('n_ratings', 0):,} ratings"))
+    print(_pairs(items))
+    print("params:")
+    print(_pairs([(k, json.dumps(v) if isinstance(v, (dict, list)) else v)
+                  for k, v in m["params"].items()]) if m["params"] else "  (none)")
+    print("metrics:")
+    print(_pairs(list(m["metrics"].items())) if m["metrics"] else "  (none)")
+    print("arrays:")
+    print(_pairs([(k, f"{a.dtype} {a.shape}") for k, a in run.arrays.items()])
+          if run.arrays else "  (none)")
+    t = run.trace
+    print(f"trace: {t.solver}, {t.n_iter} iteration(s), stop reason {t.stop_reason}, "
+          f"{len(t.events)} event(s)")
+    if t.rows:
+        print(_pairs([(k, v) for k, v in t.rows[-1].items()]))
+    return EXIT_OK
+
+
+def _cmd_runs_export(args) -> int:
+    out = _store(args).export(args.run, args.dest, overwrite=args.overwrite)
+    print(f"Exported run {args.run} to {out}.")
+    return EXIT_OK
+
+
+def _cmd_runs_delete(args) -> int:
+    store = _store(args)
+    meta = store.load_meta(args.run)  # fails with the usual message if there is no such run
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UserError(f"not deleting run {args.run} without confirmation; "
+                            "pass --yes to delete it")
+        answer = input(f"Delete run {args.run} ({meta['label']})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not deleted.")
+            return EXIT_OK
+    store.delete(args.run)
+    print(f"Deleted run {args.run}.")
+    return EXIT_OK
+
+
+# ------------------------------------------------------------------------------ app
+def _app_path() -> Path:
+    """``app.py`` of the source checkout kmviz is installed from (editable install)."""
+    return Path(__file__).resolve().parent.parent / "app.py"
+
+
+def _cmd_app(args) -> int:
+    import importlib.util
+
+    app = _app_path()
+    if not app.is_file():
+        raise UserError(
+            f"cannot find the Streamlit app: {app} does not exist. `kmviz app` runs app.py "
+            "from the kmviz source checkout; install kmviz from it with `pip install -e .`")
+    if importlib.util.find_spec("streamlit") is None:
+        raise UserError("streamlit is not installed in this Python; `pip install streamlit`")
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app)]
+    if args.port is not None:
+        cmd += ["--server.port", str(args.port)]
+    cmd += list(args.streamlit_args)
+    print("Running " + " ".join(cmd), flush=True)
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
+def _port(text) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: expected a number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {port}: expected 1 to 65535")
+    return port
+
+
+def _fraction(text) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid fraction {text!r}") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is not in [0, 1)")
+    return value
+
+
+# ------------------------------------------------------------------------------ parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="kmviz",
+        description="Learn and look inside interpretable factorization models.",
+        epilog="Run `kmviz COMMAND --help` for the options of one command.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"kmviz {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    # data ------------------------------------------------------------------
+    data = commands.add_parser("data", help="list and inspect datasets")
+    data_cmds = data.add_subparsers(dest="data_command", metavar="ACTION",
+                                  parser_class=_Parser, required=True)
+    p = data_cmds.add_parser("list", help="the built-in dataset catalogue")
+    p.add_argument("-l", "--long", action="store_true",
+                   help="print full descriptions, sources and licences")
+    p.set_defaults(func=_cmd_data_list)
+    option_help = ("a loader option as key=value, repeatable (for example delimiter=';', "
+                   "duplicates=mean, n_users=50)")
+    p = data_cmds.add_parser("describe", help="counts, scale and side information of a dataset")
+    p.add_argument("source", metavar="SOURCE", help="a catalogue name or a file/directory/zip")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
+    p.set_defaults(func=_cmd_data_describe)
+
+    # train -----------------------------------------------------------------
+    train = commands.add_parser("train", help="fit a model and print its progress")
+    train_cmds = train.add_subparsers(dest="model", metavar="MODEL", parser_class=_Parser,
+                                    required=True)
+    p = train_cmds.add_parser(
+        "km", help="the Kolmogorov model (BCD with dual-GD binary QP)",
+        description="Fit kmviz.km.KolmogorovModel on a hold-out split and print one line per "
+                    "BCD iteration. Options left out keep the estimator's defaults.")
+    p.add_argument("--data", required=True, metavar="SOURCE",
+                   help="a catalogue name or a file/directory/zip")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
+    p.add_argument("--D", type=int, metavar="N", help="dimension D (elementary events)")
+    p.add_argument("--bqp", metavar="SOLVER",
+                   help="binary QP solver: gd, enhanced, fast, exact, bnb, sdr, bfgs")
+    p.add_argument("--evd", metavar="MODE", help="eigen-decomposition: exact or lanczos")
+    p.add_argument("--iters", type=int, metavar="N", help="maximum BCD iterations")
+    p.add_argument("--gamma", type=float, help="SDP relaxation regularization gamma > 0")
+    p.add_argument("--lambda-theta", type=float, metavar="L", help="ridge on theta (>= 0)")
+    p.add_argument("--mu-psi", type=float, metavar="M", help="support penalty on psi (>= 0)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--test-size", type=_fraction, default=0.2,
+                   help="hold-out fraction for validation, 0 for none (default: 0.2)")
+    p.add_argument("--save", action="store_true", help="save the run to the run store")
+    p.add_argument("--label", help="display name of the saved run")
+    p.add_argument("--dir", metavar="DIR",
+                   help="run store directory (default: $KMVIZ_RUNS_DIR or the user data dir)")
+    p.set_defaults(func=_cmd_train_km)
+
+    # runs ------------------------------------------------------------------
+    runs = commands.add_parser("runs", help="saved runs: list, show, export, delete")
+    store_opt = argparse.ArgumentParser(add_help=False)
+    store_opt.add_argument("--dir", metavar="DIR",
+                           help="run store directory (default: $KMVIZ_RUNS_DIR or the user "
+                                "data dir)")
+    runs_cmds = runs.add_subparsers(dest="runs_command", metavar="ACTION",
+                                  parser_class=_Parser, required=True)
+    p = runs_cmds.add_parser("list", parents=[store_opt], help="all saved runs, newest first")
+    p.set_defaults(func=_cmd_runs_list)
+    p = runs_cmds.add_parser("show", parents=[store_opt], help="one run's settings and results")
+    p.add_argument("run", metavar="RUN", help="run id (see `kmviz runs list`)")
+    p.set_defaults(func=_cmd_runs_show)
+    p = runs_cmds.add_parser("export", parents=[store_opt],
+                             help="write a run's trace (CSV, JSON), arrays (NPZ) and meta")
+    p.add_argument("run", metavar="RUN", help="run id")
+    p.add_argument("dest", metavar="DEST", help="a directory, or a path ending in .zip")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing export")
+    p.set_defaults(func=_cmd_runs_export)
+    p = runs_cmds.add_parser("delete", parents=[store_opt], help="remove a run")
+    p.add_argument("run", metavar="RUN", help="run id")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.set_defaults(func=_cmd_runs_delete)
+
+    # app -------------------------------------------------------------------
+    p = commands.add_parser(
+        "app", help="open the Streamlit app",
+        description="Run `streamlit run app.py`. Arguments after `--` go to streamlit.")
+    p.add_argument("--port", type=_port, help="server port (default: streamlit's, 8501)")
+    p.set_defaults(func=_cmd_app, streamlit_args=[])
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 user error, 130 interrupted)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    streamlit_args = []
+    # Everything after `--` belongs to streamlit; split it off before argparse sees it.
+    if argv[:1] == ["app"] and "--" in argv:
+        cut = argv.index("--")
+        argv, streamlit_args = argv[:cut], argv[cut + 1:]
+    parser = build_parser()
+    from .exceptions import NumericalError
+
+    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help and --version
+            return int(exc.code or 0)
+        if args.command is None:  # bare `kmviz`: show what there is to do
+            parser.print_help()
+            return EXIT_OK
+        if args.command == "app":
+            args.streamlit_args = streamlit_args
+        return args.func(args)
+    except UserError as exc:
+        return _fail(str(exc))
+    except (ValueError, NumericalError) as exc:
+        # kmviz's own errors (DataError, InvalidParameterError, RunStoreError ...) are all
+        # ValueErrors whose messages are written for users.
+        return _fail(str(exc))
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        return _fail(str(exc))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _fail(message: str) -> int:
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

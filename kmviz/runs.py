@@ -1,0 +1,790 @@
+"""The run store: saved fits that can be listed, reloaded, compared and exported.
+
+A store is a directory::
+
+    <root>/index.sqlite          one row per run (SQLite in WAL mode)
+    <root>/runs/<run_id>/        arrays.npz, trace.json, meta.json
+
+The root is, in order of precedence, the ``path`` given to :class:`RunStore`, the
+environment variable ``KMVIZ_RUNS_DIR``, or ``<user data dir>/kmviz/runs`` (from
+``platformdirs``).
+
+Saving is atomic: the run folder is written under a temporary name, flushed to disk and
+renamed into place, and only then is its index row inserted in a transaction. A crash at
+any point leaves either nothing visible or a complete run; never an index row without its
+folder. Several processes may save at once: SQLite's WAL journal and a busy timeout
+serialize the index writes. Nothing is ever pickled: arrays go through ``np.savez`` and are
+read back with ``allow_pickle=False``; everything else is JSON.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import sqlite3
+import time
+import zipfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import RunStoreError
+from .trace import Trace
+
+__all__ = ["RUN_FORMAT", "Run", "RunStore", "default_runs_dir"]
+
+#: Version of the on-disk layout of one run (meta.json "format"). Bump it when the layout
+#: changes, and teach :meth:`RunStore.load` to read the older one.
+RUN_FORMAT = 1
+#: Version of the SQLite index schema (``PRAGMA user_version``).
+INDEX_SCHEMA = 1
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_ARRAY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+# np.savez takes these as its own keyword arguments, so they cannot name arrays.
+_RESERVED_ARRAY_NAMES = {"file", "allow_pickle"}
+_TMP_PREFIX = ".tmp-"
+_TRASH_PREFIX = ".del-"
+# A temporary folder whose writer cannot be checked (another host, reused pid) is only
+# removed once it is this old, so a slow save in progress is never swept away.
+_STALE_AFTER_S = 24 * 3600.0
+_BUSY_TIMEOUT_MS = 30_000
+_CORE_COLUMNS = ["run_id", "created", "family", "label", "dataset", "fingerprint", "status",
+                 "duration_s", "n_iter"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    family      TEXT NOT NULL,
+    label       TEXT NOT NULL,
+    dataset     TEXT,
+    fingerprint TEXT,
+    created     TEXT NOT NULL,
+    duration_s  REAL,
+    n_iter      INTEGER,
+    status      TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    metrics     TEXT NOT NULL,
+    format      INTEGER NOT NULL
+)
+"""
+
+
+def default_runs_dir() -> Path:
+    """The store used when no path is given: ``$KMVIZ_RUNS_DIR`` or the user data dir."""
+    env = os.environ.get("KMVIZ_RUNS_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("kmviz")) / "runs"
+
+
+@dataclass
+class Run:
+    """One saved run.
+
+    Attributes
+    ----------
+    meta : dict
+        Everything but the arrays and the trace: ``run_id``, ``family``, ``label``,
+        ``dataset`` (a dict with ``name``, ``fingerprint`` and sizes), ``params``,
+        ``metrics``, ``created`` (ISO 8601, UTC), ``duration_s``, ``status``, ``format``.
+    trace : Trace
+        The fit's telemetry.
+    arrays : dict of str to ndarray
+        The fitted arrays, for the Kolmogorov model ``theta`` and ``psi``.
+    """
+
+    meta: dict
+    trace: Trace
+    arrays: dict
+
+    @property
+    def run_id(self) -> str:
+        return self.meta["run_id"]
+
+    @property
+    def family(self) -> str:
+        return self.meta["family"]
+
+    @property
+    def label(self) -> str:
+        return self.meta["label"]
+
+    @property
+    def params(self) -> dict:
+        return self.meta["params"]
+
+    @property
+    def metrics(self) -> dict:
+        return self.meta["metrics"]
+
+    @property
+    def dataset(self) -> dict:
+        return self.meta["dataset"]
+
+
+# ------------------------------------------------------------------------------ helpers
+def _json_default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"a {type(obj).__name__} cannot be stored as JSON")
+
+
+def _to_json(what: str, value) -> str:
+    try:
+        return json.dumps(value, default=_json_default, allow_nan=True, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be JSON-serializable: {exc}.") from None
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename or file creation in ``path`` durable (a no-op where unsupported)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows cannot open directories
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_bytes_synced(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _family_of(model) -> str:
+    """``"km"`` from the string "km" or from an estimator defined in ``kmviz.km``."""
+    if isinstance(model, str):
+        family = model
+    else:
+        parts = type(model).__module__.split(".")
+        family = parts[1] if len(parts) > 1 and parts[0] == "kmviz" else type(model).__name__
+    if not family or not _RUN_ID.match(family):
+        raise ValueError(f"model family must be a short name such as 'km'; got {family!r}.")
+    return family
+
+
+def _dataset_meta(dataset) -> dict:
+    """Name, fingerprint and sizes of a Ratings; or just a name for a string."""
+    if isinstance(dataset, str):
+        return {"name": dataset, "fingerprint": None}
+    if isinstance(dataset, dict):
+        if "name" not in dataset:
+            raise ValueError("dataset given as a dict needs a 'name' key.")
+        return {"fingerprint": None, **dataset}
+    if hasattr(dataset, "fingerprint") and hasattr(dataset, "name"):
+        meta = {"name": str(dataset.name), "fingerprint": dataset.fingerprint()}
+        for key in ("source", "n_users", "n_items", "n_ratings", "r_min", "r_max", "implicit"):
+            if hasattr(dataset, key):
+                value = getattr(dataset, key)
+                meta[key] = value.item() if isinstance(value, np.generic) else value
+        return meta
+    raise ValueError(
+        f"dataset must be a Ratings, a name or a dict with 'name'; got {type(dataset).__name__}."
+    )
+
+
+def _check_arrays(arrays) -> dict:
+    if not isinstance(arrays, dict):
+        raise ValueError(f"arrays must be a dict of name -> ndarray; got {type(arrays).__name__}.")
+    out = {}
+    for name, value in arrays.items():
+        if not isinstance(name, str) or not _ARRAY_NAME.match(name) or (
+                name in _RESERVED_ARRAY_NAMES):
+            raise ValueError(
+                f"array name {name!r} is not allowed; use letters, digits and '_' "
+                "(and not 'file' or 'allow_pickle')."
+            )
+        a = np.asarray(value)
+        # Object arrays can only be stored by pickling them, which the store never does.
+        if a.dtype.hasobject:
+            raise ValueError(
+                f"array {name!r} has dtype object; only numeric, boolean and fixed-width "
+                "string arrays can be saved."
+            )
+        out[name] = a
+    return out
+
+
+def _flatten(prefix: str, value, out: dict) -> None:
+    """Scalars of a (nested) dict as ``a.b`` columns; lists and arrays are skipped."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    elif value is None or isinstance(value, (bool, int, float, str)):
+        out[prefix] = value
+
+
+def _now_utc() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists but belongs to someone else, or cannot tell: assume alive
+    return True
+
+
+# ------------------------------------------------------------------------------ the store
+class RunStore:
+    """A directory of saved runs with a SQLite index.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The store's root directory, created on first use. Default: ``$KMVIZ_RUNS_DIR`` or
+        the per-user data directory (see :func:`default_runs_dir`).
+
+    Examples
+    --------
+    >>> store = RunStore(tmp_path)                                        # doctest: +SKIP
+    >>> run_id = store.save("km", model.trace_, {"theta": model.theta_, "psi": model.psi_},
+    ...                     dataset=train, params=model.get_params(),
+    ...                     metrics={"val_nrmse": 0.19})                  # doctest: +SKIP
+    >>> store.list()[["run_id", "label", "val_nrmse"]]                    # doctest: +SKIP
+    >>> run = store.load(run_id); run.arrays["theta"].shape               # doctest: +SKIP
+    """
+
+    def __init__(self, path=None):
+        self.path = Path(path).expanduser() if path is not None else default_runs_dir()
+        self.runs_dir = self.path / "runs"
+        self.index_path = self.path / "index.sqlite"
+        self._ready = False
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.path)!r})"
+
+    # -------------------------------------------------------------------- index access
+    def _connect(self) -> sqlite3.Connection:
+        """A fresh connection per operation, so the store is safe to use after fork."""
+        if not self._ready:
+            try:
+                self.runs_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise RunStoreError(f"Cannot create the run store at {self.path}: {exc}.") from None
+        try:
+            conn = sqlite3.connect(self.index_path, timeout=_BUSY_TIMEOUT_MS / 1000,
+                                   isolation_level=None)
+        except sqlite3.Error as exc:
+            raise RunStoreError(f"Cannot open the run index {self.index_path}: {exc}.") from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if not self._ready:
+                self._init_schema(conn)
+                self._ready = True
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RunStoreError(
+                f"{self.index_path} is not a kmviz run index ({exc}). Move it away to start a "
+                "new store there, or choose another directory."
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        # WAL lets readers proceed while one process writes; the mode is stored in the file,
+        # so this only does work the first time.
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > INDEX_SCHEMA:
+                raise RunStoreError(
+                    f"The run index {self.index_path} was written by a newer kmviz (schema "
+                    f"{version}; this version reads up to {INDEX_SCHEMA}). Upgrade kmviz."
+                )
+            conn.execute(_SCHEMA)
+            if version < INDEX_SCHEMA:
+                conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _insert_row(self, conn: sqlite3.Connection, meta: dict) -> None:
+        """Insert the index row of a run whose folder is already in place."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(
+                "INSERT INTO runs (run_id, family, label, dataset, fingerprint, created, "
+                "duration_s, n_iter, status, params, metrics, format) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (meta["run_id"], meta["family"], meta["label"], meta["dataset"].get("name"),
+                 meta["dataset"].get("fingerprint"), meta["created"], meta["duration_s"],
+                 meta["n_iter"], meta["status"], _to_json("params", meta["params"]),
+                 _to_json("metrics", meta["metrics"]), meta["format"]),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    # -------------------------------------------------------------------- save
+    def _new_run_id(self, created: datetime) -> str:
+        for _ in range(100):
+            run_id = f"{created:%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+            if not (self.runs_dir / run_id).exists():
+                return run_id
+        raise RunStoreError(f"Could not find a free run id in {self.runs_dir}.")
+
+    def save(self, model, trace: Trace, arrays: dict, *, dataset, params: dict,
+             metrics: dict, label: str | None = None, status: str | None = None,
+             duration_s: float | None = None) -> str:
+        """Save a fitted model's arrays, trace and settings as a new run.
+
+        Parameters
+        ----------
+        model : str or estimator
+            The model family (``"km"``), or an estimator from ``kmviz.<family>``.
+        trace : Trace
+            The fit's telemetry (``model.trace_``).
+        arrays : dict of str to ndarray
+            Fitted arrays, e.g. ``{"theta": model.theta_, "psi": model.psi_}``. Names are
+            identifiers; object arrays are refused (they would need pickle).
+        dataset : Ratings, str or dict
+            The training data (its name, fingerprint and sizes are kept), or just a name.
+        params : dict
+            Hyperparameters, JSON-serializable.
+        metrics : dict
+            Final metrics, for example ``{"train_rmse": ..., "val_nrmse": ...}``.
+        label : str, optional
+            A display name. Default: ``"<family> on <dataset name>"``.
+        status : str, optional
+            Default: the trace's ``stop_reason`` (``"max_iter"``, ``"converged"`` ...).
+        duration_s : float, optional
+            Fit time. Default: the last trace row's ``wall_s``.
+
+        Returns
+        -------
+        str
+            The new run id, ``YYYYmmdd-HHMMSS-<8 hex digits>`` (UTC time).
+
+        Raises
+        ------
+        ValueError
+            If an argument cannot be stored (bad array name, object array, non-JSON params).
+        RunStoreError
+            If the store cannot be written.
+        """
+        family = _family_of(model)
+        if not isinstance(trace, Trace):
+            raise ValueError(f"trace must be a kmviz Trace; got {type(trace).__name__}.")
+        arrays = _check_arrays(arrays)
+        ds = _dataset_meta(dataset)
+        for what, value in (("params", params), ("metrics", metrics)):
+            if not isinstance(value, dict):
+                raise ValueError(f"{what} must be a dict; got {type(value).__name__}.")
+        # Round-trip through JSON now, so what is saved is exactly what load() returns.
+        params = json.loads(_to_json("params", params))
+        metrics = json.loads(_to_json("metrics", metrics))
+        trace_json = trace.to_json()
+        if duration_s is None and trace.rows:
+            duration_s = trace.rows[-1].get("wall_s")
+        created = _now_utc()
+
+        conn = self._connect()
+        try:
+            run_id = self._new_run_id(created)
+            meta = {
+                "format": RUN_FORMAT,
+                "kmviz_version": _kmviz_version(),
+                "run_id": run_id,
+                "family": family,
+                "label": str(label) if label else f"{family} on {ds['name']}",
+                "dataset": ds,
+                "params": params,
+                "metrics": metrics,
+                "created": created.isoformat(timespec="milliseconds"),
+                "duration_s": None if duration_s is None else float(duration_s),
+                "n_iter": trace.n_iter,
+                "status": str(status) if status else trace.stop_reason,
+                "arrays": {k: {"shape": list(a.shape), "dtype": a.dtype.str}
+                           for k, a in arrays.items()},
+            }
+            final = self.runs_dir / run_id
+            tmp = self.runs_dir / f"{_TMP_PREFIX}{run_id}-{os.getpid()}"
+            try:
+                self._write_folder(tmp, arrays, trace_json, meta)
+                os.replace(tmp, final)
+                _fsync_dir(self.runs_dir)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            try:
+                self._insert_row(conn, meta)
+            except BaseException:
+                # The folder is complete but unindexed; remove it so the failed save leaves
+                # nothing behind.
+                shutil.rmtree(final, ignore_errors=True)
+                raise
+        except (OSError, sqlite3.Error) as exc:
+            raise RunStoreError(f"Could not save the run in {self.path}: {exc}.") from None
+        finally:
+            conn.close()
+        return run_id
+
+    def _write_folder(self, folder: Path, arrays: dict, trace_json: str, meta: dict) -> None:
+        """Write and fsync the three files of a run into a new folder."""
+        folder.mkdir()
+        buf = io.BytesIO()
+        # Object arrays were refused in _check_arrays, so nothing here can be pickled.
+        np.savez(buf, **arrays)
+        _write_bytes_synced(folder / "arrays.npz", buf.getvalue())
+        _write_bytes_synced(folder / "trace.json", trace_json.encode("utf-8"))
+        _write_bytes_synced(folder / "meta.json", _to_json("meta", meta).encode("utf-8"))
+        _fsync_dir(folder)
+
+    # -------------------------------------------------------------------- read
+    def list(self) -> pd.DataFrame:
+        """All runs, newest first, one row each.
+
+        Columns: ``run_id``, ``created`` (UTC timestamp), ``family``, ``label``,
+        ``dataset``, ``fingerprint``, ``status``, ``duration_s``, ``n_iter``; then every
+        final metric under its own name (``val_nrmse`` ...), then every scalar parameter
+        under its own name (``D``, ``gamma`` ...; nested ones as ``outer.inner``). A
+        parameter whose name is already taken by a column is prefixed ``param_``.
+
+        Before listing, leftovers of interrupted saves and deletes are cleaned up (see
+        :meth:`repair`, which this runs without re-indexing).
+        """
+        self._sweep()
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT run_id, created, family, label, dataset, fingerprint, status, "
+                "duration_s, n_iter, params, metrics FROM runs ORDER BY created DESC, run_id DESC"
+            ).fetchall()
+        finally:
+            conn.close()
+        records = []
+        for row in rows:
+            rec = dict(zip(_CORE_COLUMNS, row[:9]))
+            metric_cols, param_cols = {}, {}
+            _flatten("", _loads_or_empty(row[10]), metric_cols)
+            _flatten("", _loads_or_empty(row[9]), param_cols)
+            for k, v in metric_cols.items():
+                rec[k if k not in rec else f"metric_{k}"] = v
+            for k, v in param_cols.items():
+                rec[k if k not in rec else f"param_{k}"] = v
+            records.append(rec)
+        df = pd.DataFrame.from_records(records)
+        if df.empty:
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in _CORE_COLUMNS})
+        df["created"] = pd.to_datetime(df["created"], utc=True, format="ISO8601")
+        return df.reset_index(drop=True)
+
+    def ids(self) -> list[str]:
+        """Run ids in the index, newest first."""
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT run_id FROM runs ORDER BY created DESC, run_id DESC").fetchall()
+        finally:
+            conn.close()
+        return [r[0] for r in rows]
+
+    def __contains__(self, run_id) -> bool:
+        return isinstance(run_id, str) and run_id in self.ids()
+
+    def __len__(self) -> int:
+        return len(self.ids())
+
+    def _folder(self, run_id) -> Path:
+        """The folder of an indexed run, or RunStoreError naming the id."""
+        if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+            raise RunStoreError(
+                f"{run_id!r} is not a run id (ids look like 20260101-120000-1a2b3c4d). "
+                f"List the runs with `kmviz runs list --dir {self.path}` or RunStore.list()."
+            )
+        conn = self._connect()
+        try:
+            found = conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        finally:
+            conn.close()
+        folder = self.runs_dir / run_id
+        if found is None or not folder.is_dir():
+            raise RunStoreError(
+                f"No run {run_id!r} in the store at {self.path}. List the runs with "
+                f"`kmviz runs list --dir {self.path}` or RunStore.list()."
+            )
+        return folder
+
+    def load_meta(self, run_id: str) -> dict:
+        """The run's meta.json, checked for a readable format."""
+        folder = self._folder(run_id)
+        return _read_meta(folder, run_id)
+
+    def load(self, run_id: str) -> Run:
+        """Load a run's meta, trace and arrays.
+
+        Raises
+        ------
+        RunStoreError
+            If there is no such run, its files are incomplete or corrupt, or it was written
+            in a format this version cannot read (the message says which).
+        """
+        folder = self._folder(run_id)
+        meta = _read_meta(folder, run_id)
+        try:
+            trace = Trace.from_json((folder / "trace.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise RunStoreError(f"Run {run_id!r} is incomplete: trace.json is missing.") from None
+        except RunStoreError as exc:
+            raise RunStoreError(f"Run {run_id!r}: {exc}") from None
+        arrays = {}
+        try:
+            with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
+                for name in npz.files:
+                    arrays[name] = npz[name]
+        except FileNotFoundError:
+            raise RunStoreError(f"Run {run_id!r} is incomplete: arrays.npz is missing.") from None
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise RunStoreError(f"Run {run_id!r}: arrays.npz cannot be read ({exc}).") from None
+        missing = sorted(set(meta.get("arrays", {})) - set(arrays))
+        if missing:
+            raise RunStoreError(
+                f"Run {run_id!r} is incomplete: arrays.npz lacks {', '.join(missing)}.")
+        return Run(meta=meta, trace=trace, arrays=arrays)
+
+    # -------------------------------------------------------------------- delete
+    def delete(self, run_id: str) -> None:
+        """Remove a run: its folder and its index row.
+
+        The folder is first renamed to a hidden name (the run disappears at once), then the
+        row is deleted, then the files. An interruption leaves at most a hidden folder and a
+        row without a folder, both cleaned up by the next :meth:`list`.
+        """
+        folder = self._folder(run_id)
+        trash = self.runs_dir / f"{_TRASH_PREFIX}{run_id}-{os.getpid()}"
+        try:
+            os.replace(folder, trash)
+        except OSError as exc:
+            raise RunStoreError(f"Could not delete run {run_id!r}: {exc}.") from None
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        shutil.rmtree(trash, ignore_errors=True)
+
+    # -------------------------------------------------------------------- export
+    def _export_members(self, run_id: str) -> dict:
+        """File name -> bytes of an export: trace CSV and JSON, arrays NPZ, meta JSON."""
+        run = self.load(run_id)  # validates the run before anything is written
+        folder = self.runs_dir / run_id
+        trace_csv = run.trace.to_frame().to_csv(index=False)
+        members = {
+            "meta.json": json.dumps(run.meta, indent=2, default=_json_default).encode("utf-8"),
+            "trace.json": (folder / "trace.json").read_bytes(),
+            "trace.csv": trace_csv.encode("utf-8"),
+            "arrays.npz": (folder / "arrays.npz").read_bytes(),
+        }
+        if run.trace.events:
+            members["events.csv"] = pd.DataFrame.from_records(
+                run.trace.events).to_csv(index=False).encode("utf-8")
+        return members
+
+    def export(self, run_id: str, dest, *, overwrite: bool = False) -> Path:
+        """Write a run's files for use outside kmviz.
+
+        Parameters
+        ----------
+        run_id : str
+        dest : str or Path
+            A path ending in ``.zip`` gets a zip archive holding a folder ``<run_id>/``;
+            anything else is a directory, in which a folder ``<run_id>/`` is created.
+            Either way the files are ``meta.json``, ``trace.json``, ``trace.csv`` (one row
+            per iteration), ``arrays.npz`` and, if the trace has events, ``events.csv``.
+        overwrite : bool, default=False
+            Replace an existing zip or export folder instead of failing.
+
+        Returns
+        -------
+        Path
+            The zip file or the created folder.
+        """
+        dest = Path(dest).expanduser()
+        members = self._export_members(run_id)
+        if dest.suffix.lower() == ".zip":
+            if dest.exists() and not overwrite:
+                raise RunStoreError(f"{dest} already exists; choose another name or overwrite.")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(dest.name + ".part")
+            tmp.write_bytes(_zip(run_id, members))
+            os.replace(tmp, dest)
+            return dest
+        out = dest / run_id
+        if out.exists():
+            if not overwrite:
+                raise RunStoreError(f"{out} already exists; choose another directory or overwrite.")
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        for name, data in members.items():
+            (out / name).write_bytes(data)
+        return out
+
+    def export_bytes(self, run_id: str) -> bytes:
+        """The zip archive of :meth:`export` as bytes (for a download button)."""
+        return _zip(run_id, self._export_members(run_id))
+
+    # -------------------------------------------------------------------- maintenance
+    def _sweep(self) -> None:
+        """Remove leftovers of interrupted saves/deletes and rows whose folder is gone.
+
+        A temporary folder is removed when the process that wrote it has ended (or, when
+        that cannot be told, after a day), so concurrent saves are never disturbed. A row
+        without a folder is safe to drop because a save renames the folder into place
+        before it inserts the row.
+        """
+        if not self.runs_dir.is_dir():
+            return
+        now = time.time()
+        for entry in self.runs_dir.iterdir():
+            name = entry.name
+            if not (name.startswith(_TMP_PREFIX) or name.startswith(_TRASH_PREFIX)):
+                continue
+            pid_text = name.rsplit("-", 1)[-1]
+            pid = int(pid_text) if pid_text.isdigit() else -1
+            try:
+                age = now - entry.stat().st_mtime
+            except OSError:
+                continue
+            if name.startswith(_TRASH_PREFIX) or not _pid_alive(pid) or age > _STALE_AFTER_S:
+                shutil.rmtree(entry, ignore_errors=True)
+        conn = self._connect()
+        try:
+            ids = [r[0] for r in conn.execute("SELECT run_id FROM runs").fetchall()]
+            dangling = [i for i in ids if not (self.runs_dir / i).is_dir()]
+            if dangling:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany("DELETE FROM runs WHERE run_id = ? ", [(i,) for i in dangling])
+                conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def repair(self, *, grace_s: float = 60.0) -> dict:
+        """Clean up after crashes and re-index complete runs that lost their index row.
+
+        A process killed after renaming its run folder into place but before inserting the
+        index row leaves a complete, invisible run. This re-inserts rows for such folders
+        once they are older than ``grace_s`` seconds (younger ones may belong to a save in
+        progress in another process).
+
+        Returns
+        -------
+        dict
+            ``{"reindexed": [...run ids], "unreadable": [...folder names]}``.
+        """
+        self._sweep()
+        indexed = set(self.ids())
+        now = time.time()
+        reindexed, unreadable = [], []
+        for entry in sorted(self.runs_dir.iterdir()):
+            name = entry.name
+            if name.startswith(".") or name in indexed or not entry.is_dir():
+                continue
+            if now - entry.stat().st_mtime < grace_s:
+                continue
+            try:
+                meta = _read_meta(entry, name)
+                if meta.get("run_id") != name:
+                    raise RunStoreError("run_id in meta.json does not match the folder")
+            except RunStoreError:
+                unreadable.append(name)
+                continue
+            conn = self._connect()
+            try:
+                self._insert_row(conn, meta)
+                reindexed.append(name)
+            except sqlite3.IntegrityError:
+                pass  # indexed meanwhile by its own (slow) writer
+            finally:
+                conn.close()
+        return {"reindexed": reindexed, "unreadable": unreadable}
+
+
+def _zip(run_id: str, members: dict) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(f"{run_id}/{name}", data)
+    return buf.getvalue()
+
+
+def _loads_or_empty(text) -> dict:
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _read_meta(folder: Path, run_id: str) -> dict:
+    """Read meta.json and check that this version understands its format."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunStoreError(f"Run {run_id!r} is incomplete: meta.json is missing.") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunStoreError(f"Run {run_id!r}: meta.json is malformed ({exc}).") from None
+    if not isinstance(meta, dict):
+        raise RunStoreError(f"Run {run_id!r}: meta.json does not hold a JSON object.")
+    fmt = meta.get("format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int):
+        raise RunStoreError(
+            f"Run {run_id!r}: meta.json has no valid 'format' version ({fmt!r}); it was not "
+            "written by kmviz's run store."
+        )
+    if fmt > RUN_FORMAT:
+        raise RunStoreError(
+            f"Run {run_id!r} was saved by a newer kmviz (run format {fmt}; this version reads "
+            f"formats 1 to {RUN_FORMAT}). Upgrade kmviz to load it."
+        )
+    if fmt < 1:
+        raise RunStoreError(f"Run {run_id!r} has an unknown run format {fmt}.")
+    # Format 1 is the first; older layouts would be migrated to the current one here.
+    missing = [k for k in ("run_id", "family", "label", "dataset", "params", "metrics",
+                           "created", "status") if k not in meta]
+    if missing:
+        raise RunStoreError(f"Run {run_id!r}: meta.json lacks {', '.join(missing)}.")
+    meta.setdefault("duration_s", None)
+    meta.setdefault("n_iter", None)
+    if isinstance(meta.get("duration_s"), float) and math.isnan(meta["duration_s"]):
+        meta["duration_s"] = None
+    return meta
+
+
+def _kmviz_version() -> str:
+    from . import __version__
+
+    return __version__
