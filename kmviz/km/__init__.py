@@ -1,0 +1,33 @@
+"""Kolmogorov model: the estimator, the binary QP solvers and the interpretation tools.
+
+``KolmogorovModel`` learns ``P(X_ui = 1) = theta_u^T psi_i``; ``solve_bqp`` solves one item's
+binary QP (4); ``influence_scores`` and ``implication_graph`` read the logical relations
+("everyone who likes A also likes B") out of the learned supports.
+"""
+
+from .bqp import solve_bqp
+from .estimator import KolmogorovModel
+from .interpret import (
+    implication_graph,
+    implication_precision,
+    implications_frame,
+    implied_by_liking,
+    implies,
+    influence_scores,
+    relation_mining_accuracy,
+    support_matrix,
+)
+
+
+__all__ = [
+    "KolmogorovModel",
+    "solve_bqp",
+    "influence_scores",
+    "implication_graph",
+    "implication_precision",
+    "implications_frame",
+    "implied_by_liking",
+    "implies",
+    "relation_mining_accuracy",
+    "support_matrix",
+]

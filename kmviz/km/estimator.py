@@ -1,0 +1,564 @@
+"""The Kolmogorov model estimator: block coordinate descent over psi (binary QP) and theta
+(simplex QP), as in Algorithm 4 of the paper.
+
+The loop lives in Python so that every iteration is timed, recorded in a :class:`Trace`,
+passed to the callback, and can be stopped; the per-item and per-user work runs in Numba
+kernels (:mod:`kmviz.km._simplex`) and in the batched binary QP solver
+(:func:`kmviz.km.bqp.solve_bqp_batch`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from threadpoolctl import threadpool_limits
+
+from .._validation import check_number, check_option, check_random_state
+from ..exceptions import (
+    ConvergenceWarning,
+    EmptyDataError,
+    NotFittedError,
+    NumericalError,
+    RunStoreError,
+)
+from ..trace import Trace
+from . import _simplex
+
+BQP_SOLVERS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
+EVD_MODES = ("exact", "lanczos")
+PROBABILITY_MODES = ("minmax", "max", "identity")
+INIT_MODES = ("random",)
+SAVE_FORMAT = 1
+
+# Frank-Wolfe settings for the theta block (see kmviz.km._simplex for the measurements
+# behind the pairwise default). The gap tolerance is relative to each user's rho_u.
+FW_VARIANT = "pairwise"
+FW_TOL = 1e-7
+FW_MAX_ITER = 1000
+
+# Rounding allowance when checking that the BCD objective never rises.
+_RISE_RTOL = 1e-9
+
+
+# ----------------------------------------------------------------------------- scales
+def to_probability(values, r_min, r_max, mode="minmax"):
+    """Map ratings to empirical probabilities p in [0, 1].
+
+    ``"minmax"``: ``(r - r_min) / (r_max - r_min)``; ``"max"``: the paper's eq. (6),
+    ``r / r_max`` (needs ``r_min >= 0``); ``"identity"``: the values themselves (they must
+    lie in [0, 1]). On a [0, 1] scale all three are the identity.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if mode == "minmax":
+        return (values - r_min) / (r_max - r_min)
+    if mode == "max":
+        if r_min < 0 or r_max <= 0:
+            raise ValueError(
+                f"probability='max' maps r to r / r_max and needs a scale within [0, inf); "
+                f"got [{r_min:g}, {r_max:g}]. Use probability='minmax'.")
+        return values / r_max
+    if mode == "identity":
+        if values.size and (values.min() < 0.0 or values.max() > 1.0):
+            raise ValueError(
+                f"probability='identity' uses the values as probabilities, so they must lie "
+                f"in [0, 1]; got values in [{values.min():g}, {values.max():g}]. "
+                f"Use probability='minmax'.")
+        return values.copy()
+    raise ValueError(f"unknown probability mode {mode!r}")
+
+
+def from_probability(p, r_min, r_max, mode="minmax"):
+    """Inverse of :func:`to_probability`: probabilities back to the rating scale."""
+    p = np.asarray(p, dtype=np.float64)
+    if mode == "minmax":
+        return r_min + p * (r_max - r_min)
+    if mode == "max":
+        return p * r_max
+    return p.copy()
+
+
+def _compressed(major, minor, data, n_major):
+    """CSR-style (indptr, indices, data) grouped by ``major``, sorted by ``minor``."""
+    order = np.lexsort((minor, major))
+    indptr = np.zeros(n_major + 1, dtype=np.int64)
+    np.cumsum(np.bincount(major, minlength=n_major), out=indptr[1:])
+    return (indptr, np.ascontiguousarray(minor[order], dtype=np.int64),
+            np.ascontiguousarray(data[order], dtype=np.float64))
+
+
+def _sum(x):
+    return float(np.sum(np.asarray(x, dtype=np.float64)))
+
+
+def _nanmean(x):
+    a = np.asarray(x, dtype=np.float64).ravel()
+    a = a[np.isfinite(a)]
+    return float(a.mean()) if a.size else math.nan
+
+
+def _json_safe_params(params):
+    out = {}
+    for k, v in params.items():
+        if isinstance(v, np.generic):
+            v = v.item()
+        if not (v is None or isinstance(v, (bool, int, float, str))):
+            v = None  # e.g. a numpy Generator as random_state: not reproducible from JSON
+        out[k] = v
+    return out
+
+
+# ----------------------------------------------------------------------------- estimator
+class KolmogorovModel(BaseEstimator):
+    """Kolmogorov model (KM): ``P(X_ui = 1) = theta_u^T psi_i`` (paper eq. (1)).
+
+    Each user u has a probability vector ``theta_u`` on the simplex over D elementary
+    events; each item i has a binary vector ``psi_i`` marking the events in which the user
+    likes it. Training minimizes eq. (2), the squared error to the empirical probabilities
+    p_ui of the training ratings, by block coordinate descent (Algorithm 4): every
+    iteration solves the binary QP (4) for all items, then the simplex QP (3) for all users.
+
+    Parameters
+    ----------
+    D : int, default=8
+        Dimension D of the model (number of elementary events).
+    bqp_solver : {"gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs"}, default="fast"
+        Solver of the binary QP (4), passed to :func:`kmviz.km.bqp.solve_bqp_batch`:
+        dual GD (Alg. 1), enhanced GD with EVD elimination (Alg. 2), its fast variant
+        (initial step size, Sec. IV-A), exact enumeration, branch and bound, SDR with
+        randomization, quasi-Newton on the dual.
+    evd : {"exact", "lanczos"}, default="exact"
+        Eigen-decomposition inside the dual GD: LAPACK, or the thresholded Lanczos method
+        (Alg. 5, Sec. IV-C).
+    gamma : float, default=100.0
+        Regularization gamma > 0 of the SDP relaxation (11).
+    n_rand : int, default=50
+        Number of Gaussian randomization samples I_rand (Alg. 3).
+    max_iter : int, default=20
+        Maximum number of BCD iterations I_BCD.
+    tol : float, default=1e-4
+        Stop when the relative decrease of the objective in one iteration falls below tol.
+    lambda_theta : float, default=0.0
+        lambda_u >= 0: adds ``lambda_theta * ||theta_u||^2`` to each user's simplex QP
+        (Q_u + lambda I). On the simplex this pulls theta_u toward the uniform vector.
+    mu_psi : float, default=0.0
+        mu_i >= 0: adds ``mu_psi * ||psi_i||^2`` to each item's binary QP. Since psi is
+        binary, ``||psi||^2 = 1^T psi``, so this is the BQP with ``v_i - mu/2 * 1`` in
+        place of ``v_i``: a penalty on the support size. The paper's Table V tunes
+        (lambda_u, mu_i) by validation and leaves their form to its reference [14]; the
+        squared-norm form used here is our choice.
+    probability : {"minmax", "max", "identity"}, default="minmax"
+        How ratings become empirical probabilities p: ``(r - r_min)/(r_max - r_min)``,
+        the paper's ``r / r_max`` (eq. (6)), or the values as they are (must be in [0, 1]).
+        On a [0, 1] rating scale all three coincide.
+    init : {"random"}, default="random"
+        theta_u ~ Dirichlet(1) (uniform on the simplex). psi is not initialized: as in
+        Algorithm 4, each iteration updates psi first (from the current theta), then theta;
+        the first psi update starts from the incumbent psi = 0.
+    lanczos_a : float, default=1.0
+        Threshold parameter a > 0 of the Lanczos stopping rule (eq. (20)).
+    dual_eps : float, default=1e-6
+        Stopping tolerance epsilon of the dual GD (``||t Delta u|| <= eps``).
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the initialization and the randomization; the same int gives the same trace.
+
+    Attributes
+    ----------
+    theta_ : ndarray, shape (n_users, D)
+        Probability vectors (rows on the simplex).
+    psi_ : ndarray, shape (n_items, D)
+        Binary indicator vectors (0.0/1.0).
+    dual_u_ : ndarray, shape (n_items, D+1)
+        Last dual variables of each item's binary QP (NaN for items without ratings).
+    known_users_, known_items_ : ndarray of bool
+        True for users/items with at least one training rating.
+    trace_ : Trace
+        One row per BCD iteration (objective, RMSE, phase times, BQP counters).
+    n_iter_ : int
+        Number of BCD iterations run.
+    r_min_, r_max_, probability_ : the training scale and mapping.
+    mean_p_ : float
+        Mean training probability (the prediction for items without training ratings).
+
+    Notes
+    -----
+    Users and items absent from the training set have no data to fit. The rules:
+    an unseen user gets the mean theta of the training users (a point of the simplex), so
+    its prediction for item i is that mean's mass on supp(psi_i); an unseen item gets
+    ``psi = 0`` (empty support, hence no implications, see :mod:`kmviz.km.interpret`) and
+    every prediction for it is ``mean_p_``, the training mean probability.
+
+    The BCD objective (eq. (2) plus the two regularizers) never rises: the BQP step is given
+    the incumbent psi and returns nothing worse, and Frank-Wolfe with exact line search
+    starts from the current theta. Each row records ``objective_increase`` (0 up to
+    rounding); a rise beyond rounding is logged as a trace event.
+
+    References
+    ----------
+    Kolmogorov model learning via dual gradient descent, Alg. 4, eqs. (1)-(7), (21).
+    """
+
+    def __init__(self, D=8, *, bqp_solver="fast", evd="exact", gamma=100.0, n_rand=50,
+                 max_iter=20, tol=1e-4, lambda_theta=0.0, mu_psi=0.0, probability="minmax",
+                 init="random", lanczos_a=1.0, dual_eps=1e-6, random_state=None):
+        self.D = D
+        self.bqp_solver = bqp_solver
+        self.evd = evd
+        self.gamma = gamma
+        self.n_rand = n_rand
+        self.max_iter = max_iter
+        self.tol = tol
+        self.lambda_theta = lambda_theta
+        self.mu_psi = mu_psi
+        self.probability = probability
+        self.init = init
+        self.lanczos_a = lanczos_a
+        self.dual_eps = dual_eps
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self):
+        own = type(self).__name__
+        return dict(
+            D=check_number(own, "D", self.D, kind=int, low=1),
+            bqp_solver=check_option(own, "bqp_solver", self.bqp_solver, BQP_SOLVERS),
+            evd=check_option(own, "evd", self.evd, EVD_MODES),
+            gamma=check_number(own, "gamma", self.gamma, low=0, closed="neither"),
+            n_rand=check_number(own, "n_rand", self.n_rand, kind=int, low=1),
+            max_iter=check_number(own, "max_iter", self.max_iter, kind=int, low=1),
+            tol=check_number(own, "tol", self.tol, low=0),
+            lambda_theta=check_number(own, "lambda_theta", self.lambda_theta, low=0),
+            mu_psi=check_number(own, "mu_psi", self.mu_psi, low=0),
+            probability=check_option(own, "probability", self.probability, PROBABILITY_MODES),
+            init=check_option(own, "init", self.init, INIT_MODES),
+            lanczos_a=check_number(own, "lanczos_a", self.lanczos_a, low=0, closed="neither"),
+            dual_eps=check_number(own, "dual_eps", self.dual_eps, low=0, closed="neither"),
+        )
+
+    @staticmethod
+    def _check_ratings(ratings, what="ratings"):
+        for attr in ("users", "items", "values", "n_users", "n_items", "r_min", "r_max"):
+            if not hasattr(ratings, attr):
+                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
+                                f"{type(ratings).__name__} (no {attr!r}).")
+        if len(ratings.values) == 0:
+            raise EmptyDataError(f"the {what} hold no ratings", expected="at least one rating",
+                                 fix="check the split or the file")
+
+    def _check_fitted(self):
+        if not hasattr(self, "theta_"):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                f"appropriate arguments before using this estimator.")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, ratings, *, callback=None, validation=None):
+        """Learn theta and psi from the training ratings by BCD (Algorithm 4).
+
+        Parameters
+        ----------
+        ratings : kmviz.data.Ratings
+            Training ratings.
+        callback : callable, optional
+            ``callback(row)`` after every iteration with the trace row (a dict of scalars).
+            Raising ``StopIteration`` or returning ``False`` ends the fit cleanly; the model
+            learned so far is kept and ``trace_.stop_reason == "callback"``.
+        validation : kmviz.data.Ratings, optional
+            Held-out ratings in the same index space; each row then carries ``val_nrmse``,
+            the RMSE on the probability scale (the paper's NRMSE for KM, Sec. V-B).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        InvalidParameterError, EmptyDataError, ValueError
+            Bad settings or data.
+        NumericalError
+            The objective became NaN or infinite (the message names the iteration).
+        """
+        prm = self._check_params()
+        self._check_ratings(ratings)
+        D = prm["D"]
+        n_users, n_items = int(ratings.n_users), int(ratings.n_items)
+        r_min, r_max = float(ratings.r_min), float(ratings.r_max)
+        mode = prm["probability"]
+        users = np.asarray(ratings.users, dtype=np.int64)
+        items = np.asarray(ratings.items, dtype=np.int64)
+        p = to_probability(ratings.values, r_min, r_max, mode)
+        if validation is not None:
+            self._check_ratings(validation, "validation ratings")
+            if (validation.n_users, validation.n_items) != (n_users, n_items):
+                raise ValueError(
+                    f"validation has shape ({validation.n_users}, {validation.n_items}) but "
+                    f"the training ratings have ({n_users}, {n_items}); split one Ratings so "
+                    f"both share the index space.")
+            v_users = np.asarray(validation.users, dtype=np.int64)
+            v_items = np.asarray(validation.items, dtype=np.int64)
+            v_p = to_probability(validation.values, r_min, r_max, mode)
+
+        from .bqp import solve_bqp_batch  # the binary-QP side, imported when first needed
+
+        rng = check_random_state(self.random_state)
+        u_ptr, u_idx, u_p = _compressed(users, items, p, n_users)
+        i_ptr, i_idx, i_p = _compressed(items, users, p, n_items)
+        known_users = np.diff(u_ptr) > 0
+        known_items = np.diff(i_ptr) > 0
+        kitems = np.flatnonzero(known_items)
+        all_items = kitems.size == n_items
+
+        theta = np.full((n_users, D), 1.0 / D)
+        theta[known_users] = rng.dirichlet(np.ones(D), int(known_users.sum()))
+        psi = np.zeros((n_items, D))
+        dual_u = np.full((n_items, D + 1), np.nan)
+        u_prev = None
+        lam, mu = prm["lambda_theta"], prm["mu_psi"]
+        mean_p = float(p.mean())
+
+        S = np.empty((n_items, D, D))
+        v = np.empty((n_items, D))
+        rho = np.empty(n_items)
+        pred = np.empty(p.shape[0])
+        fw_gap = np.empty(n_users)
+        fw_iter = np.empty(n_users, dtype=np.int64)
+        fw_obj = np.empty(n_users)
+        fw_code = _simplex.FW_VARIANTS[FW_VARIANT]
+
+        trace = Trace(solver=f"km.{prm['bqp_solver']}",
+                      params=_json_safe_params(self.get_params()))
+        self.trace_ = trace
+        prev = math.inf
+        stop = "max_iter"
+
+        with threadpool_limits(1):
+            for it in range(1, prm["max_iter"] + 1):
+                # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
+                with trace.phase("build"):
+                    _simplex.build_item_stats(i_ptr, i_idx, i_p, theta, S, v, rho)
+                    Sk, vk = (S, v) if all_items else (S[kitems], v[kitems])
+                    if mu > 0.0:
+                        vk = vk - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi
+                    psi_k = psi.copy() if all_items else psi[kitems]
+                # (b) psi update, warm-started duals, the incumbent psi as fallback
+                with trace.phase("bqp"):
+                    res = solve_bqp_batch(
+                        np.ascontiguousarray(Sk), np.ascontiguousarray(vk),
+                        np.ascontiguousarray(psi_k), u_prev, method=prm["bqp_solver"],
+                        evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
+                        a=prm["lanczos_a"], eps=prm["dual_eps"], rng=rng)
+                times = getattr(res, "times", None) or {}
+                for name in ("dual", "evd", "randomization"):
+                    trace.add_time("bqp_dual" if name == "dual" else name,
+                                   float(times.get(name, 0.0)))
+                new_psi = np.asarray(res.psi, dtype=np.float64)
+                n_changed = int(np.any(new_psi != psi_k, axis=1).sum())
+                u_prev = np.array(res.u, dtype=np.float64)
+                if all_items:
+                    psi = np.ascontiguousarray(new_psi)
+                    dual_u = u_prev
+                else:
+                    psi[kitems] = new_psi
+                    dual_u[kitems] = u_prev
+                # (c) theta update: Frank-Wolfe per user, warm start from the current theta
+                with trace.phase("lcqp"):
+                    _simplex.fw_users(u_ptr, u_idx, u_p, psi, lam, FW_TOL, FW_MAX_ITER,
+                                      fw_code, theta, fw_gap, fw_iter, fw_obj)
+                # (d) objective (2) + regularizers, RMSEs
+                with trace.phase("objective"):
+                    _simplex.predict_pairs(users, items, theta, psi, pred)
+                    sse = float(np.sum((pred - p) ** 2))
+                    obj = sse
+                    if lam > 0.0:
+                        obj += lam * float(np.sum(theta[known_users] ** 2))
+                    if mu > 0.0:
+                        obj += mu * float(psi[kitems].sum())
+                    extra = {}
+                    if validation is not None:
+                        self._set_fitted(theta, psi, dual_u, known_users, known_items,
+                                         r_min, r_max, mode, mean_p, it, trace)
+                        err = self.predict(v_users, v_items) - v_p
+                        extra["val_nrmse"] = float(np.sqrt(np.mean(err ** 2)))
+                if not math.isfinite(obj):
+                    trace.stop_reason = "numerical_error"
+                    trace.event("error", f"objective is {obj} at iteration {it}")
+                    self._set_fitted(theta, psi, dual_u, known_users, known_items,
+                                     r_min, r_max, mode, mean_p, it, trace)
+                    raise NumericalError(
+                        f"KolmogorovModel.fit: the objective is {obj} at iteration {it}; "
+                        f"check the ratings for extreme values or lower gamma.")
+                rise = max(0.0, obj - prev) if math.isfinite(prev) else 0.0
+                if rise > _RISE_RTOL * max(abs(prev), 1.0):
+                    trace.event("warning", f"objective rose by {rise:.3g} at iteration {it}",
+                                increase=rise)
+                phase_counts = np.asarray(getattr(res, "phase_counts", np.zeros((1, 4))))
+                phase_tot = phase_counts.reshape(-1, 4).sum(axis=0) if phase_counts.size else \
+                    np.zeros(4)
+                fw_known = known_users
+                # (e) one trace row
+                row = trace.record(
+                    objective=obj,
+                    objective_increase=rise,
+                    train_rmse=math.sqrt(sse / p.shape[0]),
+                    **extra,
+                    n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
+                    n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
+                    n_evd=int(_sum(getattr(res, "n_evd", 0))),
+                    n_dual_iter=int(_sum(getattr(res, "n_iter", 0))),
+                    n_psi_changed=n_changed,
+                    bqp_improved=int(np.sum(getattr(res, "improved", 0))),
+                    lanczos_m_mean=_nanmean(getattr(res, "lanczos_m", math.nan)),
+                    lanczos_beta_mean=_nanmean(getattr(res, "lanczos_beta", math.nan)),
+                    fw_gap_max=float(fw_gap[fw_known].max()) if fw_known.any() else 0.0,
+                    n_fw_iter=int(fw_iter.sum()),
+                )
+                # (f) callback, then the stopping rules
+                decrease = (prev - obj) / max(abs(prev), 1e-300) if math.isfinite(prev) \
+                    else math.inf
+                prev = obj
+                if callback is not None:
+                    try:
+                        keep_going = callback(row)
+                    except StopIteration:
+                        keep_going = False
+                    if keep_going is False:
+                        stop = "callback"
+                        break
+                if decrease < prm["tol"]:
+                    stop = "converged"
+                    break
+
+        trace.stop_reason = stop
+        self._set_fitted(theta, psi, dual_u, known_users, known_items, r_min, r_max, mode,
+                         mean_p, trace.n_iter, trace)
+        if stop == "max_iter" and prm["tol"] > 0:
+            warnings.warn(
+                f"Maximum number of iterations {prm['max_iter']} reached; increase max_iter "
+                f"or tol.", ConvergenceWarning, stacklevel=2)
+        return self
+
+    def _set_fitted(self, theta, psi, dual_u, known_users, known_items, r_min, r_max, mode,
+                    mean_p, n_iter, trace):
+        theta = np.array(theta, dtype=np.float64)
+        if known_users.any() and not known_users.all():
+            theta[~known_users] = theta[known_users].mean(axis=0)
+        psi = np.array(psi, dtype=np.float64)
+        psi[~known_items] = 0.0
+        self.theta_ = theta
+        self.psi_ = psi
+        self.dual_u_ = np.array(dual_u, dtype=np.float64)
+        self.known_users_ = np.array(known_users, dtype=bool)
+        self.known_items_ = np.array(known_items, dtype=bool)
+        self.r_min_, self.r_max_, self.probability_ = float(r_min), float(r_max), str(mode)
+        self.mean_p_ = float(mean_p)
+        self.n_iter_ = int(n_iter)
+        self.trace_ = trace
+
+    # ------------------------------------------------------------------ prediction
+    def _check_pairs(self, users, items):
+        users = np.asarray(users)
+        items = np.asarray(items)
+        for name, arr, n in (("users", users, self.theta_.shape[0]),
+                             ("items", items, self.psi_.shape[0])):
+            if arr.size and not np.issubdtype(arr.dtype, np.integer):
+                raise ValueError(f"{name} must be integer indices; got dtype {arr.dtype}.")
+            if arr.size and (arr.min() < 0 or arr.max() >= n):
+                bad = arr[(arr < 0) | (arr >= n)].ravel()[0]
+                raise ValueError(f"{name} index {int(bad)} is out of range; the model was "
+                                 f"fitted on {n} {name} (indices 0..{n - 1}).")
+        users, items = np.broadcast_arrays(users, items)
+        return users, items
+
+    def predict(self, users, items):
+        """Predicted probabilities ``theta_u^T psi_i`` (eq. (5)) for pairs of indices.
+
+        Users without training ratings use the mean training theta; items without training
+        ratings get ``mean_p_``. Out-of-range indices raise ValueError.
+        """
+        self._check_fitted()
+        users, items = self._check_pairs(users, items)
+        shape = users.shape
+        u = np.ascontiguousarray(users.ravel(), dtype=np.int64)
+        i = np.ascontiguousarray(items.ravel(), dtype=np.int64)
+        out = np.empty(u.shape[0])
+        _simplex.predict_pairs(u, i, self.theta_, self.psi_, out)  # Numba threads, no BLAS
+        out[~self.known_items_[i]] = self.mean_p_
+        return out.reshape(shape)
+
+    def predict_ratings(self, users, items):
+        """Predictions mapped back to the training rating scale (inverse of ``probability``)."""
+        return from_probability(self.predict(users, items), self.r_min_, self.r_max_,
+                                self.probability_)
+
+    def score(self, ratings):
+        """Negative NRMSE on the probability scale (scikit-learn's higher-is-better).
+
+        ``-sqrt(mean((p_ui - theta_u^T psi_i)^2))`` over the given ratings, with p from the
+        training scale and mapping; this is minus the paper's NRMSE for KM (Sec. V-B).
+        """
+        self._check_fitted()
+        self._check_ratings(ratings)
+        p = to_probability(ratings.values, self.r_min_, self.r_max_, self.probability_)
+        err = self.predict(ratings.users, ratings.items) - p
+        return -float(np.sqrt(np.mean(err ** 2)))
+
+    def nrmse(self, ratings):
+        """The paper's NRMSE of KM on ``ratings`` (RMSE on the probability scale)."""
+        return -self.score(ratings)
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path):
+        """Write params (JSON), learned arrays and the trace (JSON) to one ``.npz`` file.
+
+        Written atomically (temporary file, then rename); read back with :meth:`load`,
+        which never unpickles. A Generator given as ``random_state`` is stored as None.
+        """
+        self._check_fitted()
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            np.savez(
+                fh,
+                format=np.array(SAVE_FORMAT),
+                kind=np.array("KolmogorovModel"),
+                params=np.array(json.dumps(_json_safe_params(self.get_params()))),
+                theta=self.theta_, psi=self.psi_, dual_u=self.dual_u_,
+                known_users=self.known_users_, known_items=self.known_items_,
+                scale=np.array([self.r_min_, self.r_max_, self.mean_p_]),
+                probability=np.array(self.probability_),
+                n_iter=np.array(self.n_iter_),
+                trace=np.array(self.trace_.to_json()),
+            )
+        os.replace(tmp, path)
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` (``allow_pickle=False``)."""
+        path = Path(path)
+        if not path.exists():
+            raise RunStoreError(f"{path}: no such model file.")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                data = {k: z[k] for k in z.files}
+        except (ValueError, OSError) as exc:
+            raise RunStoreError(f"{path}: not a kmviz model file ({exc}).") from None
+        need = {"format", "kind", "params", "theta", "psi", "dual_u", "known_users",
+                "known_items", "scale", "probability", "n_iter", "trace"}
+        if str(data.get("kind", "")) != "KolmogorovModel" or not need <= set(data):
+            raise RunStoreError(f"{path}: not a saved KolmogorovModel "
+                                f"(missing {sorted(need - set(data))}).")
+        if int(data["format"]) > SAVE_FORMAT:
+            raise RunStoreError(f"{path}: written by a newer kmviz (format "
+                                f"{int(data['format'])}); upgrade kmviz to read it.")
+        model = cls(**json.loads(str(data["params"])))
+        r_min, r_max, mean_p = (float(x) for x in data["scale"])
+        model._set_fitted(data["theta"], data["psi"], data["dual_u"], data["known_users"],
+                          data["known_items"], r_min, r_max, str(data["probability"]),
+                          mean_p, int(data["n_iter"]), Trace.from_json(str(data["trace"])))
+        return model
