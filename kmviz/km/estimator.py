@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from .._base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_number, check_option, check_random_state

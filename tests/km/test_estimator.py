@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 import pytest
-from sklearn.base import clone
+from kmviz._base import clone
 
 from kmviz.data import Ratings
 from kmviz.data.synthetic import make_planted_km
