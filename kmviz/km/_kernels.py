@@ -1,0 +1,724 @@
+"""Numba kernels of the binary QP (4): dual gradient descent (paper Algs. 1 and 2, plus a
+Barzilai-Borwein variant), the modified Lanczos method (Alg. 5), randomization (Alg. 3), exact
+enumeration and branch-and-bound.
+
+Every kernel is an array-in/array-out function; per-item outputs only. The plain-NumPy twins
+live in ``_reference.py``. Codes shared with ``bqp.py``:
+
+- method: 0 = "gd" (Alg. 1), 1 = "enhanced" (Alg. 2), 2 = "fast" (Alg. 2 + BB steps)
+- evd: 0 = exact (``np.linalg.eigh``), 1 = Lanczos (Alg. 5 with the threshold of eq. (20))
+- phase: 0 = I-A, 1 = I-B, 2 = II-A, 3 = II-B
+- ``stats`` row: see the ``ST_*`` indices below.
+"""
+
+import math
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from kmviz._jit import JIT, PJIT
+
+GD, ENHANCED, FAST = 0, 1, 2
+EVD_EXACT, EVD_LANCZOS = 0, 1
+PHASE_IA, PHASE_IB, PHASE_IIA, PHASE_IIB = 0, 1, 2, 3
+
+# per-item statistics written by the dual solver and the randomization
+ST_N_EVD = 0  # EVDs or Lanczos runs (line-search evaluations and the one at u* included)
+ST_LZ_M = 1  # sum of Lanczos dimensions m
+ST_LZ_BETA = 2  # sum of final beta_{m+1}
+ST_LZ_N = 3  # number of Lanczos runs
+ST_EVD_CYC = 4  # cycles spent inside eigh / Lanczos calls
+ST_ALL_CYC = 5  # cycles of the whole per-item dual solve
+ST_N_ITER = 6
+ST_STATUS = 7  # 0 = iteration cap, 1 = converged, 2 = line search failed
+ST_H = 8  # h_gamma at the returned u
+N_STATS = 9
+
+MAX_BACKTRACK = 60
+
+
+@intrinsic
+def _read_cycles(typingctx):
+    """LLVM ``llvm.readcyclecounter`` (rdtsc on x86); 0 where the target has no counter."""
+    sig = types.uint64()
+
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.IntType(64), [])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.readcyclecounter")
+        return builder.call(fn, [])
+
+    return sig, codegen
+
+
+@njit(**JIT)
+def read_cycle_counter():
+    """Current value of the CPU cycle counter (calibrated against perf_counter in bqp.py)."""
+    return _read_cycles()
+
+
+# ----------------------------------------------------------------------------- basics
+
+
+@njit(**JIT)
+def homogenize(S, v, out_A):
+    """A of eq. (10): [[0, a^T/2], [a/2, A0]] with A0 = S/4 and a = S^T 1 / 2 - v (eq. (8))."""
+    D = S.shape[0]
+    out_A[0, 0] = 0.0
+    for j in range(D):
+        s = 0.0
+        for k in range(D):
+            s += S[k, j]
+        half_a = 0.5 * (0.5 * s - v[j])
+        out_A[0, j + 1] = half_a
+        out_A[j + 1, 0] = half_a
+        for k in range(D):
+            out_A[j + 1, k + 1] = 0.25 * S[j, k]
+
+
+@njit(**JIT)
+def bqp_objective(S, v, psi):
+    """psi^T S psi - 2 psi^T v of the BQP (4) (rho_i dropped)."""
+    D = S.shape[0]
+    f = 0.0
+    for j in range(D):
+        if psi[j] != 0.0:
+            f -= 2.0 * v[j]
+            for k in range(D):
+                if psi[k] != 0.0:
+                    f += S[j, k]
+    return f
+
+
+@njit(**JIT)
+def _all_equal(u):
+    for j in range(1, u.shape[0]):
+        if u[j] != u[0]:
+            return False
+    return True
+
+
+@njit(**JIT)
+def lanczos_start(n, out_p):
+    """Deterministic unit start vector: ones plus a small aperiodic perturbation.
+
+    The ones vector alone can be orthogonal to eigenvectors of structured C(u); the sine
+    term makes the overlap with every eigenvector non-zero in practice.
+    """
+    s = 0.0
+    for i in range(n):
+        out_p[i] = 1.0 + 0.25 * math.sin(1.0 + 1.618033988749895 * i)
+        s += out_p[i] * out_p[i]
+    s = math.sqrt(s)
+    for i in range(n):
+        out_p[i] /= s
+
+
+# ----------------------------------------------------------------------------- Lanczos
+
+
+@njit(**JIT)
+def lanczos_threshold(C, a):
+    """delta of eq. (20) from the trace bounds of Lemma 3; 0 when D < 2 (ln D <= 0).
+
+    With delta = 0 Lanczos runs to the full dimension D + 1 (exact, and cheap for D = 1).
+    """
+    n = C.shape[0]
+    D = n - 1
+    tr = 0.0
+    tr2 = 0.0
+    l1 = 0.0
+    for i in range(n):
+        tr += C[i, i]
+        for j in range(n):
+            tr2 += C[i, j] * C[i, j]
+            l1 += abs(C[i, j])
+    if D < 2:
+        return 0.0
+    mu = tr / n
+    var = max(tr2 / n - mu * mu, 0.0)
+    s_ub = mu + math.sqrt(var * D)
+    s_lb = mu + math.sqrt(var / D)
+    s_mink = l1 / n
+    return ((s_ub - s_lb) + s_mink) / (a * D * math.log(D))
+
+
+@njit(**JIT)
+def lanczos_tridiag(C, p1, delta, out_alpha, out_beta, out_P):
+    """Alg. 5 with full reorthogonalization; returns m.
+
+    out_alpha[:m] is the diagonal of H_m, out_beta[:m-1] its off-diagonal and
+    out_beta[m-1] = beta_{m+1}, the stopping quantity (<= delta, or m = D + 1).
+    Row j of out_P holds p_{j+1} (P_m^T, rows for contiguous access).
+    """
+    n = C.shape[0]
+    w = np.empty(n)
+    for i in range(n):
+        out_P[0, i] = p1[i]
+    m = n
+    for j in range(n):
+        for i in range(n):
+            s = 0.0
+            for k in range(n):
+                s += C[i, k] * out_P[j, k]
+            w[i] = s
+        if j > 0:
+            b = out_beta[j - 1]
+            for i in range(n):
+                w[i] -= b * out_P[j - 1, i]
+        alpha = 0.0
+        for i in range(n):
+            alpha += w[i] * out_P[j, i]
+        for i in range(n):
+            w[i] -= alpha * out_P[j, i]
+        # full reorthogonalization against p_1..p_j, twice ("twice is enough")
+        for _ in range(2):
+            for l in range(j + 1):
+                c = 0.0
+                for i in range(n):
+                    c += w[i] * out_P[l, i]
+                for i in range(n):
+                    w[i] -= c * out_P[l, i]
+        beta = 0.0
+        for i in range(n):
+            beta += w[i] * w[i]
+        beta = math.sqrt(beta)
+        out_alpha[j] = alpha
+        out_beta[j] = beta
+        if beta <= delta or j == n - 1 or beta == 0.0:
+            m = j + 1
+            break
+        for i in range(n):
+            out_P[j + 1, i] = w[i] / beta
+    return m
+
+
+@njit(**JIT)
+def lanczos_positive_pairs(C, p1, delta, out_w, out_V, work_P, work_alpha, work_beta):
+    """Ritz pairs (15) of C with positive Ritz value, written to out_w[:k], out_V[:, :k].
+
+    Returns (k, m, beta_{m+1}).
+    """
+    n = C.shape[0]
+    m = lanczos_tridiag(C, p1, delta, work_alpha, work_beta, work_P)
+    H = np.zeros((m, m))
+    for j in range(m):
+        H[j, j] = work_alpha[j]
+        if j + 1 < m:
+            H[j, j + 1] = work_beta[j]
+            H[j + 1, j] = work_beta[j]
+    theta, Q = np.linalg.eigh(H)
+    k = 0
+    for r in range(m):
+        if theta[r] > 0.0:
+            out_w[k] = theta[r]
+            for i in range(n):
+                out_V[i, k] = 0.0
+            for l in range(m):
+                q = Q[l, r]
+                for i in range(n):
+                    out_V[i, k] += work_P[l, i] * q
+            k += 1
+    return k, m, work_beta[m - 1]
+
+
+# ----------------------------------------------------------------------------- dual
+
+
+@njit(**JIT)
+def _positive_spectrum(negA, u, evd, a, p1, C, out_w, out_V, work_P, work_alpha, work_beta, stats):
+    """Positive eigen (or Ritz) pairs of C(u) = -A - diag(u); counts one EVD; returns k."""
+    n = negA.shape[0]
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = negA[i, j]
+        C[i, i] -= u[i]
+    c0 = _read_cycles()
+    k = 0
+    if evd == EVD_EXACT:
+        w, V = np.linalg.eigh(C)
+        for j in range(n):
+            if w[j] > 0.0:
+                out_w[k] = w[j]
+                for i in range(n):
+                    out_V[i, k] = V[i, j]
+                k += 1
+    else:
+        delta = lanczos_threshold(C, a)
+        k, m, beta = lanczos_positive_pairs(
+            C, p1, delta, out_w, out_V, work_P, work_alpha, work_beta
+        )
+        stats[ST_LZ_M] += m
+        stats[ST_LZ_BETA] += beta
+        stats[ST_LZ_N] += 1.0
+    stats[ST_EVD_CYC] += float(_read_cycles() - c0)
+    stats[ST_N_EVD] += 1.0
+    return k
+
+
+@njit(**JIT)
+def _phase_label(u, phase1, wA_max, check_equal):
+    """The sub-phase Alg. 2 is in at u (phase I only while every u_i has been all-equal)."""
+    if phase1 and (not check_equal or _all_equal(u)):
+        if wA_max - u[0] > 0.0:
+            return PHASE_IB
+        return PHASE_IA
+    mx = -u[0]
+    for j in range(1, u.shape[0]):
+        if -u[j] > mx:
+            mx = -u[j]
+    # Weyl (step 11): lambda_max(C(u)) <= lambda_max(-A) + max(-u)
+    if wA_max + mx <= 0.0:
+        return PHASE_IIA
+    return PHASE_IIB
+
+
+@njit(**JIT)
+def _evaluate(u, method, phase1, negA, wA, VA, gamma, evd, a, p1, C, out_w, out_V,
+              work_P, work_alpha, work_beta, stats):
+    """h_gamma(u) of (14) with the EVD elimination of Alg. 2; returns (h, phase, k).
+
+    The positive pairs of C(u) are left in out_w[:k], out_V[:, :k] for the gradient (13).
+    Method "gd" always decomposes C(u) (Alg. 1) but still reports Alg. 2's phase label.
+    """
+    n = u.shape[0]
+    phase = _phase_label(u, phase1, wA[n - 1], True)
+    k = 0
+    if method == GD or phase == PHASE_IIB:
+        k = _positive_spectrum(negA, u, evd, a, p1, C, out_w, out_V, work_P, work_alpha,
+                               work_beta, stats)
+    elif phase == PHASE_IB:
+        # EVD eliminated: lambda(C(u)) = lambda(-A) - u, eigenvectors of -A (step 4)
+        c = u[0]
+        for j in range(n):
+            if wA[j] - c > 0.0:
+                out_w[k] = wA[j] - c
+                for i in range(n):
+                    out_V[i, k] = VA[i, j]
+                k += 1
+    # I-A, II-A: Pi_+(C(u)) = 0, no EVD
+    h = 0.0
+    for j in range(n):
+        h += u[j]
+    pen = 0.0
+    for j in range(k):
+        pen += out_w[j] * out_w[j]
+    return h + 0.5 * gamma * pen, phase, k
+
+
+@njit(**JIT)
+def _gradient(n, gamma, w, V, k, out_g):
+    """Gradient (13) of h: 1 - gamma diag(Pi_+(C(u)))."""
+    for i in range(n):
+        s = 0.0
+        for j in range(k):
+            s += w[j] * V[i, j] * V[i, j]
+        out_g[i] = 1.0 - gamma * s
+
+
+@njit(**JIT)
+def dual_value_grad(S, v, u, gamma, out_g):
+    """h_gamma(u) of (14) and its gradient (13) by a full EVD of C(u)."""
+    D = S.shape[0]
+    n = D + 1
+    A = np.empty((n, n))
+    homogenize(S, v, A)
+    negA = -A
+    C = np.empty((n, n))
+    w = np.empty(n)
+    V = np.empty((n, n))
+    P = np.empty((n, n))
+    al = np.empty(n)
+    be = np.empty(n)
+    p1 = np.empty(n)
+    stats = np.zeros(N_STATS)
+    k = _positive_spectrum(negA, u, EVD_EXACT, 1.0, p1, C, w, V, P, al, be, stats)
+    h = 0.0
+    for j in range(n):
+        h += u[j]
+    pen = 0.0
+    for j in range(k):
+        pen += w[j] * w[j]
+    _gradient(n, gamma, w, V, k, out_g)
+    return h + 0.5 * gamma * pen
+
+
+@njit(**JIT)
+def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
+                    c_armijo, shrink, nm_window, ls_restart, t_first,
+                    out_phase, stats, traj_h, traj_u, traj_step, traj_phase, traj_nevd):
+    """Minimize h_gamma (14) from u (overwritten with the solution); Algs. 1/2 or BB.
+
+    Line search (all methods): backtracking with shrink factor ``shrink`` until
+    h(u - t g) <= ref - c_armijo t ||g||^2, ref = h(u) (Algs. 1, 2) or the max of the last
+    ``nm_window`` accepted values (fast). Trial t: Algs. 1, 2 start from the previous accepted
+    step (``t_first`` at i = 0; 1 every iteration if ``ls_restart``); fast starts from the BB1
+    step s^T s / s^T y. The spectrum computed at the accepted trial point is reused for the
+    next gradient, so an accepted step costs no extra EVD. Stop when ||t g|| <= eps.
+    Trajectory arrays (length max_iter + 1, or 0 to skip) receive h, u, step, phase and the
+    cumulative EVD count at every iterate.
+    """
+    c_start = _read_cycles()
+    D = S.shape[0]
+    n = D + 1
+    A = np.empty((n, n))
+    homogenize(S, v, A)
+    negA = -A
+    C = np.empty((n, n))
+    w = np.empty(n)
+    V = np.empty((n, n))
+    P = np.empty((n, n))
+    al = np.empty(n)
+    be = np.empty(n)
+    p1 = np.empty(n)
+    lanczos_start(n, p1)
+    g = np.empty(n)
+    g_old = np.empty(n)
+    u_trial = np.empty(n)
+    u_old = np.empty(n)
+    hist = np.full(max(nm_window, 1), -np.inf)
+    record = traj_h.shape[0] > 0
+
+    # EVD of -A once per item (eigenvalues for phases I-A/I-B and the Weyl test)
+    c0 = _read_cycles()
+    wA, VA = np.linalg.eigh(negA)
+    stats[ST_EVD_CYC] += float(_read_cycles() - c0)
+    stats[ST_N_EVD] += 1.0
+
+    phase1 = _all_equal(u)
+    h, phase, k = _evaluate(u, method, phase1, negA, wA, VA, gamma, evd, a, p1, C, w, V,
+                            P, al, be, stats)
+    _gradient(n, gamma, w, V, k, g)
+    hist[0] = h
+    t = t_first
+    status = 0
+    n_iter = 0
+    for it in range(max_iter):
+        out_phase[phase] += 1
+        gg = 0.0
+        for j in range(n):
+            gg += g[j] * g[j]
+        if record:
+            traj_h[it] = h
+            traj_phase[it] = phase
+            traj_nevd[it] = stats[ST_N_EVD]
+            for j in range(n):
+                traj_u[it, j] = u[j]
+        forced = False
+        if it == 0 and initial_step and phase == PHASE_IA:
+            # Sec. IV-A: t0 > u0 - lambda_max(-A); the margin (D+1)/gamma puts the top
+            # eigenvalue of C(u1) where gamma * lambda * |v|^2 ~ 1 for a spread eigenvector.
+            t = u[0] - wA[n - 1] + n / gamma
+            forced = True
+        elif ls_restart and method != FAST:
+            t = 1.0
+        ref = h
+        if method == FAST:
+            for j in range(hist.shape[0]):
+                if hist[j] > ref:
+                    ref = hist[j]
+        accepted = False
+        h_trial = h
+        for _ in range(MAX_BACKTRACK):
+            for j in range(n):
+                u_trial[j] = u[j] - t * g[j]
+            h_trial, phase_trial, k = _evaluate(u_trial, method, phase1, negA, wA, VA, gamma,
+                                                evd, a, p1, C, w, V, P, al, be, stats)
+            if forced or h_trial <= ref - c_armijo * t * gg:
+                accepted = True
+                break
+            t *= shrink
+        if not accepted:
+            status = 2
+            break
+        if record:
+            traj_step[it] = t
+        for j in range(n):
+            u_old[j] = u[j]
+            g_old[j] = g[j]
+            u[j] = u_trial[j]
+        h = h_trial
+        phase = phase_trial
+        if phase1 and phase >= PHASE_IIA:
+            phase1 = False  # irreversible: phase II never returns to phase I
+        _gradient(n, gamma, w, V, k, g)
+        n_iter += 1
+        step_norm = t * math.sqrt(gg)
+        if method == FAST:
+            hist[n_iter % hist.shape[0]] = h
+            sy = 0.0
+            ss = 0.0
+            for j in range(n):
+                s_j = u[j] - u_old[j]
+                sy += s_j * (g[j] - g_old[j])
+                ss += s_j * s_j
+            if sy > 0.0:
+                t = min(max(ss / sy, 1e-12), 1e12)
+            else:
+                t = min(2.0 * t, 1e12)  # linear region (phase I-A / II-A): expand
+        if step_norm <= eps:
+            status = 1
+            break
+    if record:
+        traj_h[n_iter] = h
+        traj_phase[n_iter] = phase
+        traj_nevd[n_iter] = stats[ST_N_EVD]
+        traj_step[n_iter] = np.nan
+        for j in range(n):
+            traj_u[n_iter, j] = u[j]
+    stats[ST_N_ITER] = n_iter
+    stats[ST_STATUS] = status
+    stats[ST_H] = h
+    stats[ST_ALL_CYC] += float(_read_cycles() - c_start)
+    return n_iter
+
+
+@njit(**PJIT)
+def dual_solve_batch(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
+                     c_armijo, shrink, nm_window, ls_restart, t_first, out_phase, out_stats):
+    """dual_solve_item for every item in parallel; u (n_items, D+1) is overwritten."""
+    for i in prange(S.shape[0]):
+        e1 = np.empty(0)
+        e2 = np.empty((0, 0))
+        e3 = np.empty(0, dtype=np.int64)
+        dual_solve_item(S[i], v[i], u[i], gamma, eps, max_iter, method, evd, a, initial_step,
+                        c_armijo, shrink, nm_window, ls_restart, t_first[i],
+                        out_phase[i], out_stats[i], e1, e2, e1, e3, e1)
+
+
+# ----------------------------------------------------------------------------- Alg. 3
+
+
+@njit(**JIT)
+def randomize_from_pairs(S, v, w, V, k, gamma, xi, psi_prev, has_prev, out_psi):
+    """Alg. 3 from the positive pairs (w[:k], V[:, :k]) of Pi_+(C(u*)); returns (obj, improved).
+
+    Samples x~ = sign(L xi_l) with L = V_+ sqrt(gamma Lambda_+) (column j of L uses xi_l[j]),
+    plus the deterministic rounding of X*'s first column, are mapped to psi via
+    x^ = x~(1) x~(2:) and ranked by the true objective (4); the incumbent psi_prev is kept
+    unless a candidate is strictly better. sign(0) = +1.
+    """
+    D = S.shape[0]
+    n = D + 1
+    L = np.empty(k)
+    for j in range(k):
+        L[j] = math.sqrt(gamma * w[j])
+    xt = np.empty(n)
+    cand = np.empty(D)
+    best = np.inf
+    n_rand = xi.shape[0]
+    for l in range(n_rand + 1):
+        if l < n_rand:
+            for i in range(n):
+                s = 0.0
+                for j in range(k):
+                    s += V[i, j] * L[j] * xi[l, j]
+                xt[i] = s
+        else:
+            # X*(:, 1) = gamma sum_j w_j V(1, j) V(:, j)
+            for i in range(n):
+                s = 0.0
+                for j in range(k):
+                    s += w[j] * V[0, j] * V[i, j]
+                xt[i] = s
+        s0 = 1.0 if xt[0] >= 0.0 else -1.0
+        for i in range(D):
+            x = s0 if xt[i + 1] >= 0.0 else -s0
+            cand[i] = 0.5 * (x + 1.0)
+        f = bqp_objective(S, v, cand)
+        if f < best:
+            best = f
+            for i in range(D):
+                out_psi[i] = cand[i]
+    improved = True
+    if has_prev:
+        f_prev = bqp_objective(S, v, psi_prev)
+        if not best < f_prev:
+            improved = False
+            best = f_prev
+            for i in range(D):
+                out_psi[i] = psi_prev[i]
+    return best, improved
+
+
+@njit(**JIT)
+def randomize_item(S, v, u, gamma, evd, a, xi, psi_prev, has_prev, out_psi, stats):
+    """Decompose C(u*) (one EVD / Lanczos run, counted) then Alg. 3; returns (obj, improved)."""
+    c_start = _read_cycles()
+    D = S.shape[0]
+    n = D + 1
+    A = np.empty((n, n))
+    homogenize(S, v, A)
+    negA = -A
+    C = np.empty((n, n))
+    w = np.empty(n)
+    V = np.empty((n, n))
+    P = np.empty((n, n))
+    al = np.empty(n)
+    be = np.empty(n)
+    p1 = np.empty(n)
+    lanczos_start(n, p1)
+    k = _positive_spectrum(negA, u, evd, a, p1, C, w, V, P, al, be, stats)
+    f, improved = randomize_from_pairs(S, v, w, V, k, gamma, xi, psi_prev, has_prev, out_psi)
+    stats[ST_ALL_CYC] += float(_read_cycles() - c_start)
+    return f, improved
+
+
+@njit(**PJIT)
+def randomize_batch(S, v, u, gamma, evd, a, xi, psi_prev, has_prev, out_psi, out_obj,
+                    out_improved, out_stats):
+    """randomize_item for every item in parallel."""
+    for i in prange(S.shape[0]):
+        f, imp = randomize_item(S[i], v[i], u[i], gamma, evd, a, xi[i], psi_prev[i], has_prev,
+                                out_psi[i], out_stats[i])
+        out_obj[i] = f
+        out_improved[i] = imp
+
+
+# ----------------------------------------------------------------------------- exact / B&B
+
+
+@njit(**JIT)
+def enumerate_bqp(S, v, out_psi):
+    """Exact minimum of (4) over all 2^D psi in Gray-code order (O(D) per candidate).
+
+    Flipping psi_k on changes the objective by S_kk + 2 (S psi)_k - 2 v_k. Ties keep the
+    first minimizer in Gray order; the returned objective is recomputed from scratch.
+    """
+    D = S.shape[0]
+    psi = np.zeros(D)
+    r = np.zeros(D)
+    f = 0.0
+    best = 0.0
+    code = 0
+    best_code = 0
+    total = 1 << D
+    for step in range(1, total):
+        kbit = 0
+        while (step >> kbit) & 1 == 0:
+            kbit += 1
+        if psi[kbit] == 0.0:
+            f += S[kbit, kbit] + 2.0 * r[kbit] - 2.0 * v[kbit]
+            psi[kbit] = 1.0
+            for i in range(D):
+                r[i] += S[i, kbit]
+        else:
+            for i in range(D):
+                r[i] -= S[i, kbit]
+            f -= S[kbit, kbit] + 2.0 * r[kbit] - 2.0 * v[kbit]
+            psi[kbit] = 0.0
+        code ^= 1 << kbit
+        if f < best:
+            best = f
+            best_code = code
+    for i in range(D):
+        out_psi[i] = 1.0 if (best_code >> i) & 1 else 0.0
+    return bqp_objective(S, v, out_psi)
+
+
+@njit(**PJIT)
+def enumerate_batch(S, v, out_psi, out_obj):
+    """enumerate_bqp for every item in parallel."""
+    for i in prange(S.shape[0]):
+        out_obj[i] = enumerate_bqp(S[i], v[i], out_psi[i])
+
+
+@njit(**JIT)
+def bnb_bqp(S, v, psi0, out_psi):
+    """Depth-first branch-and-bound for (4) from the incumbent psi0; returns (obj, n_nodes).
+
+    Lower bound at a node (variables F fixed, R free, r = S psi_F):
+        f(psi) = f(psi_F) + sum_{k in R} psi_k c_k + sum_{k != l in R} S_kl psi_k psi_l,
+        c_k = S_kk - 2 v_k + 2 r_k.
+    Since psi_l in {0, 1}, S_kl psi_k psi_l >= min(0, S_kl) psi_k, so the pair sum is
+    >= sum_k psi_k n_k with n_k = sum_{l in R, l != k} min(0, S_kl); and
+    psi_k (c_k + n_k) >= min(0, c_k + n_k). Hence
+        f(psi) >= f(psi_F) + sum_{k in R} min(0, c_k + n_k)
+    for every completion: a valid bound, so pruning nodes with bound >= incumbent never
+    discards a strictly better solution.
+    """
+    D = S.shape[0]
+    has_neg = False
+    for i in range(D):
+        for j in range(D):
+            if i != j and S[i, j] < 0.0:
+                has_neg = True
+    best = bqp_objective(S, v, psi0)
+    for i in range(D):
+        out_psi[i] = psi0[i]
+    # branch first on variables with the largest |linear coefficient|
+    key = np.empty(D)
+    for i in range(D):
+        key[i] = -abs(S[i, i] - 2.0 * v[i])
+    order = np.argsort(key)
+    val = np.zeros(D)
+    r = np.zeros(D)
+    fdep = np.zeros(D + 1)
+    choice = np.zeros(D, dtype=np.int64)
+    tried = np.zeros(D, dtype=np.int64)
+    n_nodes = 0
+    depth = 0
+    while depth >= 0:
+        if depth == D:
+            if fdep[D] < best - 1e-12:
+                best = fdep[D]
+                for i in range(D):
+                    out_psi[i] = val[i]
+            depth -= 1
+            continue
+        kv = order[depth]
+        st = tried[depth]
+        if st == 0:
+            n_nodes += 1
+            lb = fdep[depth]
+            for idx in range(depth, D):
+                kk = order[idx]
+                ck = S[kk, kk] - 2.0 * v[kk] + 2.0 * r[kk]
+                if has_neg:
+                    for idx2 in range(depth, D):
+                        ll = order[idx2]
+                        if ll != kk and S[kk, ll] < 0.0:
+                            ck += S[kk, ll]
+                if ck < 0.0:
+                    lb += ck
+            if lb >= best - 1e-12:
+                depth -= 1
+                continue
+            first = 1 if S[kv, kv] - 2.0 * v[kv] + 2.0 * r[kv] < 0.0 else 0
+            choice[depth] = first
+            tried[depth] = 1
+        elif st == 1:
+            if choice[depth] == 1:
+                for i in range(D):
+                    r[i] -= S[i, kv]
+            val[kv] = 0.0
+            choice[depth] = 1 - choice[depth]
+            tried[depth] = 2
+        else:
+            if choice[depth] == 1:
+                for i in range(D):
+                    r[i] -= S[i, kv]
+            val[kv] = 0.0
+            tried[depth] = 0
+            depth -= 1
+            continue
+        if choice[depth] == 1:
+            fdep[depth + 1] = fdep[depth] + S[kv, kv] + 2.0 * r[kv] - 2.0 * v[kv]
+            for i in range(D):
+                r[i] += S[i, kv]
+            val[kv] = 1.0
+        else:
+            fdep[depth + 1] = fdep[depth]
+        depth += 1
+    return bqp_objective(S, v, out_psi), n_nodes
+
+
+@njit(**PJIT)
+def bnb_batch(S, v, psi0, out_psi, out_obj, out_nodes):
+    """bnb_bqp for every item in parallel."""
+    for i in prange(S.shape[0]):
+        f, nn = bnb_bqp(S[i], v[i], psi0[i], out_psi[i])
+        out_obj[i] = f
+        out_nodes[i] = nn
