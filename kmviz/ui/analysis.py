@@ -1,0 +1,244 @@
+"""Per-item diagnostics for the Explore pages: an item's BQP (S_i, v_i), C(u*), dual runs.
+
+The estimator keeps theta and the duals but not the per-item statistics, so they are rebuilt
+here from the run's training ratings exactly as the fit builds them (eq. (4)). Heavy results
+are cached per (run, item, settings) with bounded caches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+
+def items_by_count(ratings) -> list[int]:
+    """Items with at least one rating, most rated first."""
+    counts = ratings.item_counts()
+    order = np.argsort(-counts, kind="stable")
+    return [int(i) for i in order if counts[i] > 0]
+
+
+def item_bqp_problem(run, item: int) -> tuple[np.ndarray, np.ndarray]:
+    """S_i = sum_u theta_u theta_u^T and v_i = sum_u theta_u p_ui over the raters of ``item``.
+
+    Uses the run's training ratings and mapping to probabilities; with mu_psi > 0 the
+    support penalty enters as ``v_i - mu/2``, as in the fit.
+    """
+    from kmviz.km.estimator import to_probability
+
+    train = run.split.train
+    mask = np.asarray(train.items) == int(item)
+    if not mask.any():
+        raise ValueError(f"Item {item} has no training ratings; pick another item.")
+    model = run.model
+    r_min = getattr(model, "r_min_", train.r_min)
+    r_max = getattr(model, "r_max_", train.r_max)
+    mode = getattr(model, "probability_", run.params.get("probability", "minmax"))
+    p = to_probability(np.asarray(train.values)[mask], r_min, r_max, mode)
+    theta = np.asarray(run.theta)[np.asarray(train.users)[mask]]
+    S = theta.T @ theta
+    v = theta.T @ p
+    mu = float(run.params.get("mu_psi", 0.0) or 0.0)
+    if mu > 0:
+        v = v - 0.5 * mu
+    return np.ascontiguousarray(S), np.ascontiguousarray(v)
+
+
+def _frame(result: dict) -> pd.DataFrame:
+    """A dual trajectory (dict of per-iterate arrays) as a DataFrame, one row per iterate."""
+    n = len(result["iteration"])
+    cols = {k: np.asarray(v) for k, v in result.items()
+            if np.ndim(v) == 1 and len(v) == n and k != "u_star"}
+    return pd.DataFrame(cols)
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the dual gradient descent ...")
+def dual_trajectories(S: np.ndarray, v: np.ndarray, gamma: float) -> dict:
+    """Fig. 1 (Alg. 1 vs Alg. 2) and Fig. 2 (Alg. 2 without / with the initial step of
+    Sec. IV-A), all from the same start, plus u* of the item's dual."""
+    from kmviz.km.bqp import dual_trajectory
+
+    gd = dual_trajectory(S, v, "gd", gamma)
+    enh = dual_trajectory(S, v, "enhanced", gamma, initial_step=False)
+    enh0 = dual_trajectory(S, v, "enhanced", gamma, initial_step=True)
+    return {
+        "fig1": {"original GD (Alg. 1)": _frame(gd), "enhanced GD (Alg. 2)": _frame(enh)},
+        "fig2": {"enhanced GD (Alg. 2)": _frame(enh),
+                 "enhanced GD + initial step (Sec. IV-A)": _frame(enh0)},
+        "u_star": np.asarray(enh["u_star"], dtype=float),
+        "converged": {"gd": bool(gd["converged"]), "enhanced": bool(enh["converged"]),
+                      "enhanced + initial step": bool(enh0["converged"])},
+    }
+
+
+def optimal_dual(run, item: int, S, v) -> np.ndarray:
+    """u* of this item's dual at the run's final theta (a tight solve of the same S_i, v_i;
+    the fit's stored dual belongs to the theta before its last update)."""
+    return dual_trajectories(S, v, float(run.params.get("gamma", 100.0)))["u_star"]
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def lanczos_view(C: np.ndarray, a: float) -> dict:
+    """Diagnostics of Alg. 5 on C for m = 1..D+1, and the Ritz values of every T_m."""
+    from kmviz.km.lanczos import lanczos, lanczos_diagnostics
+
+    d = lanczos_diagnostics(C, a=a)
+    n = len(d["m"])
+    diag = pd.DataFrame({k: np.asarray(d[k]) for k in d
+                         if np.ndim(d[k]) == 1 and len(d[k]) == n and k != "eigenvalues"})
+    full = lanczos(C, a=a, delta=0.0)
+    rows = []
+    for m in range(1, full.m + 1):
+        T = np.diag(full.alpha[:m]) + np.diag(full.beta_all[: m - 1], 1) + np.diag(
+            full.beta_all[: m - 1], -1)
+        rows += [{"m": m, "value": float(x)} for x in np.linalg.eigvalsh(T)]
+    return {"diag": diag.dropna(subset=["beta"]), "delta": float(d["delta"]),
+            "m_threshold": int(d["m_threshold"]), "eigenvalues": np.asarray(d["eigenvalues"]),
+            "ritz": pd.DataFrame(rows, columns=["m", "value"])}
+
+
+# ---------------------------------------------------------------------------- implications
+def item_names(run) -> list[str]:
+    """Display names of the run's items (titles when the data has them)."""
+    if run.split is not None:
+        train = run.split.train
+        return [train.item_label(i) for i in range(train.n_items)]
+    return [f"item {i}" for i in range(np.asarray(run.psi).shape[0])]
+
+
+@st.cache_data(max_entries=16, show_spinner="Building the implication graph ...")
+def implication_graph_cached(psi: np.ndarray, names: tuple):
+    from kmviz.km.interpret import implication_graph
+
+    return implication_graph(psi, list(names), transitive_reduction=False)
+
+
+def node_of_item(G, item: int):
+    for n, d in G.nodes(data=True):
+        if int(item) in d.get("members", ()):
+            return n
+    return None
+
+
+def plain_words(run, item: int, names: list[str], limit: int = 15) -> tuple[str, str]:
+    """What liking ``item`` implies, and what implies liking it, as sentences."""
+    from kmviz.km.interpret import implied_by_liking, implies
+
+    psi = np.asarray(run.psi)
+    a = names[int(item)]
+
+    def listing(idx):
+        shown = ", ".join(f"**{names[j]}**" for j in idx[:limit])
+        return shown + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
+
+    out = implied_by_liking(psi, item)
+    inn = implies(psi, item)
+    if not psi[int(item)].any():
+        msg = f"**{a}** has an empty support (no training ratings or never liked): no implications."
+        return msg, msg
+    s1 = (f"Everyone who likes **{a}** also likes {listing(out)}." if len(out) else
+          f"Liking **{a}** implies nothing about other items.")
+    s2 = (f"Everyone who likes any of {listing(inn)} also likes **{a}**." if len(inn) else
+          f"No other item implies liking **{a}**.")
+    return s1, s2
+
+
+def precision_table(run, *, threshold: float = 0.5, min_users: int = 3) -> pd.DataFrame:
+    """Precision of each implication on the training and the held-out ratings, side by side
+    (cached per run and threshold)."""
+    return _precision_table(run.run_id, float(threshold), int(min_users), _run=run)
+
+
+@st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
+def _precision_table(run_id: str, threshold: float, min_users: int, *, _run) -> pd.DataFrame:
+    run = _run
+    from kmviz.km.interpret import implication_precision
+
+    psi = np.asarray(run.psi)
+    names = item_names(run)
+    mode = run.params.get("probability", "minmax")
+    kw = dict(threshold=threshold, min_users=min_users, probability=mode, names=names)
+    key = ["antecedent", "consequent"]
+    train = implication_precision(psi, run.split.train, **kw)
+    out = train.rename(columns={"n_users": "train_users", "precision": "train_precision",
+                                "lift": "train_lift", "base_rate": "train_base_rate"})
+    held = run.split.test if run.split.test is not None else run.split.validation
+    if held is not None:
+        kw_held = dict(kw, min_users=1)
+        test = implication_precision(psi, held, **kw_held)[key + ["n_users", "precision", "lift"]]
+        test = test.rename(columns={"n_users": "heldout_users", "precision": "heldout_precision",
+                                    "lift": "heldout_lift"})
+        out = out.merge(test, on=key, how="left")
+    keep = ["antecedent_name", "consequent_name", "train_users", "train_precision", "train_lift",
+            "heldout_users", "heldout_precision", "heldout_lift", "equivalent", "antecedent",
+            "consequent"]
+    return out[[c for c in keep if c in out]]
+
+
+def table_vi(run, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:
+    """The paper's Table VI measure for the chosen items (and users, if given)."""
+    from kmviz.km.interpret import relation_mining_accuracy
+
+    names = item_names(run)
+    frames = []
+    for i in items:
+        df = relation_mining_accuracy(np.asarray(run.psi), run.split.train, int(i),
+                                      threshold=threshold,
+                                      probability=run.params.get("probability", "minmax"))
+        df.insert(1, "item_name", names[int(i)])
+        frames.append(df)
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    if users:
+        out = out[out["user"].isin([int(u) for u in users])]
+    return out
+
+
+def dual_summary(traj: dict) -> pd.DataFrame:
+    """Iterations and EVDs per dual method (Alg. 1 and 2 share iterates, not EVD counts)."""
+    rows = {}
+    for label, df in {**traj["fig1"], **traj["fig2"]}.items():
+        rows[label] = {"dual iterations": max(len(df) - 1, 0),
+                       "EVDs": int(df["n_evd"].iloc[-1]) if "n_evd" in df and len(df) else None,
+                       "final gap": float(df["gap"].iloc[-1]) if len(df) else None}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def raters_of(run, items) -> list[int]:
+    """Users who rated any of ``items`` in the training ratings."""
+    train = run.split.train
+    mask = np.isin(np.asarray(train.items), [int(i) for i in items])
+    return [int(u) for u in np.unique(np.asarray(train.users)[mask])]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def influence_cached(run_id: str, psi: np.ndarray) -> np.ndarray:
+    from kmviz.km.interpret import influence_scores
+
+    return influence_scores(psi)
+
+
+#: Largest item-level implications table offered for download (rows).
+MAX_EXPORT_ROWS = 1_000_000
+
+
+def implications_csv(run, names: list[str]) -> tuple[str, str]:
+    """(CSV text, note) of the item-level implications; capped to the most rated items when
+    the full table would exceed :data:`MAX_EXPORT_ROWS` rows."""
+    from kmviz.km.interpret import implications_frame, support_matrix
+
+    psi = np.asarray(run.psi)
+    n = psi.shape[0]
+    note = ""
+    keep = np.arange(n)
+    if int(support_matrix(psi).sum()) > MAX_EXPORT_ROWS and run.split is not None:
+        counts = run.split.train.item_counts()
+        keep = np.sort(np.argsort(-counts, kind="stable")[:1000])
+        note = ("The full table is too large to download; this file covers the 1,000 most "
+                "rated items.")
+    frame = implications_frame(psi[keep], [names[i] for i in keep])
+    frame["antecedent"] = keep[frame["antecedent"].to_numpy()]
+    frame["consequent"] = keep[frame["consequent"].to_numpy()]
+    return frame.to_csv(index=False), note

@@ -1,0 +1,152 @@
+"""Cached dataset loading for the pages (bounded caches), uploads and splits."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from .state import Split
+
+#: Largest upload the Data page accepts (the server's own limit is in .streamlit/config.toml).
+MAX_UPLOAD_MB = 50
+#: File types the loaders read (ratings/u.data style text, CSV/TSV, Matrix Market, zip).
+UPLOAD_TYPES = ["csv", "tsv", "txt", "dat", "data", "mtx", "zip", "gz"]
+
+
+def _load(source, **options):
+    from kmviz.data import load
+
+    return load(source, **options)
+
+
+@st.cache_data(max_entries=8, show_spinner="Loading the dataset ...")
+def load_builtin(name: str, options: tuple = ()):
+    """A catalogue dataset (``options`` as sorted (key, value) pairs, hashable)."""
+    return _load(name, **dict(options))
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the uploaded file ...")
+def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
+    """Write an upload to a temporary file under its own name and load it from there."""
+    safe_name = Path(file_name).name or "upload.csv"
+    with tempfile.TemporaryDirectory(prefix="kmviz-upload-") as tmp:
+        path = Path(tmp) / safe_name
+        path.write_bytes(content)
+        ratings = _load(str(path), **dict(options))
+    # The temporary path means nothing to the user: name the data after the upload.
+    ratings.source = f"upload: {safe_name}"
+    if ratings.name in ("ratings", path.stem, safe_name, str(path)):
+        ratings.name = safe_name
+    return ratings
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the file ...")
+def _load_path_cached(path: str, mtime: float, options: tuple = ()):
+    return _load(path, **dict(options))
+
+
+def load_path(path: str, options: tuple = ()):
+    """A local file, directory or zip; the cache is keyed by the modification time too."""
+    path = os.path.expanduser(path.strip())
+    if not path:
+        raise ValueError("No path given. Type the path of a ratings file, directory or zip.")
+    if not os.path.exists(path):
+        raise ValueError(f"{path}: no such file or directory. Check the path and try again.")
+    return _load_path_cached(path, os.path.getmtime(path), options)
+
+
+def check_upload_size(n_bytes: int, file_name: str) -> None:
+    """Refuse uploads above :data:`MAX_UPLOAD_MB` with a message that says what to do."""
+    if n_bytes > MAX_UPLOAD_MB * 1024 * 1024:
+        raise ValueError(
+            f"{file_name} is {n_bytes / 1024 / 1024:.1f} MB; uploads are limited to "
+            f"{MAX_UPLOAD_MB} MB. Give its local path instead (Local path tab), or upload a "
+            f"zip of it.")
+
+
+def list_catalogue() -> list:
+    """Catalogue entries (objects with .name .title .description .source .licence)."""
+    from kmviz.data.catalogue import list_datasets
+
+    return list(list_datasets())
+
+
+def entry_defaults(entry) -> dict:
+    """The generator parameters of a catalogue entry with their defaults."""
+    for attr in ("defaults", "params", "parameters", "options"):
+        value = getattr(entry, attr, None)
+        if isinstance(value, dict):
+            return dict(value)
+    return {}
+
+
+def upload_digest(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()[:12]
+
+
+def make_split(ratings, *, val_size: float, test_size: float, by: str, seed: int) -> Split:
+    """Train / validation / test parts; a fraction of 0 leaves that part out."""
+    if val_size < 0 or test_size < 0 or val_size + test_size >= 0.9:
+        raise ValueError(
+            f"validation ({val_size:g}) and test ({test_size:g}) fractions must be >= 0 and "
+            f"sum to less than 0.9, so that training keeps enough ratings.")
+    val = test = None
+    train = ratings
+    if val_size > 0 and test_size > 0:
+        train, val, test = ratings.train_val_test(val_size, test_size, by=by, random_state=seed)
+    elif test_size > 0 or val_size > 0:
+        splitter = ratings.split if by == "random" else ratings.split_per_user
+        train, held = splitter(test_size or val_size, random_state=seed)
+        if test_size > 0:
+            test = held
+        else:
+            val = held
+    return Split(train=train, validation=val, test=test, val_size=float(val_size),
+                 test_size=float(test_size), by=by, seed=int(seed))
+
+
+DEFAULT_SPLIT = {"val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 0}
+
+
+def set_dataset(ratings, spec: dict) -> None:
+    """Make ``ratings`` the session's dataset, with the remembered (or default) split."""
+    from .state import StateKeys
+
+    current = (st.session_state.get(StateKeys.DATASET_SPEC) or {}).get("split", DEFAULT_SPLIT)
+    split = make_split(ratings, **current)
+    st.session_state[StateKeys.DATASET] = ratings
+    st.session_state[StateKeys.DATASET_SPEC] = {**spec, "split": dict(current)}
+    st.session_state[StateKeys.SPLIT] = split
+
+
+def apply_split(params: dict) -> None:
+    from .state import StateKeys
+
+    ratings = st.session_state[StateKeys.DATASET]
+    split = make_split(ratings, **params)
+    st.session_state[StateKeys.SPLIT] = split
+    spec = dict(st.session_state.get(StateKeys.DATASET_SPEC) or {})
+    spec["split"] = dict(params)
+    st.session_state[StateKeys.DATASET_SPEC] = spec
+
+
+def catalogue_entry(name: str):
+    for entry in list_catalogue():
+        if entry.name == name:
+            return entry
+    raise ValueError(f"No built-in dataset named {name!r}.")
+
+
+def quick_start(name: str) -> None:
+    """Load a catalogue dataset with its default parameters (Home page buttons)."""
+    entry = catalogue_entry(name)
+    options = entry_defaults(entry)
+    ratings = load_builtin(name, tuple(sorted(options.items())))
+    set_dataset(ratings, {"kind": "built-in", "source": name, "options": options,
+                          "title": getattr(entry, "title", name),
+                          "licence": getattr(entry, "licence", ""),
+                          "provenance": getattr(entry, "source", "")})

@@ -1,0 +1,230 @@
+"""Training in a background thread owned by one browser session, with progress and stop.
+
+Streamlit cannot cancel a running script, so the fit runs in a thread. The page keeps the
+:class:`TrainingJob` in its session state and polls :meth:`TrainingJob.progress` from a
+fragment; the Stop button sets an event that the fit's callback turns into
+``StopIteration`` after the current BCD iteration, which ends the fit cleanly with the
+model learned so far. Fits are serialized per server process (two cores; Numba's parallel
+kernels), so a second session's job waits in a queue until the first one ends.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+
+import numpy as np
+import streamlit as st
+
+from .state import RunRecord, Split, StateKeys
+
+log = logging.getLogger("kmviz.ui")
+
+#: One fit at a time in this server process; other sessions' jobs wait (status "queued").
+_FIT_LOCK = threading.Lock()
+
+FAMILIES = {"km": "Kolmogorov model (KM)"}
+
+
+def make_model(family: str, params: dict):
+    if family != "km":
+        raise ValueError(f"Unknown model family {family!r}; choose one of {sorted(FAMILIES)}.")
+    from kmviz.km import KolmogorovModel
+
+    return KolmogorovModel(**params)
+
+
+def default_params(family: str = "km") -> dict:
+    return make_model(family, {}).get_params()
+
+
+def warm_up() -> float:
+    """Fit a tiny model once so that Numba compiles its kernels; returns the seconds taken."""
+    from kmviz.data import Ratings
+
+    rng = np.random.default_rng(0)
+    users, items = np.divmod(np.arange(12 * 8), 8)
+    data = Ratings.from_arrays(users, items, rng.uniform(size=users.size), r_min=0.0, r_max=1.0)
+    start = time.perf_counter()
+    with _FIT_LOCK:
+        make_model("km", {"D": 3, "max_iter": 2, "tol": 0.0, "random_state": 0}).fit(data)
+    return time.perf_counter() - start
+
+
+def evaluate(model, split: Split) -> dict:
+    """Final metrics of a fitted model on the parts of the split (NaN where a part is absent)."""
+    out = {}
+    for name, part in (("train", split.train), ("validation", split.validation),
+                       ("test", split.test)):
+        if part is None or part.n_ratings == 0:
+            continue
+        # the paper's NRMSE for KM: RMSE on the probability scale (Sec. V-B)
+        out[f"{name}_nrmse"] = float(model.nrmse(part))
+    trace = model.trace_
+    if trace.rows:
+        last = trace.rows[-1]
+        for key in ("train_rmse", "objective"):
+            if last.get(key) is not None:
+                out[f"final_{key}"] = float(last[key])
+        out["wall_s"] = float(last.get("wall_s", float("nan")))
+    out["n_iter"] = int(trace.n_iter)
+    return out
+
+
+class TrainingJob:
+    """One background fit: thread, stop flag, and a lock-protected progress record."""
+
+    def __init__(self, family: str, params: dict, split: Split, *, dataset_name: str,
+                 fingerprint: str, label: str | None = None, save: bool = True):
+        self.family = family
+        self.params = dict(params)
+        self.split = split
+        self.dataset_name = dataset_name
+        self.fingerprint = fingerprint
+        self.label = label or (f"KM D={params.get('D')} {params.get('bqp_solver')}/"
+                               f"{params.get('evd')} on {dataset_name}")
+        self.save = save
+        self.stop_event = threading.Event()
+        self._lock = threading.Lock()
+        self._rows: list[dict] = []
+        self._status = "queued"
+        self._message = ""
+        self._details = ""
+        self._started = time.time()
+        self._fit_started: float | None = None
+        self._finished: float | None = None
+        self.result: RunRecord | None = None
+        self.consumed = False
+        self.save_error = ""
+        self.thread = threading.Thread(target=self._run, name="kmviz-training", daemon=True)
+
+    # -- control -------------------------------------------------------------------------
+    def start(self) -> "TrainingJob":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Ask the fit to end after the current iteration (keeps the model so far)."""
+        self.stop_event.set()
+
+    @property
+    def done(self) -> bool:
+        with self._lock:
+            return self._status in ("done", "stopped", "failed")
+
+    @property
+    def status(self) -> str:
+        with self._lock:
+            return self._status
+
+    def progress(self) -> dict:
+        """A consistent snapshot for the page: status, rows so far, last row, elapsed time."""
+        with self._lock:
+            rows = [dict(r) for r in self._rows]
+            end = self._finished or time.time()
+            return {
+                "status": self._status,
+                "message": self._message,
+                "details": self._details,
+                "rows": rows,
+                "last": rows[-1] if rows else None,
+                "n_done": len(rows),
+                "max_iter": int(self.params.get("max_iter", 1) or 1),
+                "elapsed_s": end - (self._fit_started or self._started),
+                "stop_requested": self.stop_event.is_set(),
+                "save_error": self.save_error,
+            }
+
+    # -- the thread ----------------------------------------------------------------------
+    def _set(self, **kw) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self, f"_{k}", v)
+
+    def _callback(self, row: dict) -> None:
+        with self._lock:
+            self._rows.append(dict(row))
+        if self.stop_event.is_set():
+            raise StopIteration
+
+    def _run(self) -> None:
+        try:
+            while not _FIT_LOCK.acquire(timeout=0.2):
+                if self.stop_event.is_set():
+                    self._set(status="stopped", message="Stopped before training started.",
+                              finished=time.time())
+                    return
+            try:
+                if self.stop_event.is_set():
+                    self._set(status="stopped", message="Stopped before training started.",
+                              finished=time.time())
+                    return
+                self._set(status="running", fit_started=time.time())
+                model = make_model(self.family, self.params)
+                model.fit(self.split.train, callback=self._callback,
+                          validation=self.split.validation)
+            finally:
+                _FIT_LOCK.release()
+            stopped = self.stop_event.is_set() or model.trace_.stop_reason == "callback"
+            metrics = evaluate(model, self.split)
+            run_id = self._save(model, metrics)
+            theta = getattr(model, "theta_", None)
+            psi = getattr(model, "psi_", None)
+            self.result = RunRecord(
+                run_id=run_id, label=self.label,
+                family=self.family, params=dict(self.params), trace=model.trace_,
+                theta=None if theta is None else np.asarray(theta),
+                psi=None if psi is None else np.asarray(psi),
+                dataset_name=self.dataset_name, fingerprint=self.fingerprint, metrics=metrics,
+                split=self.split, model=model, stop_reason=str(model.trace_.stop_reason))
+            n = model.trace_.n_iter
+            self._set(status="stopped" if stopped else "done", finished=time.time(),
+                      message=(f"Stopped after {n} iteration(s); the model so far is kept."
+                               if stopped else f"Finished {n} iteration(s) "
+                               f"({model.trace_.stop_reason})."))
+        except ValueError as exc:
+            self._set(status="failed", message=str(exc), finished=time.time())
+        except Exception as exc:  # noqa: BLE001 - reported on the page with details
+            log.exception("training failed")
+            self._set(status="failed", finished=time.time(),
+                      message=f"Training failed: {type(exc).__name__}: {exc}. Try other "
+                              "settings; the details below help when reporting it.",
+                      details="".join(traceback.format_exception(exc)))
+
+    def _save(self, model, metrics: dict) -> str:
+        """Save to the run store; if that fails the run still lives in this session."""
+        if not self.save:
+            return f"session-{int(time.time() * 1000)}"
+        try:
+            from kmviz.runs import RunStore
+
+            arrays = {k: np.asarray(getattr(model, k + "_")) for k in ("theta", "psi")
+                      if getattr(model, k + "_", None) is not None}
+            return RunStore().save(
+                model, model.trace_, arrays, dataset=self.dataset_name,
+                params={"family": self.family, **self.params,
+                        "split": self.split.describe(), "fingerprint": self.fingerprint},
+                metrics=metrics, label=self.label)
+        except Exception as exc:  # noqa: BLE001 - saving must not lose the trained model
+            log.exception("saving the run failed")
+            self.save_error = f"The run could not be saved to the run store: {exc}"
+            return f"session-{int(time.time() * 1000)}"
+
+
+@st.cache_resource(show_spinner=False)
+def warm_up_cached() -> float:
+    """:func:`warm_up` once per server process (``st.cache_resource``)."""
+    return warm_up()
+
+
+def start_job(family: str, params: dict) -> TrainingJob:
+    """Validate the settings, then start a background fit owned by this session."""
+    make_model(family, params)._check_params()  # bad settings fail here, on the page
+    ratings = st.session_state[StateKeys.DATASET]
+    split = st.session_state[StateKeys.SPLIT]
+    job = TrainingJob(family, params, split, dataset_name=ratings.name,
+                      fingerprint=ratings.fingerprint())
+    st.session_state[StateKeys.JOB] = job
+    return job.start()

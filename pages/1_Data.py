@@ -1,0 +1,85 @@
+"""Data: pick a built-in dataset, upload a file or give a path; inspect it; choose the split."""
+
+import streamlit as st
+
+from kmviz.ui import datasets as ds
+from kmviz.ui.errors import user_errors
+from kmviz.ui.forms import generator_options_form, split_form
+from kmviz.ui.state import StateKeys, init_state
+from kmviz.ui.views import collect_finished_job, dataset_metrics, side_information
+from kmviz.viz import count_distribution_figure, rating_histogram_figure
+
+init_state()
+collect_finished_job()
+st.title("Data")
+
+source = st.radio("Source", ["Built-in", "Upload", "Local path"], horizontal=True,
+                  key="data_source")
+loaded = spec = None
+with user_errors("loading the dataset") as outcome:
+    if source == "Built-in":
+        entries = {e.name: e for e in ds.list_catalogue()}
+        name = st.selectbox("Dataset", list(entries), key="data_builtin",
+                            format_func=lambda n: entries[n].title)
+        entry = entries[name]
+        st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
+        options = generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
+        if st.button("Load", key="data_load_builtin", type="primary"):
+            loaded = ds.load_builtin(name, tuple(sorted(options.items())))
+            spec = {"kind": "built-in", "source": name, "options": options,
+                    "title": entry.title, "licence": entry.licence, "provenance": entry.source}
+    elif source == "Upload":
+        up = st.file_uploader(
+            f"Ratings file (up to {ds.MAX_UPLOAD_MB} MB): MovieLens u.data / ratings.dat / "
+            "ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
+            "directory", type=ds.UPLOAD_TYPES, key="data_upload")
+        if up is not None and st.button("Load upload", key="data_load_upload", type="primary"):
+            ds.check_upload_size(up.size, up.name)
+            loaded = ds.load_uploaded(up.name, up.getvalue())
+            spec = {"kind": "upload", "source": up.name, "options": {},
+                    "title": up.name, "licence": "as supplied by you", "provenance": "upload"}
+    else:
+        path = st.text_input("Path of a ratings file, MovieLens directory or zip",
+                             key="data_path")
+        if st.button("Load path", key="data_load_path", type="primary"):
+            loaded = ds.load_path(path)
+            spec = {"kind": "path", "source": path, "options": {}, "title": path,
+                    "licence": "see the data's own terms", "provenance": path}
+    if loaded is not None:
+        ds.set_dataset(loaded, spec)
+        st.toast(f"Loaded {loaded!r}")
+
+ratings = st.session_state.get(StateKeys.DATASET)
+if ratings is None:
+    st.info("No dataset loaded yet.")
+    st.stop()
+
+spec = st.session_state[StateKeys.DATASET_SPEC]
+st.subheader(spec.get("title") or ratings.name)
+st.caption(f"Provenance: {spec.get('provenance')} · licence: {spec.get('licence')} · "
+           f"fingerprint `{ratings.fingerprint()}`")
+dataset_metrics(ratings)
+
+c1, c2, c3 = st.columns(3)
+c1.plotly_chart(rating_histogram_figure(ratings.values, r_min=ratings.r_min,
+                                        r_max=ratings.r_max, implicit=ratings.implicit))
+c2.plotly_chart(count_distribution_figure(ratings.user_counts(), what="user"))
+c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what="item"))
+
+c1, c2 = st.columns([1, 2])
+c1.dataframe(side_information(ratings), hide_index=True)
+c2.dataframe(ratings.to_frame().head(200), hide_index=True, height=260)
+
+st.subheader("Train / validation / test split")
+params, applied = split_form(spec.get("split"))
+if applied:
+    with user_errors("splitting the data"):
+        ds.apply_split(params)
+split = st.session_state[StateKeys.SPLIT]
+sizes = split.describe()
+c = st.columns(4)
+c[0].metric("training ratings", f"{sizes['train']:,}")
+c[1].metric("validation ratings", f"{sizes['validation']:,}")
+c[2].metric("test ratings", f"{sizes['test']:,}")
+c[3].metric("split", f"{sizes['by']} · seed {sizes['seed']}")
+st.page_link("pages/2_Train.py", label="Next: train a model", icon=":material/arrow_forward:")

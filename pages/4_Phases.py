@@ -1,0 +1,28 @@
+"""Phases: where the enhanced GD spends its iterations and time (Table II)."""
+
+import streamlit as st
+
+from kmviz.ui.state import init_state
+from kmviz.ui.views import collect_finished_job, trace_picker
+from kmviz.viz import evd_savings_figure, phase_share_figure, phase_time_figure
+from kmviz.viz.phases import phase_shares
+
+init_state()
+collect_finished_job()
+st.title("Phases of the enhanced dual GD")
+st.caption("Alg. 2 moves through phases I-A, I-B and II-A without an EVD and computes one only "
+           "in II-B. Table II of the paper reports the share of iterations per phase.")
+traces = trace_picker(multi=False, key="phases_run")
+label, trace = next(iter(traces.items()))
+shares = phase_shares(trace)
+if len(shares):
+    overall = shares.iloc[0].drop("iteration")
+    cols = st.columns(len(overall))
+    for c, (phase, share) in zip(cols, overall.items()):
+        c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}")
+st.plotly_chart(phase_share_figure(trace))
+c1, c2 = st.columns(2)
+c1.plotly_chart(phase_time_figure(trace))
+c2.plotly_chart(evd_savings_figure(trace))
+with st.expander("Trace table"):
+    st.dataframe(trace.to_frame(), hide_index=True)
