@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import RunStoreError
-from .trace import Trace
+from .trace import Trace, json_default
 
 __all__ = ["RUN_FORMAT", "Run", "RunStore", "default_runs_dir"]
 
@@ -134,19 +134,9 @@ class Run:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _json_default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"a {type(obj).__name__} cannot be stored as JSON")
-
-
 def _to_json(what: str, value) -> str:
     try:
-        return json.dumps(value, default=_json_default, allow_nan=True, sort_keys=True)
+        return json.dumps(value, default=json_default, allow_nan=True, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{what} must be JSON-serializable: {exc}.") from None
 
@@ -604,7 +594,7 @@ class RunStore:
         folder = self.runs_dir / run_id
         trace_csv = run.trace.to_frame().to_csv(index=False)
         members = {
-            "meta.json": json.dumps(run.meta, indent=2, default=_json_default).encode("utf-8"),
+            "meta.json": json.dumps(run.meta, indent=2, default=json_default).encode("utf-8"),
             "trace.json": (folder / "trace.json").read_bytes(),
             "trace.csv": trace_csv.encode("utf-8"),
             "arrays.npz": (folder / "arrays.npz").read_bytes(),

@@ -136,7 +136,7 @@ class Trace:
         )
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), default=_json_default, allow_nan=True)
+        return json.dumps(self.to_dict(), default=json_default, allow_nan=True)
 
     @classmethod
     def from_json(cls, text: str) -> "Trace":
@@ -161,11 +161,12 @@ class Trace:
         return cls.from_json(path.read_text(encoding="utf-8"))
 
 
-def _json_default(obj):
+def json_default(obj):
+    """``json.dumps`` fallback for NumPy scalars and arrays and paths (shared with the run store)."""
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, Path):
         return str(obj)
-    raise TypeError(f"Cannot store {type(obj).__name__} in a trace.")
+    raise TypeError(f"a {type(obj).__name__} cannot be stored as JSON")
