@@ -46,8 +46,10 @@ with user_errors("loading the dataset") as outcome:
             spec = {"kind": "path", "source": path, "options": {}, "title": path,
                     "licence": "see the data's own terms", "provenance": path}
     if loaded is not None:
-        ds.set_dataset(loaded, spec)
-        st.toast(f"Loaded {loaded!r}")
+        if note := ds.set_dataset(loaded, spec):
+            st.warning(note, icon=":material/warning:")
+        st.toast(f"Loaded {loaded.name}: {loaded.n_users:,} users × {loaded.n_items:,} items, "
+                 f"{loaded.n_ratings:,} ratings")
 
 ratings = st.session_state.get(StateKeys.DATASET)
 if ratings is None:
@@ -77,9 +79,10 @@ if applied:
         ds.apply_split(params)
 split = st.session_state[StateKeys.SPLIT]
 sizes = split.describe()
-c = st.columns(4)
+c = st.columns(3)
 c[0].metric("training ratings", f"{sizes['train']:,}")
 c[1].metric("validation ratings", f"{sizes['validation']:,}")
 c[2].metric("test ratings", f"{sizes['test']:,}")
-c[3].metric("split", f"{sizes['by']} · seed {sizes['seed']}")
+st.caption(f"Split: {'random ratings' if sizes['by'] == 'random' else 'per user'}, "
+           f"seed {sizes['seed']}; the model trains on the training part only.")
 st.page_link("pages/2_Train.py", label="Next: train a model", icon=":material/arrow_forward:")

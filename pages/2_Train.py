@@ -20,9 +20,11 @@ st.caption(f"Data: **{ratings.name}**, {sizes['train']:,} training / {sizes['val
 family = st.selectbox("Model family", list(FAMILIES), format_func=FAMILIES.get,
                       key="train_family", help="More families (kernel MC, one-class MF) follow.")
 overrides = st.session_state.get(StateKeys.RERUN_CONFIG)
-st.session_state[StateKeys.RERUN_CONFIG] = None
+notice = st.session_state.get(StateKeys.NOTICE)
+st.session_state[StateKeys.RERUN_CONFIG] = st.session_state[StateKeys.NOTICE] = None
 if overrides:
-    st.info("Settings of the saved run loaded; press Train to run them again.")
+    st.info(f"Settings of the saved run loaded; press Train to run them again. {notice or ''}",
+            icon=":material/replay:")
 params, submitted = km_params_form(default_params(family), overrides=overrides)
 
 with st.spinner("Compiling the Numba kernels (once per server process, a few seconds) ..."):

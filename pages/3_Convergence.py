@@ -41,4 +41,5 @@ if outcome.ok:
                    "an item with fewer ratings to see full convergence.")
     st.caption("Alg. 1 and Alg. 2 produce the same iterates (Remark 2), so their curves "
                "coincide in Fig. 1; they differ in the EVDs computed:")
-    st.dataframe(dual_summary(traj))
+    st.dataframe(dual_summary(traj), column_config={
+        "final gap": st.column_config.NumberColumn(format="%.2e")})

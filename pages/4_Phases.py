@@ -3,9 +3,8 @@
 import streamlit as st
 
 from kmviz.ui.state import init_state
-from kmviz.ui.views import collect_finished_job, trace_picker
+from kmviz.ui.views import collect_finished_job, phase_metrics, trace_picker
 from kmviz.viz import evd_savings_figure, phase_share_figure, phase_time_figure
-from kmviz.viz.phases import phase_shares
 
 init_state()
 collect_finished_job()
@@ -14,12 +13,7 @@ st.caption("Alg. 2 moves through phases I-A, I-B and II-A without an EVD and com
            "in II-B. Table II of the paper reports the share of iterations per phase.")
 traces = trace_picker(multi=False, key="phases_run")
 label, trace = next(iter(traces.items()))
-shares = phase_shares(trace)
-if len(shares):
-    overall = shares.iloc[0].drop("iteration")
-    cols = st.columns(len(overall))
-    for c, (phase, share) in zip(cols, overall.items()):
-        c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}")
+phase_metrics(trace)
 st.plotly_chart(phase_share_figure(trace))
 c1, c2 = st.columns(2)
 c1.plotly_chart(phase_time_figure(trace))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from kmviz.ui.analysis import item_bqp_problem, lanczos_view, optimal_dual
+from kmviz.ui.analysis import item_dual_matrix, lanczos_view
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, item_picker, require_run
@@ -18,10 +18,7 @@ item = item_picker(run, key="lanczos_item")
 a = st.slider("a in (20)", 0.1, 10.0, float(run.params.get("lanczos_a", 1.0)), 0.1,
               key="lanczos_a", help="Larger a gives a smaller δ, so more iterations m.")
 with user_errors("building C(u*) and running Lanczos") as outcome:
-    from kmviz.km.bqp import dual_matrix
-
-    S, v = item_bqp_problem(run, item)
-    C = dual_matrix(S, v, optimal_dual(run, item, S, v))
+    C = item_dual_matrix(run, item)
     view = lanczos_view(C, a)
 if outcome.ok:
     c = st.columns(4)

@@ -4,6 +4,7 @@ import streamlit as st
 
 from kmviz.runs import RunStore
 from kmviz.ui import runs as ru
+from kmviz.ui.datasets import restore_run_data
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import StateKeys, init_state, session_runs
 from kmviz.ui.training import default_params
@@ -45,9 +46,15 @@ if chosen:
                              "text/html", key="runs_html")
         c[4].download_button("Whole run (zip)", lambda: RunStore().export_bytes(rid),
                              f"{rid}.zip", "application/zip", key="runs_zip")
-        if st.button("Re-run this configuration", key="runs_rerun", icon=":material/replay:"):
+        if st.button("Re-run this configuration", key="runs_rerun", icon=":material/replay:",
+                     help="Restores the run's settings on the Train page and, when the run "
+                          "carries its data or came from the catalogue, its dataset and "
+                          "split too: press Train there to reproduce it."):
+            note = restore_run_data(run) or (
+                "This run was saved without its data; the dataset loaded now is kept.")
             st.session_state[StateKeys.RERUN_CONFIG] = ru.rerun_params(
                 run.params, default_params(run.family))
+            st.session_state[StateKeys.NOTICE] = note
             st.switch_page("pages/2_Train.py")
 
     confirm = st.checkbox(f"Yes, delete the {len(chosen)} selected run(s) for good",

@@ -511,6 +511,69 @@ class KolmogorovModel(BaseEstimator):
         """The paper's NRMSE of KM on ``ratings`` (RMSE on the probability scale)."""
         return -self.score(ratings)
 
+    # ------------------------------------------------------------------ diagnostics
+    def item_problem(self, ratings, item):
+        """The binary QP (4) of one item at the fitted theta: ``(S_i, v_i)``.
+
+        ``S_i = sum_u theta_u theta_u^T`` and ``v_i = sum_u theta_u p_ui`` over the users who
+        rated ``item`` in ``ratings``, built by the same kernel, probability mapping and
+        ``mu_psi`` shift (``v_i - mu/2``) as the psi step of :meth:`fit`. This is the problem
+        the per-item diagnostics (dual GD trajectories, Lanczos on C(u*)) look at.
+
+        Parameters
+        ----------
+        ratings : kmviz.data.Ratings
+            The training ratings the model was fitted on (same index space).
+        item : int
+            Item index.
+
+        Returns
+        -------
+        S : ndarray, shape (D, D)
+        v : ndarray, shape (D,)
+
+        Raises
+        ------
+        NotFittedError
+            Before :meth:`fit`.
+        ValueError
+            If ``ratings`` has another shape than the model, ``item`` is out of range or
+            has no ratings.
+        """
+        self._check_fitted()
+        self._check_ratings(ratings)
+        n_users, n_items = self.theta_.shape[0], self.psi_.shape[0]
+        if (int(ratings.n_users), int(ratings.n_items)) != (n_users, n_items):
+            raise ValueError(
+                f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but the model was "
+                f"fitted on ({n_users}, {n_items}); pass the training ratings of the fit.")
+        if isinstance(item, (bool, np.bool_)) or not isinstance(item, (int, np.integer)):
+            raise ValueError(f"item must be an integer index; got {item!r}.")
+        item = int(item)
+        if not 0 <= item < n_items:
+            raise ValueError(f"item index {item} is out of range; the model was fitted on "
+                             f"{n_items} items (indices 0..{n_items - 1}).")
+        items = np.asarray(ratings.items, dtype=np.int64)
+        mask = items == item
+        if not mask.any():
+            raise ValueError(f"item {item} has no ratings in the given ratings, so it has no "
+                             f"binary QP; pick an item with ratings.")
+        users = np.asarray(ratings.users, dtype=np.int64)[mask]
+        p = to_probability(np.asarray(ratings.values)[mask], self.r_min_, self.r_max_,
+                           self.probability_)
+        # the fit's CSC layout restricted to one item (users sorted, so the sums run in the
+        # same order as in fit and the result is bitwise equal)
+        i_ptr, i_idx, i_p = _compressed(np.zeros(users.size, dtype=np.int64), users, p, 1)
+        D = self.theta_.shape[1]
+        S, v, rho = np.empty((1, D, D)), np.empty((1, D)), np.empty(1)
+        _simplex.build_item_stats(i_ptr, i_idx, i_p, np.ascontiguousarray(self.theta_),
+                                  S, v, rho)
+        mu = float(self.mu_psi or 0.0)
+        S, v = S[0], v[0]
+        if mu > 0.0:
+            v = v - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi, as in fit
+        return np.ascontiguousarray(S), np.ascontiguousarray(v)
+
     # ------------------------------------------------------------------ persistence
     def save(self, path):
         """Write params (JSON), learned arrays and the trace (JSON) to one ``.npz`` file.

@@ -1,8 +1,8 @@
 """Per-item diagnostics for the Explore pages: an item's BQP (S_i, v_i), C(u*), dual runs.
 
-The estimator keeps theta and the duals but not the per-item statistics, so they are rebuilt
-here from the run's training ratings exactly as the fit builds them (eq. (4)). Heavy results
-are cached per (run, item, settings) with bounded caches.
+The per-item statistics come from the fitted model itself
+(:meth:`kmviz.km.KolmogorovModel.item_problem`, the fit's own kernel); heavy results are
+cached per (run, item, settings) with bounded caches.
 """
 
 from __future__ import annotations
@@ -20,29 +20,20 @@ def items_by_count(ratings) -> list[int]:
 
 
 def item_bqp_problem(run, item: int) -> tuple[np.ndarray, np.ndarray]:
-    """S_i = sum_u theta_u theta_u^T and v_i = sum_u theta_u p_ui over the raters of ``item``.
+    """S_i and v_i of ``item``'s binary QP (4) at the run's theta, exactly as the fit builds
+    them (:meth:`kmviz.km.KolmogorovModel.item_problem` on the run's training ratings)."""
+    if run.model is None or not hasattr(run.model, "item_problem"):
+        raise ValueError(f"Run {run.label!r} has no fitted Kolmogorov model to rebuild the "
+                         "item's binary QP from.")
+    return run.model.item_problem(run.split.train, int(item))
 
-    Uses the run's training ratings and mapping to probabilities; with mu_psi > 0 the
-    support penalty enters as ``v_i - mu/2``, as in the fit.
-    """
-    from kmviz.km.estimator import to_probability
 
-    train = run.split.train
-    mask = np.asarray(train.items) == int(item)
-    if not mask.any():
-        raise ValueError(f"Item {item} has no training ratings; pick another item.")
-    model = run.model
-    r_min = getattr(model, "r_min_", train.r_min)
-    r_max = getattr(model, "r_max_", train.r_max)
-    mode = getattr(model, "probability_", run.params.get("probability", "minmax"))
-    p = to_probability(np.asarray(train.values)[mask], r_min, r_max, mode)
-    theta = np.asarray(run.theta)[np.asarray(train.users)[mask]]
-    S = theta.T @ theta
-    v = theta.T @ p
-    mu = float(run.params.get("mu_psi", 0.0) or 0.0)
-    if mu > 0:
-        v = v - 0.5 * mu
-    return np.ascontiguousarray(S), np.ascontiguousarray(v)
+def item_dual_matrix(run, item: int) -> np.ndarray:
+    """C(u*) of eq. (12) for ``item``'s dual at the run's theta (the matrix Alg. 5 sees)."""
+    from kmviz.km.bqp import dual_matrix
+
+    S, v = item_bqp_problem(run, item)
+    return dual_matrix(S, v, optimal_dual(run, item, S, v))
 
 
 def _frame(result: dict) -> pd.DataFrame:
@@ -87,12 +78,13 @@ def lanczos_view(C: np.ndarray, a: float) -> dict:
     n = len(d["m"])
     diag = pd.DataFrame({k: np.asarray(d[k]) for k in d
                          if np.ndim(d[k]) == 1 and len(d[k]) == n and k != "eigenvalues"})
+    from kmviz.km._reference import ritz_pairs
+
     full = lanczos(C, a=a, delta=0.0)
     rows = []
     for m in range(1, full.m + 1):
-        T = np.diag(full.alpha[:m]) + np.diag(full.beta_all[: m - 1], 1) + np.diag(
-            full.beta_all[: m - 1], -1)
-        rows += [{"m": m, "value": float(x)} for x in np.linalg.eigvalsh(T)]
+        values = ritz_pairs(full.alpha[:m], full.beta_all[:m], np.eye(m))[0]
+        rows += [{"m": m, "value": float(x)} for x in values]
     return {"diag": diag.dropna(subset=["beta"]), "delta": float(d["delta"]),
             "m_threshold": int(d["m_threshold"]), "eigenvalues": np.asarray(d["eigenvalues"]),
             "ritz": pd.DataFrame(rows, columns=["m", "value"])}
@@ -114,6 +106,66 @@ def implication_graph_cached(psi: np.ndarray, names: tuple):
     return implication_graph(psi, list(names), transitive_reduction=False)
 
 
+#: Training ratings above which the Implications page hides rarely rated items by default.
+LARGE_DATA_RATINGS = 10_000
+#: The default minimum number of training ratings per item on large data.
+LARGE_DATA_MIN_RATINGS = 20
+MIN_RATINGS_HELP = (
+    "Items with fewer training ratings are hidden from the influence list, the graph, the "
+    "tables and the CSV: with one to three ratings the model can put such an item on every "
+    f"event (ψ_i all ones, ς_i = 1) at no cost. Default: {LARGE_DATA_MIN_RATINGS} when the "
+    f"training part has more than {LARGE_DATA_RATINGS:,} ratings, else 1 (show every item). "
+    "The scores ς_i themselves are always computed over all items, as in eq. (21).")
+
+
+def default_min_ratings(train) -> int:
+    """The Implications page's default item filter: see :data:`MIN_RATINGS_HELP`."""
+    return LARGE_DATA_MIN_RATINGS if train.n_ratings > LARGE_DATA_RATINGS else 1
+
+
+def shown_items(train, min_ratings: int) -> np.ndarray:
+    """Boolean mask of the items with at least ``min_ratings`` (>= 1) training ratings."""
+    return train.item_counts() >= max(1, int(min_ratings))
+
+
+def influence_summary(scores: np.ndarray, keep: np.ndarray) -> dict:
+    """Counts for the page: items shown and hidden, and how many of each have ς = 1."""
+    one = np.isclose(scores, 1.0)
+    shown = np.flatnonzero(keep)
+    top = shown[np.argsort(-scores[shown], kind="stable")[:3]]
+    return {"shown": int(keep.sum()), "hidden": int((~keep).sum()),
+            "one_shown": int((one & keep).sum()), "one_hidden": int((one & ~keep).sum()),
+            "top3": [int(i) for i in top]}
+
+
+def filter_caption(summary: dict, min_ratings: int) -> str:
+    """One sentence on what the minimum-ratings filter hides."""
+    total = summary["shown"] + summary["hidden"]
+    if summary["hidden"] == 0:
+        return f"Showing all {total:,} items."
+    why = "without training ratings" if min_ratings <= 1 else \
+        f"with fewer than {min_ratings} training ratings"
+    return (f"Showing {summary['shown']:,} of {total:,} items: {summary['hidden']:,} hidden "
+            f"{why}, {summary['one_hidden']:,} of them with ς = 1.")
+
+
+def restrict_graph(G, keep: np.ndarray):
+    """The implication graph over the kept items only: hidden items leave their nodes; a
+    node with no kept member is dropped. Supports (so the edges) and ς are unchanged."""
+    H = G.copy()
+    for n, d in list(H.nodes(data=True)):
+        pairs = [(m, nm) for m, nm in zip(d.get("members", ()), d.get("names", ()))
+                 if keep[int(m)]]
+        if not pairs:
+            H.remove_node(n)
+            continue
+        members, names = [m for m, _ in pairs], [nm for _, nm in pairs]
+        H.nodes[n].update(members=members, names=names,
+                          label=names[0] if len(names) == 1 else
+                          f"{names[0]} (+{len(names) - 1})")
+    return H
+
+
 def node_of_item(G, item: int):
     for n, d in G.nodes(data=True):
         if int(item) in d.get("members", ()):
@@ -121,12 +173,15 @@ def node_of_item(G, item: int):
     return None
 
 
-def plain_words(run, item: int, names: list[str], limit: int = 15) -> tuple[str, str]:
-    """What liking ``item`` implies, and what implies liking it, as sentences."""
+def plain_words(run, item: int, names: list[str], limit: int = 15,
+                keep: np.ndarray | None = None) -> tuple[str, str]:
+    """What liking ``item`` implies, and what implies liking it, as sentences (only items
+    in ``keep`` are named; the others are counted)."""
     from kmviz.km.interpret import implied_by_liking, implies
 
     psi = np.asarray(run.psi)
     a = names[int(item)]
+    hidden = {"out": 0, "in": 0}
 
     def listing(idx):
         shown = ", ".join(f"**{names[j]}**" for j in idx[:limit])
@@ -134,29 +189,49 @@ def plain_words(run, item: int, names: list[str], limit: int = 15) -> tuple[str,
 
     out = implied_by_liking(psi, item)
     inn = implies(psi, item)
+    if keep is not None:
+        hidden = {"out": int((~keep[out]).sum()), "in": int((~keep[inn]).sum())}
+        out, inn = out[keep[out]], inn[keep[inn]]
     if not psi[int(item)].any():
         msg = f"**{a}** has an empty support (no training ratings or never liked): no implications."
         return msg, msg
+
+    def note(k):
+        return f" ({k} rarely rated item(s) hidden)" if k else ""
+
     s1 = (f"Everyone who likes **{a}** also likes {listing(out)}." if len(out) else
-          f"Liking **{a}** implies nothing about other items.")
+          f"Liking **{a}** implies nothing about the items shown.") + note(hidden["out"])
     s2 = (f"Everyone who likes any of {listing(inn)} also likes **{a}**." if len(inn) else
-          f"No other item implies liking **{a}**.")
+          f"No other item shown implies liking **{a}**.") + note(hidden["in"])
     return s1, s2
 
 
-def precision_table(run, *, threshold: float = 0.5, min_users: int = 3) -> pd.DataFrame:
+def precision_table(run, *, threshold: float = 0.5, min_users: int = 3,
+                    keep: np.ndarray | None = None) -> pd.DataFrame:
     """Precision of each implication on the training and the held-out ratings, side by side
-    (cached per run and threshold)."""
-    return _precision_table(run.run_id, float(threshold), int(min_users), _run=run)
+    (cached per run and threshold); only pairs of items in ``keep`` when given."""
+    out = _precision_table(run.run_id, float(threshold), int(min_users), _run=run)
+    if keep is not None and len(out):
+        out = out[keep[out["antecedent"].to_numpy()] & keep[out["consequent"].to_numpy()]]
+    return out.reset_index(drop=True)
 
 
 @st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
 def _precision_table(run_id: str, threshold: float, min_users: int, *, _run) -> pd.DataFrame:
     run = _run
-    from kmviz.km.interpret import implication_precision
+    from kmviz.km.interpret import implication_precision, support_matrix
 
     psi = np.asarray(run.psi)
     names = item_names(run)
+    pairs = support_matrix(psi)
+    np.fill_diagonal(pairs, False)
+    if not pairs.any():
+        # no implication at all (e.g. every support empty); implication_precision cannot
+        # index an empty pair list, so answer with the empty table directly
+        return pd.DataFrame(columns=["antecedent_name", "consequent_name", "train_users",
+                                     "train_precision", "train_lift", "heldout_users",
+                                     "heldout_precision", "heldout_lift", "equivalent",
+                                     "antecedent", "consequent"])
     mode = run.params.get("probability", "minmax")
     kw = dict(threshold=threshold, min_users=min_users, probability=mode, names=names)
     key = ["antecedent", "consequent"]
@@ -224,18 +299,20 @@ def influence_cached(run_id: str, psi: np.ndarray) -> np.ndarray:
 MAX_EXPORT_ROWS = 1_000_000
 
 
-def implications_csv(run, names: list[str]) -> tuple[str, str]:
-    """(CSV text, note) of the item-level implications; capped to the most rated items when
-    the full table would exceed :data:`MAX_EXPORT_ROWS` rows."""
+def implications_csv(run, names: list[str], keep_mask: np.ndarray | None = None
+                     ) -> tuple[str, str]:
+    """(CSV text, note) of the item-level implications among the items in ``keep_mask``
+    (all by default); capped to the most rated items when the table would exceed
+    :data:`MAX_EXPORT_ROWS` rows."""
     from kmviz.km.interpret import implications_frame, support_matrix
 
     psi = np.asarray(run.psi)
     n = psi.shape[0]
     note = ""
-    keep = np.arange(n)
-    if int(support_matrix(psi).sum()) > MAX_EXPORT_ROWS and run.split is not None:
+    keep = np.arange(n) if keep_mask is None else np.flatnonzero(keep_mask)
+    if int(support_matrix(psi[keep]).sum()) > MAX_EXPORT_ROWS and run.split is not None:
         counts = run.split.train.item_counts()
-        keep = np.sort(np.argsort(-counts, kind="stable")[:1000])
+        keep = np.sort(keep[np.argsort(-counts[keep], kind="stable")[:1000]])
         note = ("The full table is too large to download; this file covers the 1,000 most "
                 "rated items.")
     frame = implications_frame(psi[keep], [names[i] for i in keep])

@@ -112,15 +112,27 @@ def make_split(ratings, *, val_size: float, test_size: float, by: str, seed: int
 DEFAULT_SPLIT = {"val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 0}
 
 
-def set_dataset(ratings, spec: dict) -> None:
-    """Make ``ratings`` the session's dataset, with the remembered (or default) split."""
+def set_dataset(ratings, spec: dict) -> str | None:
+    """Make ``ratings`` the session's dataset, with the remembered (or default) split.
+
+    If that split cannot be made (too few ratings for a held-out part), every rating goes to
+    training; the returned sentence says so (None when the split worked).
+    """
     from .state import StateKeys
 
     current = (st.session_state.get(StateKeys.DATASET_SPEC) or {}).get("split", DEFAULT_SPLIT)
-    split = make_split(ratings, **current)
+    note = None
+    try:
+        split = make_split(ratings, **current)
+    except ValueError as exc:
+        current = {**current, "val_size": 0.0, "test_size": 0.0}
+        split = make_split(ratings, **current)
+        note = (f"The split could not be made ({exc}); all {ratings.n_ratings:,} ratings are "
+                "used for training. Change the split below if the data allows it.")
     st.session_state[StateKeys.DATASET] = ratings
     st.session_state[StateKeys.DATASET_SPEC] = {**spec, "split": dict(current)}
     st.session_state[StateKeys.SPLIT] = split
+    return note
 
 
 def apply_split(params: dict) -> None:
@@ -150,3 +162,48 @@ def quick_start(name: str) -> None:
                           "title": getattr(entry, "title", name),
                           "licence": getattr(entry, "licence", ""),
                           "provenance": getattr(entry, "source", "")})
+
+
+def restore_run_data(run) -> str | None:
+    """Make a saved run's dataset and split the session's data again (for a re-run).
+
+    A catalogue dataset is reloaded with the run's options and split with its settings when
+    that reproduces the saved fingerprints (the full catalogue data, side information
+    included); otherwise the split saved with the run is used as it is. Returns a sentence
+    saying what was restored, or None if the run carries no data (older runs).
+    """
+    from .runs import saved_data, split_settings
+    from .state import StateKeys
+
+    ds = run.dataset if isinstance(run.dataset, dict) else {}
+    spec = dict(ds.get("spec") or {})
+    settings = split_settings(run.params)
+    if spec.get("kind") == "built-in" and spec.get("source"):
+        try:
+            options = dict(spec.get("options") or {})
+            ratings = load_builtin(spec["source"], tuple(sorted(options.items())))
+            split = make_split(ratings, **settings)
+        except ValueError:
+            ratings = split = None
+        if split is not None and ratings.fingerprint() == ds.get("fingerprint") and (
+                split.train.fingerprint() == ds.get("train_fingerprint")):
+            st.session_state[StateKeys.DATASET] = ratings
+            st.session_state[StateKeys.DATASET_SPEC] = {**spec, "split": settings}
+            st.session_state[StateKeys.SPLIT] = split
+            return (f"Data restored: {spec.get('title') or spec['source']} reloaded from the "
+                    f"catalogue with the run's options and split ({settings['by']}, seed "
+                    f"{settings['seed']}).")
+    data = saved_data(run)
+    if data is None:
+        return None
+    whole, split = data
+    spec = {"kind": spec.get("kind", "saved run"), "source": spec.get("source", run.run_id),
+            "options": spec.get("options", {}),
+            "title": spec.get("title") or f"{whole.name} (saved with run {run.run_id})",
+            "licence": spec.get("licence", "as when the run was trained"),
+            "provenance": f"the training data saved with run {run.run_id}", "split": settings}
+    st.session_state[StateKeys.DATASET] = whole
+    st.session_state[StateKeys.DATASET_SPEC] = spec
+    st.session_state[StateKeys.SPLIT] = split
+    return (f"Data restored: the split saved with the run ({split.train.n_ratings:,} training "
+            "ratings).")

@@ -101,29 +101,89 @@ def km_params_form(defaults: dict, *, store_key: str = "kmviz_train_params",
     return params, submitted
 
 
+#: Help per synthetic-generator parameter (kmviz.data.synthetic docstrings, in short).
+GENERATOR_HELP = {
+    "n_users": "Number of users (at least 2).",
+    "n_items": "Number of items (at least 2).",
+    "D": "Dimension D of the planted model: the number of elementary events.",
+    "noise": "Standard deviation of the Gaussian noise added to p before clipping to [0, 1].",
+    "observed": "Fraction of (user, item) pairs observed, in (0, 1]. Every user still gets "
+                "at least 2 ratings and every item at least 1.",
+    "scale": "unit: the values are the probabilities p in [0, 1]; stars: 1 + 4p on a "
+             "1-5 star scale.",
+    "star_step": "With the stars scale, round to multiples of this (0.5 = half stars); "
+                 "0 = no rounding (continuous stars).",
+    "n_chains": "Number of chains of nested supports: each chain is a random ordering of "
+                "the D events, and items along it have nested supports.",
+    "max_support": "Largest support size of an item, at most D. 0 = the generator's "
+                   "default, max(1, D // 2), so that no item is liked by everyone.",
+    "alpha": "Dirichlet concentration of θ_u; small values give users focused on few events.",
+    "random_state": "Seed of the generator: the same seed gives the same data.",
+    "rank": "Rank of the planted matrix.",
+    "n_user_features": "Number of user side features.",
+    "n_item_features": "Number of item side features.",
+}
+#: Enumerated generator parameters: value -> label.
+GENERATOR_CHOICES = {"scale": {"unit": "unit (probabilities in [0, 1])",
+                               "stars": "stars (1-5)"}}
+#: Optional numeric parameters whose "None" is entered as 0 (the help says what 0 means).
+GENERATOR_ZERO_IS_NONE = {"max_support": int, "star_step": float}
+#: Widget bounds (min, max) per parameter; None = unbounded.
+GENERATOR_BOUNDS = {
+    "n_users": (2, 100_000), "n_items": (2, 100_000), "D": (1, 16), "noise": (0.0, 1.0),
+    "observed": (0.01, 1.0), "star_step": (0.0, 4.0), "n_chains": (1, 64),
+    "max_support": (0, 16), "alpha": (0.01, 100.0), "random_state": (0, 2**31 - 1),
+    "rank": (1, 100), "n_user_features": (1, 100), "n_item_features": (1, 100),
+}
+
+
 def generator_options_form(defaults: dict, *, prefix: str) -> dict:
-    """Widgets for a synthetic generator's parameters, typed by their default values."""
+    """Widgets for a synthetic generator's parameters: selectboxes for enumerated options,
+    bounded number inputs (0 standing for "default" where the help says so), checkboxes."""
     out = {}
     cols = st.columns(min(4, max(1, len(defaults))))
     for k, (name, default) in enumerate(defaults.items()):
         key = f"{prefix}_{name}"
+        lo, hi = GENERATOR_BOUNDS.get(name, (None, None))
+        helptext = GENERATOR_HELP.get(name)
         with cols[k % len(cols)]:
-            if isinstance(default, bool):
-                out[name] = st.checkbox(name, value=default, key=key)
+            if name in GENERATOR_CHOICES:
+                labels = GENERATOR_CHOICES[name]
+                options = list(labels)
+                out[name] = st.selectbox(name, options, key=key, help=helptext,
+                                         index=options.index(default) if default in options
+                                         else 0, format_func=labels.get)
+            elif name in GENERATOR_ZERO_IS_NONE:
+                kind = GENERATOR_ZERO_IS_NONE[name]
+                disabled = name == "star_step" and out.get("scale") == "unit"
+                start = kind(0 if default is None else default)
+                value = st.number_input(name, value=start, step=kind(1 if kind is int else 0.5),
+                                        min_value=kind(lo if lo is not None else 0),
+                                        max_value=None if hi is None else kind(hi), key=key,
+                                        help=helptext, disabled=disabled,
+                                        format="%d" if kind is int else "%g")
+                out[name] = None if value == 0 else kind(value)
+            elif isinstance(default, bool):
+                out[name] = st.checkbox(name, value=default, key=key, help=helptext)
             elif isinstance(default, int):
-                out[name] = int(st.number_input(name, value=default, step=1, key=key))
+                out[name] = int(st.number_input(name, value=default, step=1, key=key,
+                                                min_value=lo, max_value=hi, help=helptext))
             elif isinstance(default, float):
-                out[name] = float(st.number_input(name, value=default, key=key,
-                                                  format="%g"))
+                out[name] = float(st.number_input(
+                    name, value=default, key=key, format="%g", help=helptext,
+                    min_value=None if lo is None else float(lo),
+                    max_value=None if hi is None else float(hi),
+                    step=0.05 if hi is not None and hi <= 1.0 else 0.1))
             elif default is None:
-                text = st.text_input(name, value="", key=key, help="empty = default")
+                text = st.text_input(name, value="", key=key, help=(helptext or "") +
+                                     " Empty = the generator's default.")
                 if text.strip():
                     try:
                         out[name] = int(text)
                     except ValueError:
                         out[name] = text
             else:
-                out[name] = st.text_input(name, value=str(default), key=key)
+                out[name] = st.text_input(name, value=str(default), key=key, help=helptext)
     return out
 
 

@@ -65,7 +65,14 @@ class Split:
             "test": 0 if self.test is None else self.test.n_ratings,
             "by": self.by,
             "seed": self.seed,
+            "val_size": self.val_size,
+            "test_size": self.test_size,
         }
+
+    def settings(self) -> dict:
+        """The arguments that remake this split from the whole dataset (Data page form)."""
+        return {"val_size": self.val_size, "test_size": self.test_size, "by": self.by,
+                "seed": self.seed}
 
 
 @dataclass
@@ -86,6 +93,7 @@ class RunRecord:
     model: object = None
     stop_reason: str = ""
     created: float = field(default_factory=time.time)
+    reopened: bool = False         # True for a run opened from the run store
 
 
 def session_runs() -> dict:

@@ -77,12 +77,15 @@ class TrainingJob:
     """One background fit: thread, stop flag, and a lock-protected progress record."""
 
     def __init__(self, family: str, params: dict, split: Split, *, dataset_name: str,
-                 fingerprint: str, label: str | None = None, save: bool = True):
+                 fingerprint: str, label: str | None = None, save: bool = True,
+                 ratings=None, spec: dict | None = None):
         self.family = family
         self.params = dict(params)
         self.split = split
         self.dataset_name = dataset_name
         self.fingerprint = fingerprint
+        self.ratings = ratings  # the whole dataset: its names and ids are saved with the run
+        self.spec = dict(spec or {})
         self.label = label or (f"KM D={params.get('D')} {params.get('bqp_solver')}/"
                                f"{params.get('evd')} on {dataset_name}")
         self.save = save
@@ -200,10 +203,17 @@ class TrainingJob:
         try:
             from kmviz.runs import RunStore
 
+            from .runs import dataset_meta, split_arrays
+
             arrays = {k: np.asarray(getattr(model, k + "_")) for k in ("theta", "psi")
                       if getattr(model, k + "_", None) is not None}
+            # the split goes with the run, so every Explore page can reopen it later
+            arrays.update(split_arrays(self.split))
+            dataset = self.dataset_name
+            if self.ratings is not None:
+                dataset = dataset_meta(self.ratings, self.spec, self.split)
             return RunStore().save(
-                model, model.trace_, arrays, dataset=self.dataset_name,
+                model, model.trace_, arrays, dataset=dataset,
                 params={"family": self.family, **self.params,
                         "split": self.split.describe(), "fingerprint": self.fingerprint},
                 metrics=metrics, label=self.label)
@@ -225,6 +235,7 @@ def start_job(family: str, params: dict) -> TrainingJob:
     ratings = st.session_state[StateKeys.DATASET]
     split = st.session_state[StateKeys.SPLIT]
     job = TrainingJob(family, params, split, dataset_name=ratings.name,
-                      fingerprint=ratings.fingerprint())
+                      fingerprint=ratings.fingerprint(), ratings=ratings,
+                      spec=st.session_state.get(StateKeys.DATASET_SPEC))
     st.session_state[StateKeys.JOB] = job
     return job.start()

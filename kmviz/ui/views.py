@@ -33,23 +33,53 @@ def require_dataset():
 
 
 def require_run(*, need_split: bool = False):
-    """The run the Explore pages show (chosen in a picker), or a pointer to Train and stop."""
-    runs = session_runs()
-    if not runs:
+    """The run the Explore pages show, chosen among this session's and the saved runs.
+
+    A saved run is opened on first use (its split and model rebuilt from the run store)
+    and then kept with the session's runs. Without any run: a pointer to Train, and stop.
+    With ``need_split``, a run saved without its data stops the page with a note.
+    """
+    opts = run_options()
+    if not opts:
         st.info("Train a model first; the Explore pages show what it learned.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
         st.stop()
-    current = active_run()
-    ids = sorted(runs, key=lambda r: runs[r].created, reverse=True)
-    rid = st.selectbox("Run", ids, index=ids.index(current.run_id),
-                       format_func=lambda r: f"{runs[r].label} · {r}", key="explore_run")
+    ids = list(opts)
+    current = st.session_state.get(StateKeys.ACTIVE_RUN)
+    if current not in opts:
+        newest = active_run()
+        current = newest.run_id if newest is not None else ids[0]
+    rid = st.selectbox("Run", ids, index=ids.index(current), format_func=opts.get,
+                       key="explore_run",
+                       help="This session's runs and the runs saved in the run store.")
     st.session_state[StateKeys.ACTIVE_RUN] = rid
-    run = runs[rid]
+    run = session_runs().get(rid)
+    if run is None:
+        run = open_saved_run(rid)
     if need_split and run.split is None:
-        st.info("This run was reopened from the store without its data; load the dataset it "
-                "was trained on and train again to see this view.")
+        st.info(f"Run {run.label!r} was saved without its training data (by an earlier "
+                "kmviz version), so its per-item views (one item's binary QP, Lanczos on "
+                "C(u*), implications checked against the ratings) cannot be rebuilt. Its "
+                "convergence curves and phases are on the Convergence and Phases pages. "
+                "Re-run it from the Runs page to get a run that carries its data.",
+                icon=":material/info:")
         st.stop()
     return run
+
+
+def open_saved_run(run_id: str):
+    """Load a saved run into this session's runs (stops the page with a message on failure)."""
+    from kmviz.runs import RunStore
+
+    from .runs import record_from_saved
+
+    try:
+        record = record_from_saved(RunStore().load(run_id))
+    except Exception as exc:  # noqa: BLE001 - a damaged run must not break the page
+        show_exception(exc, f"opening the saved run {run_id}")
+        st.stop()
+    add_run(record)
+    return record
 
 
 def item_picker(run, *, key: str, label: str = "Item"):
@@ -102,6 +132,20 @@ def run_metrics(run) -> None:
     c[4].metric("time", f"{m.get('wall_s', float('nan')):.1f} s")
     st.caption(f"Run `{run.run_id}` · stop reason: {run.stop_reason or 'n/a'} · "
                "NRMSE = RMSE on the probability scale, the paper's measure for KM (Sec. V-B).")
+
+
+def phase_metrics(trace) -> None:
+    """One metric per phase of Alg. 2: its share of all dual iterations of the run."""
+    from kmviz.viz.phases import phase_shares
+
+    shares = phase_shares(trace)
+    if not len(shares):
+        return
+    overall = shares.iloc[0].drop("iteration")
+    cols = st.columns(len(overall))
+    for c, (phase, share) in zip(cols, overall.items()):
+        c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}",
+                 help="Share of all dual GD iterations of the run spent in this phase.")
 
 
 def progress_panel() -> None:
@@ -182,9 +226,9 @@ def _saved_trace_dict(run_id: str, store_dir: str) -> dict:
     return RunStore(store_dir).load(run_id).trace.to_dict()
 
 
-def trace_options() -> dict:
-    """run_id -> label, this session's runs first, then the saved ones."""
-    opts = {rid: f"{r.label} · this session" for rid, r in
+def run_options() -> dict:
+    """run_id -> label, this session's runs first (newest first), then the saved ones."""
+    opts = {rid: f"{r.label} · {'saved' if r.reopened else 'this session'}" for rid, r in
             sorted(session_runs().items(), key=lambda kv: -kv[1].created)}
     saved = saved_runs_frame()
     for row in saved.itertuples():
@@ -207,7 +251,7 @@ def get_trace(run_id: str):
 
 def trace_picker(*, multi: bool, key: str):
     """Pick runs (session + saved) and return {label: trace}; stop with a hint if none."""
-    opts = trace_options()
+    opts = run_options()
     if not opts:
         st.info("No runs yet: train a model first.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")

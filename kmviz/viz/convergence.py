@@ -58,8 +58,14 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=tuple(BCD_METRICS),
                                f"{BCD_METRICS.get(metric, (metric,))[0]}: %{{y:.5g}}"
                                "<extra></extra>")), row=1, col=col)
             fig.update_xaxes(title_text="BCD iteration τ", row=1, col=col)
+            # the metrics are >= 0: keep a flat zero line (a converged noiseless fit) from
+            # getting a symmetric axis around 0
             fig.update_yaxes(title_text=BCD_METRICS.get(metric, (metric, metric))[1],
-                             type="log" if log_y else "linear", row=1, col=col)
+                             type="log" if log_y else "linear",
+                             rangemode="normal" if log_y else "nonnegative", row=1, col=col)
+    n_max = max((int(f["iteration"].max()) for f in frames.values() if len(f)), default=0)
+    if n_max <= 20:
+        fig.update_xaxes(dtick=1)  # whole iterations only, no 1.5
     fig = styled(fig, title=title, height=450)
     fig.update_layout(margin=dict(t=100))
     fig.update_annotations(font_size=13)

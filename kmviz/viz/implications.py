@@ -19,12 +19,23 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30) -> go.Figure:
-    """Normalized influence scores ς_i of (21): sorted bars of the top items, or a histogram."""
+def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
+                     items=None) -> go.Figure:
+    """Normalized influence scores ς_i of (21): sorted bars of the top items, or a histogram.
+
+    ``items`` restricts the view to these item indices (labels keep the original index);
+    by default every item is shown.
+    """
     scores = np.asarray(scores, dtype=float)
-    if scores.size == 0:
-        return empty_figure("Normalized influence score ς_i (Fig. 8)", "No items.")
     names = [f"item {i}" for i in range(scores.size)] if names is None else list(names)
+    if items is not None:
+        items = np.asarray(items, dtype=np.int64)
+        names = [names[i] for i in items]
+        scores = scores[items]
+    else:
+        items = np.arange(scores.size)
+    if scores.size == 0:
+        return empty_figure("Normalized influence score ς_i (Fig. 8)", "No items to show.")
     if kind == "histogram":
         fig = go.Figure(go.Histogram(
             x=scores, nbinsx=min(40, max(5, scores.size // 3)), marker_color=color(0),
@@ -33,10 +44,10 @@ def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30) ->
                       x="normalized influence score ς_i (share of items whose support lies "
                         "inside item i's)", y="number of items")
     order = np.argsort(-scores, kind="stable")[: max(1, int(top))]
-    labels = [f"{_short(names[i])} [{i}]" for i in order]
+    labels = [f"{_short(names[i])} [{items[i]}]" for i in order]
     fig = go.Figure(go.Bar(
         x=scores[order], y=labels, orientation="h", marker_color=color(0), name="ς_i",
-        customdata=np.array([[names[i], i] for i in order], dtype=object),
+        customdata=np.array([[names[i], int(items[i])] for i in order], dtype=object),
         hovertemplate=("<b>%{customdata[0]}</b> (index %{customdata[1]})<br>ς = %{x:.3f}"
                        "<extra></extra>")))
     fig.update_yaxes(autorange="reversed")

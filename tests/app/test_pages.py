@@ -3,6 +3,7 @@
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -264,3 +265,175 @@ def test_explore_pages_guard_without_runs():
         at.switch_page(page).run()
         assert not at.exception, page
         assert at.info, page
+
+
+# ------------------------------------------------------------------- saved runs, re-runs
+def _markdown(at) -> str:
+    return " ".join(md.value for md in at.markdown)
+
+
+def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained):
+    first = next(iter(trained.session_state[StateKeys.RUNS].values()))
+    lanczos = _metrics(trained.switch_page("pages/5_Lanczos.py").run())
+    impl = trained.switch_page("pages/6_Implications.py").run()
+    words = [md.value for md in impl.markdown if "likes" in md.value]
+    influence = _metrics(impl)
+
+    fresh = _app()  # a new browser session: no data, no runs in session state
+    assert fresh.session_state[StateKeys.DATASET] is None
+    at = fresh.switch_page("pages/5_Lanczos.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="explore_run").value == first.run_id
+    m = _metrics(at)
+    assert m["size of C(u*)"] == "4 × 4"
+    assert m["δ of (20)"] == lanczos["δ of (20)"] and m["m chosen"] == lanczos["m chosen"]
+    reopened = at.session_state[StateKeys.RUNS][first.run_id]
+    assert reopened.reopened and reopened.split.train.fingerprint() == \
+        first.split.train.fingerprint()
+    np.testing.assert_array_equal(reopened.theta, first.theta)
+
+    at.switch_page("pages/6_Implications.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert _metrics(at) == influence
+    assert [md.value for md in at.markdown if "likes" in md.value] == words
+    assert "(support {" in words[0]  # the planted items' names came back with the run
+    at.switch_page("pages/3_Convergence.py").run()
+    assert not at.exception and not at.error
+    assert (at.dataframe[0].value["dual iterations"] > 0).all()
+
+
+def test_run_saved_without_its_data_still_opens_where_possible(trained):
+    from kmviz.runs import RunStore
+
+    run = next(iter(trained.session_state[StateKeys.RUNS].values()))
+    old_id = RunStore().save("km", run.trace, {"theta": run.theta, "psi": run.psi},
+                             dataset="old planted", params=dict(run.params),
+                             metrics=run.metrics, label="old run")
+    at = _app()
+    at.switch_page("pages/5_Lanczos.py").run()
+    at.selectbox(key="explore_run").set_value(old_id).run()
+    assert not at.exception and not at.error
+    assert "saved without its training data" in at.info[0].value
+    at.switch_page("pages/6_Implications.py").run()
+    assert not at.exception and "saved without its training data" in at.info[0].value
+    at.switch_page("pages/4_Phases.py").run()
+    at.selectbox(key="phases_run").set_value(old_id).run()
+    assert not at.exception and not at.error
+    assert len(at.dataframe[0].value) == 3
+    at.switch_page("pages/3_Convergence.py").run()
+    assert not at.exception and "saved without its training data" in at.info[0].value
+    at.switch_page("pages/7_Runs.py").run()
+    assert not at.exception and len(at.dataframe[0].value) == 2
+    at.button(key="runs_rerun").click().run()  # the newest (old) run: settings only
+    assert not at.exception
+    assert "saved without its data" in at.session_state[StateKeys.NOTICE]
+
+
+def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained):
+    first = next(iter(trained.session_state[StateKeys.RUNS].values()))
+    objectives = [row["objective"] for row in first.trace.rows]
+    at = _app()  # new session, nothing loaded
+    at.switch_page("pages/7_Runs.py").run()
+    at.button(key="runs_rerun").click().run()
+    assert not at.exception and not at.error
+    assert "Data restored" in at.info[0].value
+    assert at.session_state["train_D"] == 3 and at.session_state["train_random_state"] == 0
+    split = at.session_state[StateKeys.SPLIT]
+    assert split.train.fingerprint() == first.split.train.fingerprint()
+    # AppTest reruns the page it was on after an st.switch_page; a browser follows it
+    at.switch_page("pages/2_Train.py").run()
+    [b for b in at.button if b.label == "Train"][0].click().run()
+    assert not at.exception and not at.error
+    _wait_job(at)
+    again = at.session_state[StateKeys.RUNS]
+    assert len(again) == 1
+    rerun = next(iter(again.values()))
+    assert rerun.run_id != first.run_id
+    assert [row["objective"] for row in rerun.trace.rows] == objectives
+
+
+def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path):
+    rows = ["user,item,rating"] + [f"{u},{i},{(u * 7 + i * 3) % 5 + 1}"
+                                   for u in range(12) for i in range(8) if (u + i) % 3]
+    path = tmp_path / "ratings.csv"
+    path.write_text("\n".join(rows) + "\n")
+    at = _app()
+    at.switch_page("pages/1_Data.py").run()
+    at.radio(key="data_source").set_value("Local path").run()
+    at.text_input(key="data_path").input(str(path))
+    at.button(key="data_load_path").click().run()
+    assert not at.exception and not at.error
+    at = _train(at, D=2, max_iter=2)
+    first = next(iter(at.session_state[StateKeys.RUNS].values()))
+    path.unlink()  # the file is gone: only the run's own copy can bring the data back
+    fresh = _app().switch_page("pages/7_Runs.py").run()
+    fresh.button(key="runs_rerun").click().run()
+    assert not fresh.exception and "split saved with the run" in fresh.info[0].value
+    split = fresh.session_state[StateKeys.SPLIT]
+    assert split.train.fingerprint() == first.split.train.fingerprint()
+    whole = fresh.session_state[StateKeys.DATASET]
+    assert whole.fingerprint() == at.session_state[StateKeys.DATASET].fingerprint()
+    assert list(whole.item_ids) == list(range(8))
+    fresh.switch_page("pages/2_Train.py").run()
+    [b for b in fresh.button if b.label == "Train"][0].click().run()
+    _wait_job(fresh)
+    rerun = next(iter(fresh.session_state[StateKeys.RUNS].values()))
+    assert [r["objective"] for r in rerun.trace.rows] == [
+        r["objective"] for r in first.trace.rows]
+
+
+def test_implications_minimum_ratings_filter(trained):
+    at = trained.switch_page("pages/6_Implications.py").run()
+    assert at.number_input(key="impl_min_ratings").value == 1  # small data: show every item
+    train = next(iter(at.session_state[StateKeys.RUNS].values())).split.train
+    counts = train.item_counts()
+    cut = int(np.median(counts)) + 1
+    at.number_input(key="impl_min_ratings").set_value(cut).run()
+    assert not at.exception and not at.error
+    hidden = int((counts < cut).sum())
+    assert f"{hidden:,} hidden with fewer than {cut} training ratings" in " ".join(
+        c.value for c in at.caption)
+    shown = set(np.flatnonzero(counts >= cut).tolist())
+    offered = {int(o.rsplit("[", 1)[1].rstrip("]")) for o in at.selectbox(key="impl_item").options}
+    assert offered == shown
+    prec = at.dataframe[1].value
+    assert set(prec["antecedent"]) <= shown and set(prec["consequent"]) <= shown
+    at.number_input(key="impl_min_ratings").set_value(10_000).run()
+    assert not at.exception and "lower the minimum" in at.info[0].value
+
+
+def test_data_page_generator_widgets():
+    at = _app().switch_page("pages/1_Data.py").run()
+    at.selectbox(key="data_builtin").set_value("planted-km").run()
+    scale = at.selectbox(key="data_planted-km_scale")
+    assert scale.options == ["unit (probabilities in [0, 1])", "stars (1-5)"]
+    assert at.number_input(key="data_planted-km_star_step").disabled
+    assert at.number_input(key="data_planted-km_max_support").value == 0
+    assert "0 = the generator's default" in at.number_input(
+        key="data_planted-km_max_support").help
+    scale.set_value("stars").run()
+    at.number_input(key="data_planted-km_n_users").set_value(30)
+    at.number_input(key="data_planted-km_max_support").set_value(2)
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and not at.error
+    ratings = at.session_state[StateKeys.DATASET]
+    assert ratings.r_max == 5.0 and ratings.n_users == 30
+    assert at.session_state[StateKeys.DATASET_SPEC]["options"]["max_support"] == 2
+    assert not [m for m in at.metric if m.label == "split"]
+    # a max_support above D is refused with the generator's message, not a traceback
+    at.number_input(key="data_planted-km_max_support").set_value(12)
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and "max_support" in at.error[0].value
+
+
+def test_too_small_for_the_split_loads_with_everything_in_training():
+    at = _app().switch_page("pages/1_Data.py").run()
+    at.selectbox(key="data_builtin").set_value("planted-km").run()
+    for name, value in {"n_users": 2, "n_items": 2, "D": 1}.items():
+        at.number_input(key=f"data_planted-km_{name}").set_value(value)
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and not at.error
+    assert "used for training" in at.warning[0].value
+    split = at.session_state[StateKeys.SPLIT]
+    assert split.validation is None and split.test is None
+    assert split.train.n_ratings == at.session_state[StateKeys.DATASET].n_ratings

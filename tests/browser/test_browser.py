@@ -135,6 +135,7 @@ def test_data_train_implications_runs(server):
             expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
             assert page.locator(".js-plotly-plot").count() >= 2
             expect(page.get_by_text("Everyone who likes").first).to_be_visible()
+            expect(page.get_by_text("Showing all 20 items.")).to_be_visible()
             expect(page.get_by_role("button", name="Download the implications (CSV)")
                    ).to_be_visible()
             _settle(page)

@@ -258,3 +258,40 @@ def test_planted_model_recovers_implications(noise):
     precision, recall = tp / max(len(mined), 1), tp / len(true)
     floor = 0.95 if noise == 0.0 else 0.85
     assert precision >= floor and recall >= floor, (precision, recall)
+
+
+# ----------------------------------------------------------------------------- item_problem
+@pytest.mark.parametrize("mu_psi", [0.0, 0.4])
+def test_item_problem_matches_the_fits_build(mu_psi):
+    # The fit builds every item's (S_i, v_i) with build_item_stats over the CSC arrays of the
+    # training probabilities; item_problem must give exactly that item's slice (mu shift
+    # included) at the fitted theta, on a 1-5 star scale so the mapping matters.
+    from kmviz.km._simplex import build_item_stats
+    from kmviz.km.estimator import _compressed, to_probability
+
+    ratings, _ = make_planted_km(30, 12, 4, observed=0.5, scale="stars", random_state=3)
+    m = KolmogorovModel(4, max_iter=3, tol=0.0, mu_psi=mu_psi, random_state=0).fit(ratings)
+    p = to_probability(ratings.values, ratings.r_min, ratings.r_max, "minmax")
+    i_ptr, i_idx, i_p = _compressed(np.asarray(ratings.items), np.asarray(ratings.users), p,
+                                    ratings.n_items)
+    S = np.empty((ratings.n_items, 4, 4))
+    v = np.empty((ratings.n_items, 4))
+    build_item_stats(i_ptr, i_idx, i_p, m.theta_, S, v, np.empty(ratings.n_items))
+    for item in (0, 5, ratings.n_items - 1):
+        S_i, v_i = m.item_problem(ratings, item)
+        np.testing.assert_array_equal(S_i, S[item])
+        np.testing.assert_array_equal(v_i, v[item] - 0.5 * mu_psi)
+
+
+def test_item_problem_errors():
+    r = Ratings.from_arrays([0, 0, 1, 1], [0, 1, 0, 1], [0.9, 0.2, 0.7, 0.3], r_min=0, r_max=1,
+                            item_ids=[0, 1, 2])
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        KolmogorovModel(2).item_problem(r, 0)
+    m = KolmogorovModel(2, max_iter=2, random_state=0).fit(r)
+    with pytest.raises(ValueError, match="item 2 has no ratings"):
+        m.item_problem(r, 2)
+    with pytest.raises(ValueError, match="item index 3 is out of range"):
+        m.item_problem(r, 3)
+    with pytest.raises(ValueError, match="the model was fitted on"):
+        m.item_problem(Ratings.from_arrays([0, 1], [0, 1], [0.1, 0.5]), 0)

@@ -147,3 +147,21 @@ def test_data_figures():
     cf = count_distribution_figure(np.array([1, 2, 3, 10]), what="item")
     assert cf.layout.title.text.startswith("Ratings per item")
     assert cf.layout.yaxis.title.text == "number of items"
+
+
+def test_influence_figure_on_a_subset_keeps_item_indices():
+    scores = np.array([0.2, 1.0, 0.5, 0.9])
+    fig = influence_figure(scores, ["a", "b", "c", "d"], items=[0, 2, 3], top=10)
+    assert list(fig.data[0].y) == ["d [3]", "c [2]", "a [0]"]
+    assert list(fig.data[0].x) == pytest.approx([0.9, 0.5, 0.2])
+    empty = influence_figure(scores, items=[])
+    assert "No items to show" in empty.layout.annotations[0].text
+
+
+def test_bcd_convergence_axes_for_a_flat_zero_run():
+    t = Trace(solver="km.fast")
+    for _ in range(2):
+        t.record(objective=0.0, train_rmse=0.0)
+    fig = bcd_convergence_figure({"run": t})
+    assert fig.layout.yaxis.rangemode == "nonnegative"
+    assert fig.layout.xaxis.dtick == 1
