@@ -330,8 +330,11 @@ def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probabili
     # A[j, i]: users who like j and rated i; B[j, i]: users who like both
     A = (L.T @ R).tocsr()
     B = (L.T @ L).tocsr()
-    n_users = np.asarray(A[ante, cons]).ravel()
-    n_both = np.asarray(B[ante, cons]).ravel()
+    if ante.size:
+        n_users = np.asarray(A[ante, cons]).ravel()
+        n_both = np.asarray(B[ante, cons]).ravel()
+    else:  # no nested supports at all (sparse fancy indexing rejects empty index lists)
+        n_users = n_both = np.zeros(0, dtype=np.int64)
     keep = n_users >= max(1, int(min_users))
     ante, cons, n_users, n_both = ante[keep], cons[keep], n_users[keep], n_both[keep]
     raters = np.bincount(items, minlength=n_items)

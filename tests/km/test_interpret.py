@@ -143,3 +143,13 @@ def test_relation_mining_accuracy_paper_measure():
     assert (df.influence == 1.0).all()
     with pytest.raises(ValueError, match="out of range"):
         relation_mining_accuracy(psi, _ratings(trip, 3, 3), 7)
+
+
+def test_implication_precision_without_any_implication():
+    # disjoint singleton supports: no item's support lies inside another's
+    psi = np.eye(3)
+    ratings = Ratings.from_arrays([0, 0, 1, 1, 2], [0, 1, 1, 2, 2], [1.0, 0.2, 0.9, 0.7, 0.1],
+                                  r_min=0.0, r_max=1.0)
+    df = implication_precision(psi, ratings, min_users=1)
+    assert df.empty
+    assert "precision" in df.columns
