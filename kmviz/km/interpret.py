@@ -98,11 +98,22 @@ def influence_scores(psi, *, include_empty=False):
     of I, and score 0; ``include_empty=True`` is eq. (21) literally, I = all items.
     """
     b = _psi_of(psi)
-    N = support_matrix(b, include_empty=include_empty)
-    n_counted = b.shape[0] if include_empty else int(b.any(axis=1).sum())
+    nonempty = b.any(axis=1)
+    n_counted = b.shape[0] if include_empty else int(nonempty.sum())
     if n_counted == 0:
         return np.zeros(b.shape[0])
-    return N.sum(axis=1) / float(n_counted)
+    # Items with identical supports have identical rows of N, and there are at most 2^D
+    # distinct supports: count containments between the distinct supports (G x G) and
+    # weight them by group sizes instead of forming the I x I matrix.
+    codes, group, size = np.unique(_pack(b), axis=0, return_inverse=True, return_counts=True)
+    group = group.ravel()
+    inside = ~(codes[None, :, :] & ~codes[:, None, :]).any(axis=2)  # [g, h]: h ⊆ g
+    if not include_empty:
+        size = np.where(codes.any(axis=1), size, 0)  # the empty support counts for nothing
+    scores = (inside @ size)[group] / float(n_counted)
+    if not include_empty:
+        scores[~nonempty] = 0.0
+    return scores
 
 
 def implied_by_liking(psi, i, *, include_empty=False):
@@ -133,6 +144,19 @@ def _column_or_row(psi, i, include_empty, *, row):
         ok &= b.any(axis=1)
     ok[i] = False
     return np.flatnonzero(ok)
+
+
+def _item_subset(items, n_items):
+    """Sorted item indices from an index list or a boolean mask over all items."""
+    items = np.asarray(items)
+    if items.dtype == bool:
+        if items.shape != (n_items,):
+            raise ValueError(f"items mask has shape {items.shape}; expected ({n_items},).")
+        return np.flatnonzero(items)
+    idx = np.unique(items.astype(np.int64))
+    if idx.size and (idx[0] < 0 or idx[-1] >= n_items):
+        raise ValueError(f"items holds indices outside 0..{n_items - 1}.")
+    return idx
 
 
 # ----------------------------------------------------------------------------- graph
@@ -288,7 +312,7 @@ def relation_mining_accuracy(model_or_psi, ratings, item, *, threshold=0.5, prob
 
 
 def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probability=None,
-                          names=None, include_empty=False):
+                          names=None, include_empty=False, subset=None):
     """How often each mined implication j => i holds in the ratings.
 
     For every pair with ``supp(psi_j) ⊆ supp(psi_i)`` (liking j implies liking i), counts the
@@ -305,6 +329,9 @@ def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probabili
     min_users : int, default=5
         Pairs with fewer users who like j and rated i are dropped.
     probability : mapping of ratings to p, as in :func:`relation_mining_accuracy`.
+    subset : array-like of int or bool mask, optional
+        Only implications between these items (for example, items with enough ratings);
+        the work then grows with their number, not with all items.
 
     Returns
     -------
@@ -324,9 +351,12 @@ def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probabili
     R = sp.csr_matrix((np.ones(users.size, dtype=np.int32), (users, items)), shape=shape)
     L = sp.csr_matrix((np.ones(int(like.sum()), dtype=np.int32), (users[like], items[like])),
                       shape=shape)
-    N = support_matrix(b, include_empty=include_empty)
+    keep = np.arange(n_items) if subset is None else _item_subset(subset, n_items)
+    N = support_matrix(b[keep], include_empty=include_empty)
     np.fill_diagonal(N, False)
-    cons, ante = np.nonzero(N)
+    cons_k, ante_k = np.nonzero(N)
+    equivalent = N[ante_k, cons_k]
+    cons, ante = keep[cons_k], keep[ante_k]
     # A[j, i]: users who like j and rated i; B[j, i]: users who like both
     A = (L.T @ R).tocsr()
     B = (L.T @ L).tocsr()
@@ -335,8 +365,9 @@ def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probabili
         n_both = np.asarray(B[ante, cons]).ravel()
     else:  # no nested supports at all (sparse fancy indexing rejects empty index lists)
         n_users = n_both = np.zeros(0, dtype=np.int64)
-    keep = n_users >= max(1, int(min_users))
-    ante, cons, n_users, n_both = ante[keep], cons[keep], n_users[keep], n_both[keep]
+    ok = n_users >= max(1, int(min_users))
+    ante, cons, n_users, n_both = ante[ok], cons[ok], n_users[ok], n_both[ok]
+    equivalent = equivalent[ok]
     raters = np.bincount(items, minlength=n_items)
     likers = np.bincount(items[like], minlength=n_items)
     base = likers[cons] / np.maximum(raters[cons], 1)
@@ -349,7 +380,7 @@ def implication_precision(psi, ratings, *, threshold=0.5, min_users=5, probabili
         "precision": precision, "base_rate": base,
         "lift": np.divide(precision, base, out=np.full(precision.shape, np.nan),
                           where=base > 0),
-        "equivalent": N[ante, cons] if ante.size else np.zeros(0, dtype=bool),
+        "equivalent": equivalent,
     })
     return df.sort_values(["n_users", "antecedent", "consequent"],
                           ascending=[False, True, True], ignore_index=True)

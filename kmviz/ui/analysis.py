@@ -209,46 +209,32 @@ def plain_words(run, item: int, names: list[str], limit: int = 15,
 def precision_table(run, *, threshold: float = 0.5, min_users: int = 3,
                     keep: np.ndarray | None = None) -> pd.DataFrame:
     """Precision of each implication on the training and the held-out ratings, side by side
-    (cached per run and threshold); only pairs of items in ``keep`` when given."""
-    out = _precision_table(run.run_id, float(threshold), int(min_users), _run=run)
-    if keep is not None and len(out):
-        out = out[keep[out["antecedent"].to_numpy()] & keep[out["consequent"].to_numpy()]]
-    return out.reset_index(drop=True)
+    (cached per run, threshold and item filter); only pairs of items in ``keep`` when given."""
+    return _precision_table(run.run_id, float(threshold), int(min_users), keep, _run=run)
 
 
 @st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
-def _precision_table(run_id: str, threshold: float, min_users: int, *, _run) -> pd.DataFrame:
+def _precision_table(run_id: str, threshold: float, min_users: int, keep, *, _run) -> pd.DataFrame:
     run = _run
-    from kmviz.km.interpret import implication_precision, support_matrix
+    from kmviz.km.interpret import implication_precision
 
     psi = np.asarray(run.psi)
-    names = item_names(run)
-    pairs = support_matrix(psi)
-    np.fill_diagonal(pairs, False)
-    if not pairs.any():
-        # no implication at all (e.g. every support empty); implication_precision cannot
-        # index an empty pair list, so answer with the empty table directly
-        return pd.DataFrame(columns=["antecedent_name", "consequent_name", "train_users",
-                                     "train_precision", "train_lift", "heldout_users",
-                                     "heldout_precision", "heldout_lift", "equivalent",
-                                     "antecedent", "consequent"])
     mode = run.params.get("probability", "minmax")
-    kw = dict(threshold=threshold, min_users=min_users, probability=mode, names=names)
+    kw = dict(threshold=threshold, probability=mode, names=item_names(run), subset=keep)
     key = ["antecedent", "consequent"]
-    train = implication_precision(psi, run.split.train, **kw)
+    train = implication_precision(psi, run.split.train, min_users=min_users, **kw)
     out = train.rename(columns={"n_users": "train_users", "precision": "train_precision",
                                 "lift": "train_lift", "base_rate": "train_base_rate"})
     held = run.split.test if run.split.test is not None else run.split.validation
     if held is not None:
-        kw_held = dict(kw, min_users=1)
-        test = implication_precision(psi, held, **kw_held)[key + ["n_users", "precision", "lift"]]
+        test = implication_precision(psi, held, min_users=1, **kw)[key + ["n_users", "precision", "lift"]]
         test = test.rename(columns={"n_users": "heldout_users", "precision": "heldout_precision",
                                     "lift": "heldout_lift"})
         out = out.merge(test, on=key, how="left")
-    keep = ["antecedent_name", "consequent_name", "train_users", "train_precision", "train_lift",
-            "heldout_users", "heldout_precision", "heldout_lift", "equivalent", "antecedent",
-            "consequent"]
-    return out[[c for c in keep if c in out]]
+    columns = ["antecedent_name", "consequent_name", "train_users", "train_precision",
+               "train_lift", "heldout_users", "heldout_precision", "heldout_lift", "equivalent",
+               "antecedent", "consequent"]
+    return out[[c for c in columns if c in out]].reset_index(drop=True)
 
 
 def table_vi(run, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:

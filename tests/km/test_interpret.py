@@ -2,6 +2,7 @@
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 
 from kmviz.data import Ratings
@@ -153,3 +154,23 @@ def test_implication_precision_without_any_implication():
     df = implication_precision(psi, ratings, min_users=1)
     assert df.empty
     assert "precision" in df.columns
+
+
+def test_implication_precision_on_an_item_subset_equals_the_filtered_full_table():
+    rng = np.random.default_rng(3)
+    psi = (rng.random((30, 4)) < 0.5).astype(float)
+    users = rng.integers(0, 40, 400)
+    items = rng.integers(0, 30, 400)
+    pairs = np.unique(np.c_[users, items], axis=0)
+    ratings = Ratings.from_arrays(pairs[:, 0], pairs[:, 1], rng.random(len(pairs)),
+                                  r_min=0.0, r_max=1.0, user_ids=np.arange(40),
+                                  item_ids=np.arange(30))
+    subset = np.zeros(30, dtype=bool)
+    subset[::2] = True
+    full = implication_precision(psi, ratings, min_users=1)
+    part = implication_precision(psi, ratings, min_users=1, subset=subset)
+    inside = subset[full["antecedent"]] & subset[full["consequent"]]
+    expected = full[inside].sort_values(["antecedent", "consequent"]).reset_index(drop=True)
+    got = part.sort_values(["antecedent", "consequent"]).reset_index(drop=True)
+    assert len(got) > 0
+    pd.testing.assert_frame_equal(got, expected)
