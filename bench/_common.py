@@ -1,0 +1,280 @@
+"""Shared helpers for the benchmarks: argument parsing, datasets, tables.
+
+Benchmarks print Markdown tables and the command that made them. Times on this 2-core box
+are noisy: compare ratios within one run, not absolute numbers across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ML100K_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "ml-100k"
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--ml100k", default=os.environ.get("KMVIZ_ML100K", str(ML100K_DEFAULT)),
+                   help="MovieLens 100K directory (never shipped with kmviz; "
+                        "default ../shared/datasets/ml-100k or $KMVIZ_ML100K)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    return p
+
+
+def header(title: str) -> None:
+    """Print the title, the exact command, and the machine facts that matter."""
+    import numba
+
+    cmd = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    print(f"# {title}\n")
+    print(f"command: `{cmd}`  ")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numba {numba.__version__}, "
+          f"numba threads {numba.get_num_threads()}, numpy {np.__version__}  ")
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  ")
+    print(f"load average (1/5/15 min) at start: {load_avg()} on {os.cpu_count()} cores "
+          f"(the box is shared: compare ratios within this run, not absolute seconds)\n")
+
+
+def table(rows: list[dict], columns: list[str] | None = None, floatfmt: str = "{:.4g}") -> str:
+    """Render rows of dicts as a Markdown table (missing cells shown as '-')."""
+    if not rows:
+        return "(no rows)\n"
+    columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+
+    def fmt(v):
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return "-" if np.isnan(v) else floatfmt.format(v)
+        return str(v)
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(fmt(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def load_ml100k(path: str):
+    """Load MovieLens 100K from ``path`` or exit with a clear message if it is absent."""
+    from kmviz.data import load
+
+    if not (Path(path) / "u.data").exists():
+        print(f"skipped: MovieLens 100K not found at {path} (pass --ml100k DIR). "
+              "kmviz never ships it: its licence forbids redistribution.")
+        return None
+    return load(path)
+
+
+def d1_instances(n_users=20, n_items=40, D=8, rng=None):
+    """S_i, v_i of every item of the paper's toy set D1 (p ~ U[0,1], all pairs observed),
+    with theta_u drawn from Dirichlet(1) as a BCD iterate would hold them."""
+    rng = np.random.default_rng(rng)
+    p = rng.uniform(size=(n_users, n_items))
+    theta = rng.dirichlet(np.ones(D), size=n_users)
+    S = np.broadcast_to(theta.T @ theta, (n_items, D, D)).copy()
+    v = (theta.T @ p).T.copy()
+    return S, v
+
+
+def bqp_seconds(row: dict) -> float:
+    """Seconds a KM trace row spent in the binary QP (dual GD, EVD/Lanczos, randomization).
+
+    ``t_bqp_s`` is the wall time of the whole psi step and ``t_bqp_dual_s``, ``t_evd_s``,
+    ``t_randomization_s`` are its parts, so the parts are only summed when the total is
+    absent (summing all four counted the BQP twice). NaN parts (no cycle counter) are
+    skipped.
+    """
+    if "t_bqp_s" in row and row["t_bqp_s"] is not None:
+        return float(row["t_bqp_s"])
+    return float(sum(v for k, v in row.items()
+                     if k in ("t_bqp_dual_s", "t_evd_s", "t_randomization_s")
+                     and v is not None and np.isfinite(v)))
+
+
+# ----------------------------------------------------------------------------- additions
+def load_avg() -> str:
+    """``os.getloadavg()`` as text (the box is shared; a high load inflates every time)."""
+    try:
+        return "/".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def footer(t_start: float) -> None:
+    """Closing line: elapsed seconds and the load average at the end."""
+    print(f"\n_finished in {time.perf_counter() - t_start:.0f} s; load average at end: "
+          f"{load_avg()}_")
+
+
+def fmt_s(x) -> str:
+    """Seconds in 3 significant digits (scientific below 1 ms); '-' for None/NaN."""
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "-"
+    return f"{x:.3g}" if abs(x) >= 1e-3 else f"{x:.2e}"
+
+
+def warmup(method: str = "fast", evd: str = "exact", D: int = 4) -> None:
+    """Load the cached Numba kernels a solver uses (a tiny batch and a tiny KM fit) so the
+    first timed call does not pay for it."""
+    from kmviz.data.synthetic import km_toy
+    from kmviz.km import KolmogorovModel
+    from kmviz.km.bqp import solve_bqp_batch
+
+    S, v = d1_instances(n_users=5, n_items=4, D=D, rng=0)
+    kw = {} if method in ("sdr", "bfgs", "exact", "bnb") else {"evd": evd}
+    solve_bqp_batch(S, v, np.zeros(v.shape), method=method, rng=0, **kw)
+    KolmogorovModel(D=D, bqp_solver=method, evd=evd, max_iter=1, tol=0.0,
+                    random_state=0).fit(km_toy(n_users=5, n_items=6, random_state=0))
+
+
+class CellResult:
+    """Outcome of :func:`run_cell`: ``value`` (the function's return value or None),
+    ``partial`` (everything the function emitted), ``status`` ("ok", "timeout" or "error"),
+    ``reason`` (text for a '-' cell) and ``seconds`` (wall time of the cell)."""
+
+    def __init__(self, value, partial, status, reason, seconds):
+        self.value, self.partial, self.status = value, partial, status
+        self.reason, self.seconds = reason, seconds
+
+    @property
+    def ok(self):
+        return self.status == "ok"
+
+
+def _cell_child(conn, fn, args, kwargs):
+    def emit(obj):
+        conn.send(("partial", obj))
+    try:
+        conn.send(("done", fn(emit, *args, **kwargs)))
+    except BaseException as exc:  # reported to the parent as an "error" cell
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+_CTX = None
+
+
+def _context():
+    """A forkserver context started before any Numba thread pool exists in this process,
+    with kmviz preloaded, so each cell starts quickly and fork-safely."""
+    global _CTX
+    if _CTX is None:
+        import multiprocessing as mp
+
+        _CTX = mp.get_context("forkserver")
+        _CTX.set_forkserver_preload(["numpy", "kmviz.km", "kmviz.km.bqp", "kmviz.km.baselines",
+                                     "kmviz.data", "kmviz.metrics"])
+    return _CTX
+
+
+def run_cell(fn, *args, budget: float, **kwargs) -> CellResult:
+    """Run ``fn(emit, *args, **kwargs)`` in a child process with a wall-time budget.
+
+    ``fn`` must be a module-level function; ``emit(obj)`` sends a partial result (kept when
+    the budget runs out). On timeout the child (started here, ended by its own handle) is
+    terminated and the cell reported as "timeout"; an exception becomes an "error" cell.
+    Never hangs longer than ``budget`` + a few seconds.
+    """
+    ctx = _context()
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_cell_child, args=(child, fn, args, kwargs), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    child.close()
+    partial, value, status, reason = [], None, "timeout", f"> {budget:.0f} s budget"
+    while True:
+        left = budget - (time.perf_counter() - t0)
+        if left <= 0 or not parent.poll(min(left, 1.0)):
+            if left <= 0:
+                break
+            if not proc.is_alive() and not parent.poll():
+                status, reason = "error", f"child exited with code {proc.exitcode}"
+                break
+            continue
+        try:
+            kind, obj = parent.recv()
+        except EOFError:
+            status, reason = "error", f"child exited with code {proc.exitcode}"
+            break
+        if kind == "partial":
+            partial.append(obj)
+        elif kind == "done":
+            value, status, reason = obj, "ok", ""
+            break
+        else:
+            status, reason = "error", obj
+            break
+    secs = time.perf_counter() - t0
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
+    else:
+        proc.join(5)
+    parent.close()
+    return CellResult(value, partial, status, reason, secs)
+
+
+def km_fit_rows(emit, ratings, D, n_iter, seed, warm=True, **params):
+    """Fit a KolmogorovModel for ``n_iter`` BCD iterations (tol=0) and return its trace rows
+    (each row emitted as soon as it is recorded, so a cell that runs out of budget still
+    reports the iterations it finished). Runs inside :func:`run_cell`."""
+    from kmviz.km import KolmogorovModel
+
+    if warm:
+        warmup(params.get("bqp_solver", "fast"), params.get("evd", "exact"))
+    model = KolmogorovModel(D=D, max_iter=n_iter, tol=0.0, random_state=seed, **params)
+    import warnings
+
+    def cb(row):
+        emit(dict(row))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(ratings, callback=cb)
+    return [dict(r) for r in model.trace_.rows]
+
+
+def item_stats(ratings, theta, items, probability="max"):
+    """S_i = sum_u theta_u theta_u^T and v_i = sum_u theta_u p_ui over the raters of each of
+    ``items`` (the statistics of the BQP (4) at ``theta``), p = r / r_max ("max", the paper's
+    eq. (6)) or (r - r_min) / (r_max - r_min) ("minmax"). Computed here from the public
+    Ratings arrays. Returns (S (k, D, D), v (k, D))."""
+    from kmviz.km.estimator import to_probability
+
+    theta = np.asarray(theta, dtype=np.float64)
+    D = theta.shape[1]
+    users = np.asarray(ratings.users)
+    its = np.asarray(ratings.items)
+    p = to_probability(ratings.values, ratings.r_min, ratings.r_max, probability)
+    S = np.zeros((len(items), D, D))
+    v = np.zeros((len(items), D))
+    for k, i in enumerate(items):
+        sel = its == i
+        th = theta[users[sel]]
+        S[k] = th.T @ th
+        v[k] = th.T @ p[sel]
+    return S, v
+
+
+def random_theta(n_users, D, seed):
+    """theta_u ~ Dirichlet(1), as KolmogorovModel initializes them (first BCD iteration)."""
+    return np.random.default_rng(seed).dirichlet(np.ones(D), size=n_users)
+
+
+def sample_items(ratings, k, seed, min_ratings=1):
+    """k distinct random items with at least ``min_ratings`` training ratings (sorted)."""
+    counts = np.bincount(np.asarray(ratings.items), minlength=ratings.n_items)
+    pool = np.flatnonzero(counts >= min_ratings)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(pool, size=min(k, pool.size), replace=False))
