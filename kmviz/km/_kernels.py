@@ -21,7 +21,7 @@ from numba.extending import intrinsic
 
 from kmviz._jit import JIT, PJIT
 
-from ._eigen import cholesky_solve, eigh_into, lanczos_side, psd_cholesky
+from ._eigen import cholesky_solve, eigh_into, lanczos_side_capped, psd_cholesky
 
 GD, ENHANCED, FAST = 0, 1, 2
 EVD_EXACT, EVD_LANCZOS = 0, 1
@@ -748,6 +748,19 @@ LZ_PAPER, LZ_CERTIFIED = 0, 1
 NEWTON = 3
 LZ_DENSE_N = 16  # certified rule: dense EVD up to this n (see _ssn_spectrum)
 LZ_TOL_REL = 1e-10  # Ritz residual tolerance of the certified rule, relative to max |C_ij|
+# Certified rule: a run that has not certified after n / LZ_CAP_DIV steps (at least
+# LZ_DENSE_N) stops and the item switches to the dense EVD for the rest of its dual solve.
+# Measured on MovieLens 100K, D = 100, warm (BCD iteration 2): C(u*) has a dense cluster of
+# eigenvalues in about [-0.1, 0.1] on both sides of 0 (trace X* = n forces mean lambda_+ ~
+# 1/gamma) with median 8 (up to 64) negative ones, so the split at 0 is interior and needs
+# m ~ n (mean m 41, 92 runs per item); a capped run wastes at most ~1/4 of one EVD.
+LZ_CAP_DIV = 4
+# Certified rule: after this many Newton steps on one-sided spectra the item switches to the
+# dense EVD. The one-sided Hessian (other side's eigenvalues replaced by their mean) gives
+# poor steps when lambda_+ is spread (cold D = 100: median 24, max 1428 Newton steps vs 7
+# exact; keeping the 8 smallest lambda_+ exactly did not help, measured), so the cheap runs
+# pay only for the first few steps.
+LZ_SWITCH_ITER = 6
 
 
 @njit(**JIT)
@@ -784,6 +797,81 @@ def _side_h_grad(u, C, gamma, w, V, k, side, out_g):
 
 
 @njit(**JIT)
+def _newton_matrix_all(w, V, k, out_M):
+    """Exact P o P + 2 sum_{i+, j-} tau_ij z_ij z_ij^T (unscaled, full matrix) by two GEMMs.
+
+    P = V_+ V_+^T (or I - V_- V_-^T, whichever side is smaller). The mixed term is one GEMM
+    (Z o tau) Z^T with Z[:, (i, j)] = V(:, i) o V(:, j), 2 n^2 r_+ r_- flops; the former
+    triangular loops did the same flops with strided column access and cost ~1.8 ms per
+    Newton step at D = 100 (r_- ~ 8 on warm MovieLens items), more than the EVD itself.
+    """
+    n = V.shape[0]
+    rp = 0
+    for i in range(k):
+        if w[i] > 0.0:
+            rp += 1
+    rn = k - rp
+    Vp = np.empty((n, max(rp, 1)))
+    Vn = np.empty((n, max(rn, 1)))
+    lp = np.empty(max(rp, 1))
+    ln = np.empty(max(rn, 1))
+    ip = 0
+    ineg = 0
+    for i in range(k):
+        if w[i] > 0.0:
+            lp[ip] = w[i]
+            for a in range(n):
+                Vp[a, ip] = V[a, i]
+            ip += 1
+        else:
+            ln[ineg] = w[i]
+            for a in range(n):
+                Vn[a, ineg] = V[a, i]
+            ineg += 1
+    if rp == 0:
+        for a in range(n):
+            for b in range(n):
+                out_M[a, b] = 0.0
+        return
+    if rn <= rp:
+        if rn > 0:
+            Pm = -np.dot(Vn, Vn.T)
+        else:
+            Pm = np.zeros((n, n))
+        for a in range(n):
+            Pm[a, a] += 1.0
+    else:
+        Pm = np.dot(Vp, Vp.T)
+    for a in range(n):
+        for b in range(n):
+            out_M[a, b] = Pm[a, b] * Pm[a, b]
+    if rn == 0:
+        return
+    K = rp * rn
+    Z = np.empty((n, K))
+    Zt = np.empty((n, K))
+    tau = np.empty(K)
+    c = 0
+    for i in range(rp):
+        for j in range(rn):
+            tau[c] = 2.0 * lp[i] / (lp[i] - ln[j])
+            c += 1
+    for a in range(n):
+        c = 0
+        for i in range(rp):
+            x = Vp[a, i]
+            for j in range(rn):
+                z = x * Vn[a, j]
+                Z[a, c] = z
+                Zt[a, c] = tau[c] * z
+                c += 1
+    Mx = np.dot(Zt, Z.T)
+    for a in range(n):
+        for b in range(n):
+            out_M[a, b] += Mx[a, b]
+
+
+@njit(**JIT)
 def _newton_matrix(C, gamma, w, V, k, side, out_M, work_P, work_T):
     """Generalized Hessian gamma * diag o J_{Pi_+} o diag of h at u (Clarke Jacobian of Pi_+).
 
@@ -803,28 +891,7 @@ def _newton_matrix(C, gamma, w, V, k, side, out_M, work_P, work_T):
             out_M[a, b] = 0.0
             P[a, b] = 0.0
     if side == SIDE_ALL:
-        for i in range(k):
-            if w[i] > 0.0:
-                for a in range(n):
-                    for b in range(a + 1):
-                        P[a, b] += V[a, i] * V[b, i]
-        for a in range(n):
-            for b in range(a + 1):
-                out_M[a, b] = P[a, b] * P[a, b]
-        y = work_T[0]
-        for i in range(k):
-            if not w[i] > 0.0:
-                continue
-            for j in range(k):
-                if w[j] > 0.0:
-                    continue
-                tau = 2.0 * w[i] / (w[i] - w[j])
-                for a in range(n):
-                    y[a] = V[a, i] * V[a, j]
-                for a in range(n):
-                    ta = tau * y[a]
-                    for b in range(a + 1):
-                        out_M[a, b] += ta * y[b]
+        _newton_matrix_all(w, V, k, out_M)
     else:
         tr = 0.0
         for a in range(n):
@@ -871,11 +938,13 @@ def _newton_matrix(C, gamma, w, V, k, side, out_M, work_P, work_T):
 
 @njit(**JIT)
 def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, side_prev, C,
-                  out_w, out_V, ws, wm, stats):
+                  out_w, out_V, ws, wm, stats, lz_dense):
     """Spectral data of C(u) = -A - diag(u) at a phase II-B point; returns (k, side).
 
     evd exact: all pairs (``eigh_into``). Lanczos, certified rule: the pairs on side_pref,
-    warm-started from the previous pairs on that side. Lanczos, paper rule: Alg. 5 with the
+    warm-started from the previous pairs on that side, at most max(LZ_DENSE_N, n /
+    LZ_CAP_DIV) steps; an uncertified run sets lz_dense[0] and the item uses the dense EVD
+    from then on (also set by ``newton_solve_item`` after LZ_SWITCH_ITER one-sided steps). Lanczos, paper rule: Alg. 5 with the
     threshold (20), positive Ritz pairs.
     """
     n = negA.shape[0]
@@ -897,7 +966,8 @@ def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, s
         stats[ST_LZ_M] += m
         stats[ST_LZ_BETA] += beta
         stats[ST_LZ_N] += 1.0
-    elif n <= LZ_DENSE_N:
+    elif n <= LZ_DENSE_N or lz_dense[0] != 0:
+        # lz_dense: a capped run of this item did not certify (see LZ_CAP_DIV).
         # small matrices: a certified Lanczos run needs m ~ n steps and its one-sided
         # Hessian is poor (measured at D = 8: 181 vs 16 EVDs per item), while the dense
         # solver is ~5 us; the exact pairs are what the certified rule would return
@@ -923,13 +993,16 @@ def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, s
         for i in range(n):
             for j in range(n):
                 scale = max(scale, abs(C[i, j]))
-        k, m, beta = lanczos_side(C, sign, p1, LZ_TOL_REL * max(scale, 1e-300), out_w, out_V,
-                                  wm[0], ws[2], ws[3], ws[4], wm[1], ws[0], ws[5], wm[2])
+        k, m, beta = lanczos_side_capped(C, sign, p1, LZ_TOL_REL * max(scale, 1e-300), out_w,
+                                         out_V, wm[0], ws[2], ws[3], ws[4], wm[1], ws[0],
+                                         ws[5], wm[2], max(LZ_DENSE_N, n // LZ_CAP_DIV))
         stats[ST_LZ_M] += m
         stats[ST_LZ_BETA] += beta
         stats[ST_LZ_N] += 1.0
         side = side_pref
-        if k < 0:  # inertia not matched at an invariant subspace: full EVD
+        if k == -2:
+            lz_dense[0] = 1
+        if k < 0:  # not certified (cap, or inertia not matched at an invariant subspace)
             eigh_into(C, out_w, out_V, ws[0])
             k = n
             side = SIDE_ALL
@@ -940,7 +1013,7 @@ def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, s
 
 @njit(**JIT)
 def _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref, w_prev, V_prev,
-              k_prev, side_prev, C, out_w, out_V, out_g, ws, wm, stats):
+              k_prev, side_prev, C, out_w, out_V, out_g, ws, wm, stats, lz_dense):
     """h, gradient and spectral data at u with Alg. 2's EVD elimination; (h, phase, k, side)."""
     n = u.shape[0]
     phase = _phase_label(u, phase1, wA[n - 1], True)
@@ -948,7 +1021,7 @@ def _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref, w_prev
     side = SIDE_POS
     if phase == PHASE_IIB:
         k, side = _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev,
-                                side_prev, C, out_w, out_V, ws, wm, stats)
+                                side_prev, C, out_w, out_V, ws, wm, stats, lz_dense)
     elif phase == PHASE_IB:
         c = u[0]
         for j in range(n):
@@ -1018,6 +1091,7 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
     wm = np.empty((3, n, n))
     wA = np.empty(n)
     VA = np.empty((n, n))
+    lz_dense = np.zeros(1, dtype=np.int64)
     c0 = _read_cycles()
     eigh_into(negA, wA, VA, ws[0])
     stats[ST_EVD_CYC] += float(_read_cycles() - c0)
@@ -1041,7 +1115,7 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
             npos += 1
     side_pref = SIDE_POS if npos <= n - npos else SIDE_NEG
     h, phase, k, side = _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref,
-                                  w, V, 0, SIDE_ALL, C, w, V, g, ws, wm, stats)
+                                  w, V, 0, SIDE_ALL, C, w, V, g, ws, wm, stats, lz_dense)
     status = 0
     while n_iter < max_iter:
         gn = 0.0
@@ -1088,7 +1162,7 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
                 u_trial[j] = u[j] + t * d[j]
             h_t, ph_t, k_t, side_t = _ssn_eval(u_trial, phase1, negA, wA, VA, gamma, evd,
                                                lz_rule, a, side_pref, w, V, k, side, Ct, wt,
-                                               Vt, gt, ws, wm, stats)
+                                               Vt, gt, ws, wm, stats, lz_dense)
             if h_t <= h + c_armijo * t * gd:
                 accepted = True
                 break
@@ -1103,7 +1177,7 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
                     u_trial[j] = u[j] + 2.0 * t * d[j]
                 h2, ph2, k2, side2 = _ssn_eval(u_trial, phase1, negA, wA, VA, gamma, evd,
                                                lz_rule, a, side_pref, wt, Vt, k_t, side_t, C,
-                                               w, V, g, ws, wm, stats)
+                                               w, V, g, ws, wm, stats, lz_dense)
                 if h2 <= h_t + c_armijo * t * gd:
                     t *= 2.0
                     h_t, ph_t, k_t, side_t = h2, ph2, k2, side2
@@ -1129,6 +1203,8 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
                 C[i, j] = Ct[i, j]
         if phase1 and phase >= PHASE_IIA:
             phase1 = False
+        if side != SIDE_ALL and n_iter >= LZ_SWITCH_ITER:
+            lz_dense[0] = 1
         if t * dn <= eps:
             status = 1
             break

@@ -15,6 +15,11 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
   ``lanczos_rule="certified"`` computes only the eigenpairs on the smaller side of 0 (X* is
   near full rank at large D, so usually the few negative ones), certified by Ritz residuals
   and Sylvester inertia, dense for n <= 16; ``lanczos_rule="paper"`` uses Alg. 5 with (20).
+  The certified rule gives an item over to the dense EVD when a run has not certified after
+  max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``_kernels.LZ_CAP_DIV``,
+  ``LZ_SWITCH_ITER``): at D = 100 on MovieLens the split of C(u*) at 0 is interior to a dense
+  eigenvalue cluster on warm starts (Lanczos needs m ~ n) and the one-sided Hessian costs
+  Newton steps, so Lanczos only pays on the first steps of cold starts.
 - ``"exact"`` (enumeration, D <= 20), ``"bnb"`` (branch-and-bound), ``"sdr"`` (cvxpy SDP +
   randomization), ``"bfgs"`` (scipy BFGS on the dual + randomization): baselines.
 

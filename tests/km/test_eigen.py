@@ -131,3 +131,43 @@ def test_certified_lanczos_side_matches_eigh(C, sign):
     np.testing.assert_allclose(np.sort(w), want, atol=tol * 10 + 1e-13)
     assert np.abs(C @ V - V * w).max() <= 10 * tol + 1e-13
     np.testing.assert_allclose(V.T @ V, np.eye(k), atol=1e-8)
+
+
+def test_capped_lanczos_side_gives_up_or_matches():
+    # a dense cluster around 0 (the warm D = 100 situation): the capped run must either
+    # certify the same pairs as the uncapped one or report k = -2 within m_max steps
+    n = 101
+    rng = np.random.default_rng(7)
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    lam = np.concatenate([[-5.0], rng.uniform(-0.05, 0.05, n - 1)])
+    C = (Q * lam) @ Q.T
+    C = 0.5 * (C + C.T)
+    p1 = np.empty(n)
+    K.lanczos_start(n, p1)
+    ws = [np.empty(n), np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty(n),
+          np.empty(n), np.empty((n, n)), np.empty(n), np.empty(n), np.empty((n, n))]
+    tol = 1e-10 * np.abs(C).max()
+    k, m, beta = E.lanczos_side_capped(C, -1.0, p1, tol, *ws, 25)
+    assert k == -2 and m == 25
+    k, m, beta = E.lanczos_side_capped(C, -1.0, p1, tol, *ws, n)
+    assert k == (lam < 0).sum()
+
+
+def test_newton_matrix_all_matches_einsum():
+    # exact generalized Hessian sum_ij Omega_ij z_ij z_ij^T (GEMM form vs the definition)
+    n = 23
+    C = random_symmetric(n, 4)
+    lam, V = np.linalg.eigh(C)
+    lp = np.maximum(lam, 0.0)
+    L1, L2 = np.meshgrid(lam, lam, indexing="ij")
+    P1, P2 = np.meshgrid(lp, lp, indexing="ij")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        Om = (P1 - P2) / (L1 - L2)
+    same = np.abs(L1 - L2) < 1e-14
+    Om[same] = (L1[same] > 0).astype(float)
+    Z = np.einsum("ki,kj->kij", V, V).reshape(n, -1)
+    ref = 2.0 * (Z * Om.reshape(-1)) @ Z.T
+    M = np.empty((n, n))
+    K._newton_matrix(C, 2.0, lam.copy(), V.copy(), n, K.SIDE_ALL, M, np.empty((n, n)),
+                     np.empty((n, n)))
+    np.testing.assert_allclose(M, ref, atol=1e-12)
