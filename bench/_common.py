@@ -87,14 +87,14 @@ def bqp_seconds(row: dict) -> float:
     """Seconds a KM trace row spent in the binary QP (dual GD, EVD/Lanczos, randomization).
 
     ``t_bqp_s`` is the wall time of the whole psi step and ``t_bqp_dual_s``, ``t_evd_s``,
-    ``t_randomization_s`` are its parts, so the parts are only summed when the total is
-    absent (summing all four counted the BQP twice). NaN parts (no cycle counter) are
+    ``t_lanczos_s``, ``t_randomization_s`` are its parts, so the parts are only summed when
+    the total is absent (summing them with the total counted the BQP twice). NaN parts (no cycle counter) are
     skipped.
     """
     if "t_bqp_s" in row and row["t_bqp_s"] is not None:
         return float(row["t_bqp_s"])
     return float(sum(v for k, v in row.items()
-                     if k in ("t_bqp_dual_s", "t_evd_s", "t_randomization_s")
+                     if k in ("t_bqp_dual_s", "t_evd_s", "t_lanczos_s", "t_randomization_s")
                      and v is not None and np.isfinite(v)))
 
 

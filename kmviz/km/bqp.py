@@ -19,7 +19,10 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
   max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``_kernels.LZ_CAP_DIV``,
   ``LZ_SWITCH_ITER``): at D = 100 on MovieLens the split of C(u*) at 0 is interior to a dense
   eigenvalue cluster on warm starts (Lanczos needs m ~ n) and the one-sided Hessian costs
-  Newton steps, so Lanczos only pays on the first steps of cold starts.
+  Newton steps, so Lanczos only pays on the first steps of cold starts; warm-started items
+  (u_prev given, n > 24) therefore use the dense EVD from the start, and need only the
+  eigenvalues of -A. From n = 48 on, the Newton systems are solved matrix-free by PCG
+  (``_kernels._newton_pcg``) instead of forming the O(n^2 r_+ r_-) Hessian.
 - ``"exact"`` (enumeration, D <= 20), ``"bnb"`` (branch-and-bound), ``"sdr"`` (cvxpy SDP +
   randomization), ``"bfgs"`` (scipy BFGS on the dual + randomization): baselines.
 
@@ -36,13 +39,18 @@ EVD counts (``n_evd``) include the EVD of -A done once per item, every EVD or La
 gradient or line-search trial point, and the decomposition at u* used by the randomization.
 The spectrum at an accepted trial point is reused for the next gradient.
 
-Timing of ``solve_bqp_batch`` (``BatchResult.times``, seconds, non-overlapping): the dual
-solve and the randomization are separate parallel kernel calls timed with perf_counter. The
-share of EVD/Lanczos time inside them is measured per item with the CPU cycle counter
-(``llvm.readcyclecounter``) around every eigh/Lanczos call; ``times["evd"]`` is the kernels'
-wall time times that cycle share, and ``"dual"`` / ``"randomization"`` are the remainders.
-Where the target has no cycle counter the share is unknown: ``"evd"`` is NaN and the dual and
-randomization times include their EVDs.
+Timing of ``solve_bqp_batch`` (``BatchResult.times``, seconds, non-overlapping): the parallel
+kernel calls (dual solve, randomization; one fused call for "fast") are timed with
+perf_counter, and their wall time is split by per-item CPU cycle counts
+(``llvm.readcyclecounter``) into ``TIME_PARTS``: the dual iterations of each phase of Alg. 2
+("dual_1a", "dual_1b", "dual_2a", "dual_2b"; Newton steps go to the phase label they report),
+dense EVDs ("evd": eigh of -A, of C(u), and the dense fallback of the certified rule),
+Lanczos runs ("lanczos") and the randomization ("randomization", its EVD excluded). Each
+part is the kernel wall time times its share of the kernel's cycles, so the parts add up to
+the kernels' wall time; ``"dual"`` is the sum of the four phase parts. Where the target has
+no cycle counter the shares are unknown: "dual" and "randomization" include their EVDs and
+the other parts are NaN. Methods without phases ("exact", "bnb", "sdr", "bfgs") report
+their whole time as "dual" with NaN phase parts.
 """
 
 from __future__ import annotations
@@ -63,6 +71,9 @@ METHODS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
 DUAL_METHODS = {"gd": K.GD, "enhanced": K.ENHANCED, "fast": K.FAST}
 EVDS = {"exact": K.EVD_EXACT, "lanczos": K.EVD_LANCZOS}
 PHASES = ("I-A", "I-B", "II-A", "II-B")
+DUAL_PHASE_PARTS = ("dual_1a", "dual_1b", "dual_2a", "dual_2b")
+#: Keys of ``BatchResult.times`` besides their sum "dual" (see the module docstring).
+TIME_PARTS = (*DUAL_PHASE_PARTS, "evd", "lanczos", "randomization")
 MAX_ENUM_D = 20
 MAX_ENUM_D_BATCH = 16
 
@@ -131,7 +142,8 @@ class BatchResult:
     "bnb"); ``objective``, ``n_iter``, ``n_evd`` (n_items,); ``phase_counts`` (n_items, 4)
     int64 in the order I-A, I-B, II-A, II-B; ``lanczos_m`` / ``lanczos_beta`` (n_items,)
     per-item means (NaN when exact); ``improved`` (n_items,) bool; ``converged`` (n_items,)
-    bool; ``times``: seconds of "dual", "evd", "randomization" (see the module docstring).
+    bool; ``times``: seconds of ``TIME_PARTS`` and of "dual", the sum of the four phase parts
+    (see the module docstring).
     """
 
     psi: np.ndarray
@@ -305,11 +317,8 @@ def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, code, evd_code
                                      bool(initial_step), c_armijo, shrink, xi, psi_prev,
                                      has_prev, psi, obj, improved, phase, st_dual, st_rand)
             t_all = time.perf_counter() - t0
-        # one fused kernel: split its wall time by the cycle shares of the two parts
-        cyc_d = st_dual[:, K.ST_ALL_CYC].sum()
-        cyc_r = st_rand[:, K.ST_ALL_CYC].sum()
-        frac = cyc_d / (cyc_d + cyc_r) if cyc_d + cyc_r > 0 else 1.0
-        times = _split_times(t_all * frac, t_all * (1.0 - frac), st_dual, st_rand)
+        # one fused kernel: its wall time is split over the cycles of both stats tables
+        times = _split_times([(t_all, st_dual, st_rand)])
         return psi, obj, improved, phase, st_dual, st_rand, times
     with threadpool_limits(1):
         t0 = time.perf_counter()
@@ -321,24 +330,56 @@ def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, code, evd_code
         K.randomize_batch(S, v, u, gamma, evd_code, a, xi, psi_prev, has_prev, psi, obj,
                           improved, st_rand)
         t_rand = time.perf_counter() - c0
-    t_dual = t1 - t0
-    times = _split_times(t_dual, t_rand, st_dual, st_rand)
+    times = _split_times([(t1 - t0, st_dual, None), (t_rand, None, st_rand)])
     return psi, obj, improved, phase, st_dual, st_rand, times
 
 
-def _split_times(t_dual, t_rand, st_dual, st_rand):
-    """Split kernel wall times by the cycle share spent inside eigh / Lanczos calls."""
+def _cycle_parts(st_dual, st_rand):
+    """Cycles per ``TIME_PARTS`` key summed over items (negative rounding clipped to 0)."""
+    cyc = dict.fromkeys(TIME_PARTS, 0.0)
+    for st in (st_dual, st_rand):
+        if st is not None:
+            cyc["evd"] += float(st[:, K.ST_EVD_CYC].sum())
+            cyc["lanczos"] += float(st[:, K.ST_LZ_CYC].sum())
+    if st_dual is not None:
+        for p, key in enumerate(DUAL_PHASE_PARTS):
+            cyc[key] = float(st_dual[:, K.ST_PH_CYC + p].sum())
+    if st_rand is not None:
+        cyc["randomization"] = float((st_rand[:, K.ST_ALL_CYC] - st_rand[:, K.ST_EVD_CYC]
+                                      - st_rand[:, K.ST_LZ_CYC]).sum())
+    return {key: max(c, 0.0) for key, c in cyc.items()}
+
+
+def _split_times(calls):
+    """Seconds per ``TIME_PARTS`` key from kernel calls ``(wall_s, st_dual, st_rand)``.
+
+    Each call's wall time is divided in proportion to the cycles its items spent in each
+    part; the cycles are summed over both threads, so the shares (not the raw cycle counts)
+    carry over to wall time.
+    """
     if _cycles_per_second() <= 0.0:
-        return {"dual": t_dual, "evd": math.nan, "randomization": t_rand}
+        times = dict.fromkeys(TIME_PARTS, math.nan)
+        times["randomization"] = sum(t for t, sd, sr in calls if sd is None)
+        times["dual"] = sum(t for t, sd, sr in calls if sd is not None)
+        return times
+    times = dict.fromkeys(TIME_PARTS, 0.0)
+    for wall, st_dual, st_rand in calls:
+        cyc = _cycle_parts(st_dual, st_rand)
+        total = sum(cyc.values())
+        if total <= 0.0:
+            times["dual_1a" if st_dual is not None else "randomization"] += wall
+            continue
+        for key, c in cyc.items():
+            times[key] += wall * c / total
+    times["dual"] = sum(times[key] for key in DUAL_PHASE_PARTS)
+    return times
 
-    def share(st):
-        total = st[:, K.ST_ALL_CYC].sum()
-        return min(max(st[:, K.ST_EVD_CYC].sum() / total, 0.0), 1.0) if total > 0 else 0.0
 
-    evd_dual = t_dual * share(st_dual)
-    evd_rand = t_rand * share(st_rand)
-    return {"dual": t_dual - evd_dual, "evd": evd_dual + evd_rand,
-            "randomization": t_rand - evd_rand}
+def _untimed_parts(total, evd=0.0):
+    """``times`` of a method without Alg. 2's phases: all of it is "dual"."""
+    times = dict.fromkeys(TIME_PARTS, math.nan)
+    times.update(dual=total, evd=evd, lanczos=evd, randomization=0.0)
+    return times
 
 
 def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", gamma=100.0,
@@ -414,7 +455,7 @@ def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", 
                            np.zeros(n_items, dtype=np.int64), np.zeros((n_items, 4), np.int64),
                            np.zeros(n_items, dtype=np.int64), nan.copy(), nan.copy(),
                            improved, np.ones(n_items, dtype=np.bool_),
-                           {"dual": t, "evd": 0.0, "randomization": 0.0})
+                           _untimed_parts(t))
 
     xi = options.get("xi")
     if xi is None:
@@ -438,7 +479,7 @@ def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", 
             np.zeros((n_items, 4), np.int64), np.array([r.n_evd for r in out]),
             nan.copy(), nan.copy(), np.array([r.improved for r in out]),
             np.array([r.converged for r in out]),
-            {"dual": t_tot, "evd": math.nan, "randomization": 0.0})
+            _untimed_parts(t_tot, evd=math.nan))
 
     u, t_first = _start_points(u_prev, n_items, n, gamma)
     code, lz_rule = _method_code(owner, method, options.get("fast_variant", "newton"),

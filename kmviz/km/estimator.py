@@ -303,7 +303,7 @@ class KolmogorovModel(BaseEstimator):
             v_items = np.asarray(validation.items, dtype=np.int64)
             v_p = to_probability(validation.values, r_min, r_max, mode)
 
-        from .bqp import solve_bqp_batch  # the binary-QP side, imported when first needed
+        from .bqp import TIME_PARTS, solve_bqp_batch  # the BQP side, imported when needed
 
         rng = check_random_state(self.random_state)
         u_ptr, u_idx, u_p = _compressed(users, items, p, n_users)
@@ -352,8 +352,10 @@ class KolmogorovModel(BaseEstimator):
                         np.ascontiguousarray(psi_k), u_prev, method=prm["bqp_solver"],
                         evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
                         a=prm["lanczos_a"], eps=prm["dual_eps"], rng=rng)
+                # parts of t_bqp_s (bqp.TIME_PARTS, non-overlapping); t_bqp_dual_s is the sum
+                # of the four t_dual_*_s phase parts
                 times = getattr(res, "times", None) or {}
-                for name in ("dual", "evd", "randomization"):
+                for name in ("dual", *TIME_PARTS):
                     trace.add_time("bqp_dual" if name == "dual" else name,
                                    float(times.get(name, 0.0)))
                 new_psi = np.asarray(res.psi, dtype=np.float64)

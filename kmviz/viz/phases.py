@@ -55,24 +55,44 @@ def phase_share_figure(trace) -> go.Figure:
                   y="share of dual iterations (%)")
 
 
+#: Trace columns of the dual GD time per phase (their sum is t_bqp_dual_s).
+PHASE_TIME_COLUMNS = {"I-A": "t_dual_1a_s", "I-B": "t_dual_1b_s", "II-A": "t_dual_2a_s",
+                      "II-B": "t_dual_2b_s"}
+_BQP_PARTS = ("t_evd_s", "t_lanczos_s", "t_randomization_s")
+
+
+def _has(df, col):
+    return col in df and df[col].notna().any()
+
+
 def phase_time_figure(trace) -> go.Figure:
-    """Stacked bars: wall time of each part of one BCD iteration, per iteration."""
+    """Stacked bars: wall time of each part of one BCD iteration, per iteration.
+
+    The BQP step t_bqp_s is drawn as its non-overlapping parts: dual GD per phase of Alg. 2
+    (EVD and Lanczos time excluded), dense EVD, Lanczos, randomization, and the rest of the
+    step. Older traces without the per-phase split show the dual GD as one bar.
+    """
     title = "Wall time per BCD iteration, by part"
     df = _frame(trace).copy()
-    inner = [c for c in ("t_bqp_dual_s", "t_evd_s", "t_randomization_s") if c in df]
+    by_phase = [c for c in PHASE_TIME_COLUMNS.values() if _has(df, c)]
+    dual = by_phase or [c for c in ("t_bqp_dual_s",) if c in df]
+    inner = [c for c in (*dual, *_BQP_PARTS) if c in df]
     if "t_bqp_s" in df and inner:
         # t_bqp_s times the whole BQP step; its named parts are drawn separately
         df["t_bqp_other_s"] = (df["t_bqp_s"] - df[inner].fillna(0).sum(axis=1)).clip(lower=0)
-    parts = [c for c in TIMED_PARTS if c in df and df[c].notna().any()]
+    skip = {"t_bqp_dual_s"} if by_phase else set(PHASE_TIME_COLUMNS.values())
+    parts = [c for c in TIMED_PARTS if c not in skip and _has(df, c)]
     if df.empty or not parts:
         return empty_figure(title, "This run recorded no phase timings.")
+    phase_of = {c: p for p, c in PHASE_TIME_COLUMNS.items()}
     fig = go.Figure()
     for k, c in enumerate(parts):
-        fig.add_bar(x=df["iteration"], y=df[c], name=TIMED_PARTS[c], marker_color=color(k),
+        col = PHASE_COLORS[phase_of[c]] if c in phase_of else color(k)
+        fig.add_bar(x=df["iteration"], y=df[c], name=TIMED_PARTS[c], marker_color=col,
                     hovertemplate=(f"BCD iteration %{{x}}<br>{TIMED_PARTS[c]}: %{{y:.4f}} s"
                                    "<extra></extra>"))
     fig.update_layout(barmode="stack")
-    return styled(fig, title=title, x="BCD iteration τ", y="wall time (s)")
+    return styled(fig, title=title, x="BCD iteration τ", y="s per BCD iteration")
 
 
 def evd_savings_figure(trace) -> go.Figure:

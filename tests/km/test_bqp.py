@@ -225,8 +225,13 @@ def test_batch_equals_per_item_solve_bqp_with_the_same_draws(method):
         np.testing.assert_array_equal(res.u[i], r.u)
         assert res.improved[i] == r.improved
     assert res.phase_counts.shape == (n_items, 4) and res.phase_counts.dtype == np.int64
-    assert set(res.times) == {"dual", "evd", "randomization"}
+    assert set(res.times) == {"dual", *bqp.TIME_PARTS}
     assert all(t >= 0 for t in res.times.values() if np.isfinite(t))
+    if method in bqp.DUAL_METHODS:  # "dual" is the sum of the phase parts
+        phase_sum = sum(res.times[k] for k in bqp.DUAL_PHASE_PARTS)
+        assert res.times["dual"] == pytest.approx(phase_sum)
+    else:  # no phases: all of it is "dual"
+        assert all(np.isnan(res.times[k]) for k in bqp.DUAL_PHASE_PARTS)
 
 
 def test_batch_lanczos_fields():
@@ -346,3 +351,27 @@ def test_paper_lanczos_rule_still_available_for_fast():
     assert np.isfinite(r.lanczos_m_mean) and np.isfinite(r.objective)
     with pytest.raises(InvalidParameterError, match="lanczos_rule"):
         bqp.solve_bqp(S, v, method="fast", lanczos_rule="magic")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_newton_pcg_solves_the_formed_newton_system(seed):
+    # D = 60 (n >= NEWTON_CG_N): the matrix-free PCG direction equals the Cholesky one
+    D, gamma = 60, 100.0
+    S, v = km_instance(D, 40 + seed, n_users=200)
+    rng = np.random.default_rng(seed)
+    wA = np.linalg.eigvalsh(bqp.dual_matrix(S, v, np.zeros(D + 1)))  # lambda(-A)
+    u = np.median(wA) + rng.uniform(-0.01, 0.01, D + 1) * np.ptp(wA)
+    C = bqp.dual_matrix(S, v, u)
+    w, V = np.linalg.eigh(C)
+    assert 0 < (w > 0).sum() < D + 1  # both sides present: the mixed term is exercised
+    n = D + 1
+    M = np.empty((n, n))
+    K._newton_matrix(C, gamma, w, V, n, K.SIDE_ALL, M, np.empty((n, n)), np.empty((n, n)))
+    g = rng.standard_normal(n)
+    g *= 1e-7 / np.linalg.norm(g)  # eta = ||g||: a tight CG solve
+    mu = gamma * (1e-10 + 1e-7)
+    d = np.empty(n)
+    n_cg = K._newton_pcg(gamma, w, V, n, mu, g, d, 10 * n)
+    assert 0 < n_cg < 10 * n
+    d_ref = np.linalg.solve(M + mu * np.eye(n), -g)
+    np.testing.assert_allclose(d, d_ref, rtol=0, atol=1e-6 * np.abs(d_ref).max())

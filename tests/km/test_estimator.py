@@ -114,12 +114,35 @@ def test_trace_columns(planted):
     m = KolmogorovModel(4, max_iter=2, tol=0.0, random_state=0).fit(train, validation=val)
     row = m.trace_.rows[-1]
     for col in ("objective", "train_rmse", "val_nrmse", "t_build_s", "t_bqp_dual_s",
+                "t_dual_1a_s", "t_dual_1b_s", "t_dual_2a_s", "t_dual_2b_s", "t_lanczos_s",
                 "t_evd_s", "t_randomization_s", "t_lcqp_s", "n_phase_1a", "n_phase_1b",
                 "n_phase_2a", "n_phase_2b", "n_evd", "n_dual_iter", "n_psi_changed",
                 "lanczos_m_mean", "lanczos_beta_mean", "fw_gap_max", "wall_s"):
         assert col in row
     assert row["val_nrmse"] == pytest.approx(-m.score(val))
     assert m.trace_.solver == "km.fast" and m.trace_.stop_reason == "max_iter"
+
+
+BQP_PARTS = ("t_dual_1a_s", "t_dual_1b_s", "t_dual_2a_s", "t_dual_2b_s", "t_evd_s",
+             "t_lanczos_s", "t_randomization_s")
+
+
+@pytest.mark.parametrize("evd", ["exact", "lanczos"])
+def test_bqp_time_parts_tile_the_bqp_step(evd):
+    # D = 16: n = 17 > LZ_DENSE_N, so the certified rule runs Lanczos in phase II-B
+    ratings, _ = make_planted_km(150, 60, 16, noise=0.05, observed=0.5, random_state=3)
+    m = KolmogorovModel(16, max_iter=2, tol=0.0, evd=evd, random_state=0).fit(ratings)
+    for row in m.trace_.rows:
+        parts = [row[c] for c in BQP_PARTS]
+        assert all(np.isfinite(parts)) and min(parts) >= 0.0
+        assert 0.5 * row["t_bqp_s"] <= sum(parts) <= 1.05 * row["t_bqp_s"]
+        assert row["t_bqp_dual_s"] == pytest.approx(sum(parts[:4]))
+    lanczos = m.trace_.column("t_lanczos_s")
+    if evd == "exact":
+        assert np.all(lanczos == 0.0)
+    else:
+        assert np.all(lanczos > 0.0)
+    assert m.trace_.column("t_evd_s").min() > 0.0  # eigh of -A at least
 
 
 def test_callback_and_stop(planted):

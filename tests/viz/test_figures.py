@@ -78,11 +78,32 @@ def test_phase_figures():
     assert len(fig.data) == 4 and fig.layout.barmode == "stack"
     assert fig.data[3].y[0] == pytest.approx(60.0)
     assert "Table II" in fig.layout.title.text
-    tf = phase_time_figure(t)
-    assert tf.layout.yaxis.title.text == "wall time (s)" and len(tf.data) == 5
+    tf = phase_time_figure(t)  # a trace without the per-phase split: dual GD in one bar
+    assert tf.layout.yaxis.title.text == "s per BCD iteration" and len(tf.data) == 5
     ef = evd_savings_figure(t)
     assert len(ef.data) == 3 and "40% of dual iterations need no EVD" in ef.layout.title.text
     assert "no phase counts" in phase_share_figure(Trace(solver="x")).layout.annotations[0].text
+
+
+def test_phase_time_figure_stacks_the_bqp_parts():
+    t = Trace(solver="km.fast")
+    for k in range(2):
+        t.record(objective=1.0, t_build_s=0.01, t_bqp_s=1.0, t_bqp_dual_s=0.3,
+                 t_dual_1a_s=0.01, t_dual_1b_s=0.04, t_dual_2a_s=0.0, t_dual_2b_s=0.25,
+                 t_evd_s=0.4, t_lanczos_s=0.2, t_randomization_s=0.05, t_lcqp_s=0.02)
+    fig = phase_time_figure(t)
+    names = [tr.name for tr in fig.data]
+    assert fig.layout.barmode == "stack" and fig.layout.yaxis.title.text == "s per BCD iteration"
+    assert "BQP dual GD (all phases)" not in names  # drawn as its four phase parts
+    for name in ("BQP dual GD, phase I-A", "BQP dual GD, phase II-B (EVD excluded)",
+                 "dense EVD (eigh)", "Lanczos (Alg. 5)", "randomization (Alg. 3)",
+                 "other BQP work (set-up, draws)"):
+        assert name in names
+    other = fig.data[names.index("other BQP work (set-up, draws)")]
+    assert other.y[0] == pytest.approx(1.0 - 0.3 - 0.4 - 0.2 - 0.05)
+    bqp = sum(tr.y[0] for tr in fig.data if tr.name not in ("build S_i, v_i",
+                                                             "LCQP (Frank-Wolfe, θ)"))
+    assert bqp == pytest.approx(1.0)  # the BQP parts stack to t_bqp_s
 
 
 def test_lanczos_figures():
