@@ -7,7 +7,7 @@ from a cold start (u0 = 1, as in the paper). Shares are reported two ways:
   solves (the paper: "ratio ... averaged by taking 10^4 realizations");
 - "pooled": total iterations per phase / total iterations.
 Rows: the paper's Alg. 2 without the Sec. IV-A initial step (the setting of the paper's
-table), with it, and the "fast" variant (BB steps) for context. Counts only: no timing claim.
+table), with it, and the "fast" solver (semismooth Newton) for context. Counts only: no timing claim.
 
     python bench/table2_phases.py [--draws N] [--quick]
 """

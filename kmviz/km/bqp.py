@@ -28,8 +28,8 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
 
 Line search of the dual methods: Armijo constant c = 1e-4, shrink factor 0.5. Algs. 1 and 2
 start each backtracking from the previous accepted step (t = 1 at the first iteration;
-``ls_restart=True`` restarts from 1 every iteration); "fast" starts from the BB1 step
-s^T s / s^T y. Stop: ||t Delta u|| <= eps. The Sec. IV-A initial step (``initial_step=True``)
+``ls_restart=True`` restarts from 1 every iteration); the Newton method tries t = 1 first;
+``fast_variant="bb"`` starts from the BB1 step s^T s / s^T y. Stop: ||t Delta u|| <= eps. The Sec. IV-A initial step (``initial_step=True``)
 is t0 = u0 - lambda_max(-A) + (D+1)/gamma, taken without a line-search test.
 
 Every returned psi is evaluated on the true objective (4), and never worse than the incumbent

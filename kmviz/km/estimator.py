@@ -129,12 +129,14 @@ class KolmogorovModel(BaseEstimator):
         Dimension D of the model (number of elementary events).
     bqp_solver : {"gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs"}, default="fast"
         Solver of the binary QP (4), passed to :func:`kmviz.km.bqp.solve_bqp_batch`:
-        dual GD (Alg. 1), enhanced GD with EVD elimination (Alg. 2), its fast variant
-        (initial step size, Sec. IV-A), exact enumeration, branch and bound, SDR with
-        randomization, quasi-Newton on the dual.
+        dual GD (Alg. 1), enhanced GD with EVD elimination (Alg. 2), "fast" (a semismooth
+        Newton method on the same dual (14), warm-started from the previous BCD iteration;
+        not in the paper, and measured faster: see bench/), exact enumeration, branch and
+        bound, SDR with randomization, quasi-Newton on the dual.
     evd : {"exact", "lanczos"}, default="exact"
-        Eigen-decomposition inside the dual GD: LAPACK, or the thresholded Lanczos method
-        (Alg. 5, Sec. IV-C).
+        Eigen-decomposition inside the dual solver: LAPACK, or a Lanczos method. For "gd"
+        and "enhanced" it is the paper's Alg. 5 stopped by the threshold (20); for "fast" a
+        Lanczos run certified by its Ritz residuals (see :mod:`kmviz.km.bqp`).
     gamma : float, default=100.0
         Regularization gamma > 0 of the SDP relaxation (11).
     n_rand : int, default=50

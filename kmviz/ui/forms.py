@@ -26,7 +26,7 @@ KM_HELP = {
 }
 
 BQP_SOLVER_LABELS = {
-    "fast": "fast: enhanced GD + initial step (Sec. IV-A)",
+    "fast": "fast: semismooth Newton on the dual (default)",
     "enhanced": "enhanced: GD with EVD elimination (Alg. 2)",
     "gd": "gd: original dual GD (Alg. 1)",
     "exact": "exact: enumeration of all 2^D (small D)",
