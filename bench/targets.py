@@ -3,8 +3,9 @@ and PASS / MISS.
 
 (a) D = 8, default solver: seconds per BCD iteration = wall time of a 10-iteration fit / 10
     (tol = 0, 80% train part) <= 1 s.
-(b) D = 100, default solver with evd="lanczos": BQP seconds per BCD iteration <= 4 s, mid-fit
-    (warm: mean of the iterations after the first) and the first iteration separately.
+(b) D = 100, default solver with evd="lanczos": BQP seconds per BCD iteration <= 4 s, as the
+    paper reports it (BQP time of a 10-iteration fit / 10); the first (cold) iteration and the
+    mean of the warm ones are shown too.
 (c) enhanced GD >= 100x faster per item than the cvxpy SDR baseline at D = 8, objective
     within 1%: the same >= 30 random items, S and v from the theta of the (a) fit, cold
     dual, no incumbent, the same Gaussian draws.
@@ -174,21 +175,20 @@ def main():
                      "result": "n/a (--quick)"})
     else:
         budget_b = args.budget_b or 300.0
-        cb = run_cell(fit_cell, train, 100, 3, args.seed, evd="lanczos", budget=budget_b)
+        cb = run_cell(fit_cell, train, 100, 10, args.seed, evd="lanczos", budget=budget_b)
         fit_rows = cb.value["rows"] if cb.ok else cb.partial
         t = [bqp_seconds(x) for x in fit_rows]
-        if len(t) >= 2:
-            warm = float(np.mean(t[1:]))
-            txt = (f"mid-fit {warm:.2f} s (iterations 2..{len(t)}); 1st iteration {t[0]:.2f} s"
-                   + ("" if cb.ok else f" [{cb.reason}]"))
-            res = "PASS" if warm <= 4.0 else "MISS"
-        elif len(t) == 1:
-            txt = f"1st iteration {t[0]:.2f} s; mid-fit - ({cb.reason} before iteration 2)"
-            res = "MISS"
+        if cb.ok and len(t) >= 2:
+            per_it = float(np.mean(t))
+            txt = (f"{per_it:.2f} s (BQP total {np.sum(t):.1f} s / {len(t)} iterations); "
+                   f"1st iteration {t[0]:.2f} s, iterations 2..{len(t)} mean "
+                   f"{np.mean(t[1:]):.2f} s")
+            res = "PASS" if per_it <= 4.0 else "MISS"
         else:
-            txt = f"- ({cb.reason} before the 1st BCD iteration ended)"
+            done = ", ".join(f"{x:.2f}" for x in t) or "none"
+            txt = f"- ({cb.reason}; iterations finished: {done} s)"
             res = "MISS"
-        rows.append({"target": tgt_b, "measured": txt, "target value": "<= 4 s (mid-fit)",
+        rows.append({"target": tgt_b, "measured": txt, "target value": "<= 4 s",
                      "result": res})
 
     # (c)
