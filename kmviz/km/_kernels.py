@@ -835,14 +835,9 @@ def _side_h_grad(u, C, gamma, w, V, k, side, out_g):
 
 
 @njit(**JIT)
-def _newton_matrix_all(w, V, k, out_M):
-    """Exact P o P + 2 sum_{i+, j-} tau_ij z_ij z_ij^T (unscaled, full matrix) by two GEMMs.
-
-    P = V_+ V_+^T (or I - V_- V_-^T, whichever side is smaller). The mixed term is one GEMM
-    (Z o tau) Z^T with Z[:, (i, j)] = V(:, i) o V(:, j), 2 n^2 r_+ r_- flops; the former
-    triangular loops did the same flops with strided column access and cost ~1.8 ms per
-    Newton step at D = 100 (r_- ~ 8 on warm MovieLens items), more than the EVD itself.
-    """
+def _split_sides(w, V, k):
+    """The first k eigenpairs (w, V) split by sign: (V_+, lambda_+, r_+, V_-, lambda_-, r_-),
+    eigenvectors as contiguous columns (arrays keep at least one column when a side is empty)."""
     n = V.shape[0]
     rp = 0
     for i in range(k):
@@ -866,6 +861,20 @@ def _newton_matrix_all(w, V, k, out_M):
             for a in range(n):
                 Vn[a, ineg] = V[a, i]
             ineg += 1
+    return Vp, lp, rp, Vn, ln, rn
+
+
+@njit(**JIT)
+def _newton_matrix_all(w, V, k, out_M):
+    """Exact P o P + 2 sum_{i+, j-} tau_ij z_ij z_ij^T (unscaled, full matrix) by two GEMMs.
+
+    P = V_+ V_+^T (or I - V_- V_-^T, whichever side is smaller). The mixed term is one GEMM
+    (Z o tau) Z^T with Z[:, (i, j)] = V(:, i) o V(:, j), 2 n^2 r_+ r_- flops; the former
+    triangular loops did the same flops with strided column access and cost ~1.8 ms per
+    Newton step at D = 100 (r_- ~ 8 on warm MovieLens items), more than the EVD itself.
+    """
+    n = V.shape[0]
+    Vp, lp, rp, Vn, ln, rn = _split_sides(w, V, k)
     if rp == 0:
         for a in range(n):
             for b in range(n):
@@ -922,28 +931,7 @@ def _newton_pcg(gamma, w, V, k, mu, g, out_d, max_cg):
     u* are Newton steps to second order; out_d starts at 0.
     """
     n = V.shape[0]
-    rp = 0
-    for i in range(k):
-        if w[i] > 0.0:
-            rp += 1
-    rn = k - rp
-    Vp = np.empty((n, max(rp, 1)))
-    Vn = np.empty((n, max(rn, 1)))
-    lp = np.empty(max(rp, 1))
-    ln = np.empty(max(rn, 1))
-    ip = 0
-    ineg = 0
-    for i in range(k):
-        if w[i] > 0.0:
-            lp[ip] = w[i]
-            for a in range(n):
-                Vp[a, ip] = V[a, i]
-            ip += 1
-        else:
-            ln[ineg] = w[i]
-            for a in range(n):
-                Vn[a, ineg] = V[a, i]
-            ineg += 1
+    Vp, lp, rp, Vn, ln, rn = _split_sides(w, V, k)
     # P o P (scaled by gamma) and the Jacobi preconditioner diag(M) + mu
     PP = np.zeros((n, n))
     if rp > 0:
