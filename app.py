@@ -2,7 +2,10 @@
 
 import streamlit as st
 
+from kmviz.ui.training import background_warm_up
+
 st.set_page_config(page_title="kmviz", page_icon=":material/hub:", layout="wide")
+background_warm_up()  # compile the Numba kernels while the user looks at data (once per process)
 
 pages = {
     "": [st.Page("pages/0_Home.py", title="Home", icon=":material/home:", default=True)],

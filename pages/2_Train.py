@@ -5,7 +5,7 @@ import streamlit as st
 from kmviz.ui.errors import user_errors
 from kmviz.ui.forms import km_params_form
 from kmviz.ui.state import StateKeys, active_run, init_state
-from kmviz.ui.training import FAMILIES, default_params, start_job, warm_up_cached
+from kmviz.ui.training import FAMILIES, background_warm_up, default_params, start_job
 from kmviz.ui.views import collect_finished_job, progress_panel, require_dataset, run_metrics
 
 init_state()
@@ -27,8 +27,10 @@ if overrides:
             icon=":material/replay:")
 params, submitted = km_params_form(default_params(family), overrides=overrides)
 
-with st.spinner("Compiling the Numba kernels (once per server process, a few seconds) ..."):
-    warm_up_cached()
+if not background_warm_up().done.is_set():
+    st.info("Compiling the Numba kernels in the background. The first start after installing "
+            "takes about a minute; later starts load them from disk in a second. A fit you "
+            "start now begins as soon as it is done.", icon=":material/hourglass_top:")
 
 job = st.session_state.get(StateKeys.JOB)
 if submitted:

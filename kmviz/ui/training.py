@@ -11,6 +11,8 @@ kernels), so a second session's job waits in a queue until the first one ends.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -38,19 +40,6 @@ def make_model(family: str, params: dict):
 
 def default_params(family: str = "km") -> dict:
     return make_model(family, {}).get_params()
-
-
-def warm_up() -> float:
-    """Fit a tiny model once so that Numba compiles its kernels; returns the seconds taken."""
-    from kmviz.data import Ratings
-
-    rng = np.random.default_rng(0)
-    users, items = np.divmod(np.arange(12 * 8), 8)
-    data = Ratings.from_arrays(users, items, rng.uniform(size=users.size), r_min=0.0, r_max=1.0)
-    start = time.perf_counter()
-    with _FIT_LOCK:
-        make_model("km", {"D": 3, "max_iter": 2, "tol": 0.0, "random_state": 0}).fit(data)
-    return time.perf_counter() - start
 
 
 def evaluate(model, split: Split) -> dict:
@@ -223,10 +212,47 @@ class TrainingJob:
             return f"session-{int(time.time() * 1000)}"
 
 
+class WarmUp:
+    """Compiling the Numba kernels once per server process, in a daemon thread.
+
+    A fresh install has no compiled kernels on disk: the first compilation takes about a
+    minute on two cores (later starts load them from Numba's cache in about a second). Started
+    when the app starts, it compiles in a child process (:mod:`kmviz.km.warmup`), so the
+    server stays responsive, and overlaps the time a user spends on the Home and Data pages;
+    it holds the fit lock, so a fit started meanwhile waits for it in the queue.
+    """
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.seconds: float | None = None
+        self.error = ""
+        self.thread = threading.Thread(target=self._run, name="kmviz-warm-up", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            from kmviz.km.warmup import compile_kernels
+
+            start = time.perf_counter()
+            with _FIT_LOCK:  # fits started meanwhile wait in the queue
+                # compile in a child process (the compiler holds the GIL and would stall
+                # the server), then load the cached kernels here
+                subprocess.run([sys.executable, "-m", "kmviz.km.warmup"], capture_output=True,
+                               timeout=900, check=False)
+                compile_kernels()
+            self.seconds = time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001 - a fit will then compile (and report) itself
+            log.exception("warm-up failed")
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done.set()
+
+
 @st.cache_resource(show_spinner=False)
-def warm_up_cached() -> float:
-    """:func:`warm_up` once per server process (``st.cache_resource``)."""
-    return warm_up()
+def background_warm_up() -> WarmUp:
+    """Start :class:`WarmUp` once per server process (``st.cache_resource``); never blocks."""
+    warm = WarmUp()
+    warm.thread.start()
+    return warm
 
 
 def start_job(family: str, params: dict) -> TrainingJob:

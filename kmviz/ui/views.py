@@ -171,8 +171,14 @@ def progress_panel() -> None:
         text += f" · {snap['elapsed_s']:.1f} s"
         st.progress(1.0 if status == "done" else frac, text=text)
         if status == "queued":
-            st.info("Waiting: another session on this server is training; this fit starts "
-                    "when it ends.")
+            from .training import background_warm_up
+
+            if not background_warm_up().done.is_set():
+                st.info("Waiting for the Numba kernels to finish compiling (first start "
+                        "after installing only); this fit starts as soon as they are ready.")
+            else:
+                st.info("Waiting: another session on this server is training; this fit "
+                        "starts when it ends.")
         if not job_now.done:
             if st.button("Stop", key="train_stop", icon=":material/stop:",
                          disabled=snap["stop_requested"],
