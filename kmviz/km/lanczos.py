@@ -119,7 +119,9 @@ def lanczos_diagnostics(C, a=1.0):
     - ``lemma3_bound`` = 2m((sigma_UB - sigma_LB) + sigma_Minkowski) of (19),
 
     and the scalars ``sigma_UB``, ``sigma_LB``, ``sigma_Minkowski``, ``delta`` (eq. (20),
-    0 for D = 1), ``m_threshold`` (first m with beta_{m+1} <= delta) and ``eigenvalues``.
+    0 for D = 1), ``m_threshold`` (first m with beta_{m+1} <= delta) and ``eigenvalues``;
+    plus the Ritz values of every T_m as flat arrays ``ritz_m`` (the m of each value) and
+    ``ritz_values``.
     """
     C = _check_symmetric(C, "lanczos_diagnostics")
     a = check_number("lanczos_diagnostics", "a", a, low=0, closed="neither")
@@ -135,8 +137,11 @@ def lanczos_diagnostics(C, a=1.0):
     cols = {k: np.full(n, np.nan) for k in (
         "beta", "max_err", "min_err", "dominant_err", "top_err", "beta_q_dominant", "beta_q_max",
         "beta_q_min", "residual_max", "lemma3_bound")}
+    ritz_m, ritz_values = [], []
     for m in range(1, m_full + 1):
         theta, Y, Q = R.ritz_pairs(alpha[:m], beta[:m], P[:m].T)
+        ritz_m.append(np.full(m, m))
+        ritz_values.append(theta)
         b = beta[m - 1]
         err = np.abs(theta[:, None] - lam[None, :]).min(axis=1)
         bq = b * np.abs(Q[m - 1, :])
@@ -159,4 +164,6 @@ def lanczos_diagnostics(C, a=1.0):
     out.update(thr)
     out["m_threshold"] = int(hit[0] + 1) if hit.size else m_full
     out["eigenvalues"] = lam
+    out["ritz_m"] = np.concatenate(ritz_m)
+    out["ritz_values"] = np.concatenate(ritz_values)
     return out

@@ -72,22 +72,15 @@ def optimal_dual(run, item: int, S, v) -> np.ndarray:
 @st.cache_data(max_entries=64, show_spinner=False)
 def lanczos_view(C: np.ndarray, a: float) -> dict:
     """Diagnostics of Alg. 5 on C for m = 1..D+1, and the Ritz values of every T_m."""
-    from kmviz.km.lanczos import lanczos, lanczos_diagnostics
+    from kmviz.km.lanczos import lanczos_diagnostics
 
     d = lanczos_diagnostics(C, a=a)
     n = len(d["m"])
-    diag = pd.DataFrame({k: np.asarray(d[k]) for k in d
-                         if np.ndim(d[k]) == 1 and len(d[k]) == n and k != "eigenvalues"})
-    from kmviz.km._reference import ritz_pairs
-
-    full = lanczos(C, a=a, delta=0.0)
-    rows = []
-    for m in range(1, full.m + 1):
-        values = ritz_pairs(full.alpha[:m], full.beta_all[:m], np.eye(m))[0]
-        rows += [{"m": m, "value": float(x)} for x in values]
-    return {"diag": diag.dropna(subset=["beta"]), "delta": float(d["delta"]),
+    per_m = {k: np.asarray(d[k]) for k in d if k not in ("eigenvalues", "ritz_m", "ritz_values")
+             and np.ndim(d[k]) == 1 and len(d[k]) == n}
+    return {"diag": pd.DataFrame(per_m).dropna(subset=["beta"]), "delta": float(d["delta"]),
             "m_threshold": int(d["m_threshold"]), "eigenvalues": np.asarray(d["eigenvalues"]),
-            "ritz": pd.DataFrame(rows, columns=["m", "value"])}
+            "ritz": pd.DataFrame({"m": d["ritz_m"], "value": d["ritz_values"]})}
 
 
 # ---------------------------------------------------------------------------- implications

@@ -113,3 +113,17 @@ def test_lanczos_rejects_bad_input():
         lanczos(np.array([[np.nan, 0.0], [0.0, 0.0]]))
     with pytest.raises(ValueError, match="The 'a' parameter of lanczos must be a float"):
         lanczos(np.eye(3), a=0.0)
+
+
+def test_diagnostics_ritz_values_per_m_interlace_the_spectrum():
+    rng = np.random.default_rng(7)
+    B = rng.standard_normal((9, 9))
+    C = (B + B.T) / 2
+    d = lanczos_diagnostics(C, a=1.0)
+    lam = np.linalg.eigvalsh(C)
+    for m in range(1, 10):
+        theta = d["ritz_values"][d["ritz_m"] == m]
+        assert theta.size == m
+        # Cauchy interlacing: every Ritz value lies inside the spectrum
+        assert theta.min() >= lam[0] - 1e-10 and theta.max() <= lam[-1] + 1e-10
+    np.testing.assert_allclose(np.sort(d["ritz_values"][d["ritz_m"] == 9]), lam, atol=1e-8)
