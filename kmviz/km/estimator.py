@@ -16,9 +16,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from .._base import BaseEstimator
 from threadpoolctl import threadpool_limits
 
+from .._base import BaseEstimator
 from .._validation import check_number, check_option, check_random_state
 from ..exceptions import (
     ConvergenceWarning,
@@ -516,6 +516,47 @@ class KolmogorovModel(BaseEstimator):
         return -self.score(ratings)
 
     # ------------------------------------------------------------------ diagnostics
+    @classmethod
+    def from_fitted(cls, theta, psi, ratings, *, trace=None, dual_u=None, **params):
+        """A fitted model from learned ``theta`` and ``psi`` without refitting.
+
+        Rebuilds what :meth:`fit` derives from the training ratings (scale, probability
+        mapping, known users and items, mean probability), for example for a run reopened
+        from the run store.
+
+        Parameters
+        ----------
+        theta : array-like, shape (n_users, D)
+        psi : array-like of 0/1, shape (n_items, D)
+        ratings : kmviz.data.Ratings
+            The training ratings theta and psi were learned on.
+        trace : kmviz.trace.Trace, optional
+            The fit's trace (an empty one by default).
+        dual_u : array-like, shape (n_items, D + 1), optional
+            The items' dual solutions (NaN by default).
+        **params
+            Estimator parameters (``D`` must match theta's columns).
+        """
+        model = cls(**params)
+        prm = model._check_params()
+        model._check_ratings(ratings)
+        theta = np.asarray(theta, dtype=np.float64)
+        psi = np.asarray(psi, dtype=np.float64)
+        shape = (ratings.n_users, prm["D"]), (ratings.n_items, prm["D"])
+        if theta.shape != shape[0] or psi.shape != shape[1]:
+            raise ValueError(f"theta {theta.shape} and psi {psi.shape} do not match the ratings "
+                             f"and D={prm['D']}: expected {shape[0]} and {shape[1]}.")
+        mode = prm["probability"]
+        p = to_probability(ratings.values, ratings.r_min, ratings.r_max, mode)
+        if dual_u is None:
+            dual_u = np.full((psi.shape[0], psi.shape[1] + 1), np.nan)
+        if trace is None:
+            trace = Trace(solver=f"km.{prm['bqp_solver']}", params=model.get_params())
+        model._set_fitted(theta, psi, dual_u, ratings.user_counts() > 0,
+                          ratings.item_counts() > 0, ratings.r_min, ratings.r_max, mode,
+                          float(p.mean()), trace.n_iter, trace)
+        return model
+
     def item_problem(self, ratings, item):
         """The binary QP (4) of one item at the fitted theta: ``(S_i, v_i)``.
 

@@ -180,23 +180,13 @@ def saved_data(run):
 def km_model_from_saved(run, split):
     """A fitted KolmogorovModel from a saved run's theta, psi and training ratings."""
     from kmviz.km import KolmogorovModel
-    from kmviz.km.estimator import to_probability
 
     from .training import default_params
 
     params = rerun_params(run.params, default_params("km"))
-    model = KolmogorovModel(**params)
-    theta = np.asarray(run.arrays["theta"], dtype=np.float64)
-    psi = np.asarray(run.arrays["psi"], dtype=np.float64)
-    train = split.train
-    mode = params.get("probability", "minmax")
-    p = to_probability(train.values, train.r_min, train.r_max, mode)
-    dual_u = run.arrays.get("dual_u", np.full((psi.shape[0], psi.shape[1] + 1), np.nan))
-    # the same call KolmogorovModel.load makes: the fitted state without refitting
-    model._set_fitted(theta, psi, dual_u, train.user_counts() > 0, train.item_counts() > 0,
-                      train.r_min, train.r_max, mode, float(p.mean()) if p.size else 0.0,
-                      run.trace.n_iter, run.trace)
-    return model
+    return KolmogorovModel.from_fitted(run.arrays["theta"], run.arrays["psi"], split.train,
+                                       trace=run.trace, dual_u=run.arrays.get("dual_u"),
+                                       **params)
 
 
 def record_from_saved(run):

@@ -318,3 +318,17 @@ def test_item_problem_errors():
         m.item_problem(r, 3)
     with pytest.raises(ValueError, match="the model was fitted on"):
         m.item_problem(Ratings.from_arrays([0, 1], [0, 1], [0.1, 0.5]), 0)
+
+
+def test_from_fitted_predicts_like_the_fitted_model(planted):
+    ratings, _ = planted
+    train, test = ratings.split(0.3, random_state=0)
+    m = KolmogorovModel(D=4, max_iter=3, tol=0.0, random_state=0, probability="max").fit(train)
+    r = KolmogorovModel.from_fitted(m.theta_, m.psi_, train, trace=m.trace_,
+                                    **m.get_params())
+    np.testing.assert_array_equal(r.predict(test.users, test.items),
+                                  m.predict(test.users, test.items))
+    assert r.nrmse(test) == m.nrmse(test)
+    np.testing.assert_array_equal(r.known_items_, m.known_items_)
+    with pytest.raises(ValueError, match="do not match the ratings and D=4"):
+        KolmogorovModel.from_fitted(m.theta_[:, :3], m.psi_, train, D=4)
