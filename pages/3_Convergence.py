@@ -21,7 +21,7 @@ st.subheader("Dual gradient descent on one item's binary QP (Figs. 1 and 2)")
 st.caption("The item's S_i and v_i are built from the run's θ and training ratings; the dual "
            "(13) is solved from scratch, once per method. Colours mark the phases of Alg. 2.")
 run = require_run(need_split=True)
-item = item_picker(run, key="conv_item")
+item = item_picker(run, key="conv_item", prefer="median")
 gamma = float(run.params.get("gamma", 100.0))
 with user_errors("running the dual gradient descent") as outcome:
     S, v = item_bqp_problem(run, item)

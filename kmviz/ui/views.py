@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -82,8 +83,13 @@ def open_saved_run(run_id: str):
     return record
 
 
-def item_picker(run, *, key: str, label: str = "Item"):
-    """Select an item that has training ratings; shows names and rating counts."""
+def item_picker(run, *, key: str, label: str = "Item", prefer: str = "most"):
+    """Select an item that has training ratings; shows names and rating counts.
+
+    The list runs from the most rated item down; ``prefer="median"`` preselects the median
+    item among those with at least 10 ratings (all items if none has): the paper's step rule
+    needs thousands of dual iterations on the most rated items, so the dual GD figures start
+    from a typical one."""
     from .analysis import items_by_count
 
     train = run.split.train
@@ -92,7 +98,11 @@ def item_picker(run, *, key: str, label: str = "Item"):
         st.info("No item has training ratings.")
         st.stop()
     counts = train.item_counts()
-    return st.selectbox(label, order, key=key,
+    index = 0
+    if prefer == "median":
+        n_rated = int(np.sum(counts[order] >= 10)) or len(order)  # order: most rated first
+        index = n_rated // 2
+    return st.selectbox(label, order, key=key, index=index,
                         format_func=lambda i: f"{train.item_label(i)} [{i}] · {counts[i]} ratings")
 
 
