@@ -47,9 +47,16 @@ min_infl = c1.slider("minimum influence ς", 0.0, 1.0, 0.0, 0.05, key="impl_min_
 lo, hi = c2.slider("support size", 0, max(sizes) + 1, (min(sizes), max(sizes)),
                    key="impl_support")
 rated = [i for i in an.items_by_count(train) if keep[i]]
-item = c3.selectbox("item", rated, key="impl_item", format_func=lambda i: f"{names[i]} [{i}]")
+clicked = an.clicked_item(st.session_state.get("impl_graph"))
+if clicked is not None and clicked != st.session_state.get("impl_last_click"):
+    st.session_state["impl_last_click"] = clicked  # a click selects once; the picker stays free
+    if clicked in rated:
+        st.session_state["impl_item"] = clicked
+item = c3.selectbox("item", rated, key="impl_item", format_func=lambda i: f"{names[i]} [{i}]",
+                    help="Or click a node of the graph.")
 H = filter_graph(G, min_influence=min_infl, min_support=lo, max_support=hi)
-st.plotly_chart(implication_graph_figure(H, selected=an.node_of_item(H, item)))
+st.plotly_chart(implication_graph_figure(H, selected=an.node_of_item(H, item)),
+                key="impl_graph", on_select="rerun", selection_mode="points")
 if item is not None:
     said, told = an.plain_words(run, item, names, keep=keep)
     st.markdown(f"- {said}\n- {told}")

@@ -159,6 +159,19 @@ def restrict_graph(G, keep: np.ndarray):
     return H
 
 
+def clicked_item(selection_state) -> int | None:
+    """The item of the node clicked in the implication graph, from the chart's selection
+    state (``st.session_state[<chart key>]``), or None when no node is selected."""
+    points = ((selection_state or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        data = point.get("customdata")
+        if isinstance(data, list):  # some front-ends wrap a scalar customdata in a list
+            data = data[0] if data else None
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return int(data)
+    return None
+
+
 def node_of_item(G, item: int):
     for n, d in G.nodes(data=True):
         if int(item) in d.get("members", ()):

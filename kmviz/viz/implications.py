@@ -168,6 +168,8 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
         x=xs, y=ys, mode="markers+text" if show_labels and len(nodes) <= 60 else "markers",
         text=[_node_label(G.nodes[n], n) for n in nodes], textposition="top center",
         textfont=dict(size=10), hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        # the first member item of each node, so a click on a node names an item
+        customdata=[int(list(_attr(G.nodes[n], "members", default=[n]))[0]) for n in nodes],
         name="item groups (same support)",
         marker=dict(size=sizes, color=infl, colorscale="Viridis", cmin=0, cmax=1,
                     showscale=True, colorbar=dict(title="ς", thickness=12),

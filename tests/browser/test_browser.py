@@ -141,6 +141,29 @@ def test_data_train_implications_runs(server):
             _settle(page)
             page.screenshot(path=str(ARTIFACTS / "04-implications.png"), full_page=True)
 
+            # Clicking a node of the graph selects its item in the picker
+            picker = page.get_by_label("item", exact=True).first
+            before = picker.input_value() if picker.count() else ""
+            graph = page.locator(".js-plotly-plot").nth(1)
+            k = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
+                               "'item groups (same support)')")
+            points = graph.locator("g.scatterlayer g.trace").nth(k).locator("path.point")
+            target = None
+            for j in range(points.count()):
+                name = graph.evaluate(
+                    f"gd => gd.data[{k}].hovertext[{j}].split('<br>')[0]")
+                if name and name.split(" [")[0] not in before:
+                    target = j
+                    break
+            assert target is not None, "every node is the selected one"
+            box = points.nth(target).bounding_box()
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            page.wait_for_timeout(1500)
+            _settle(page)
+            expect(page.get_by_text("Everyone who likes").first).to_be_visible()
+            after = page.get_by_label("item", exact=True).first.input_value()
+            assert after != before, (before, after)
+
             # The other Explore pages render charts without errors
             for k, (title, heading) in enumerate([
                     ("Convergence", "Dual gradient descent on one item"),

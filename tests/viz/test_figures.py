@@ -186,3 +186,15 @@ def test_bcd_convergence_axes_for_a_flat_zero_run():
     fig = bcd_convergence_figure({"run": t})
     assert fig.layout.yaxis.rangemode == "nonnegative"
     assert fig.layout.xaxis.dtick == 1
+
+
+def test_graph_nodes_carry_their_first_item_for_clicks():
+    from kmviz.ui.analysis import clicked_item
+
+    fig = implication_graph_figure(_graph())
+    nodes = [tr for tr in fig.data if tr.name == "item groups (same support)"][0]
+    assert sorted(nodes.customdata) == [0, 1, 3]  # node {Heat, Up} answers with item 1
+    assert clicked_item({"selection": {"points": [{"point_index": 1, "customdata": 3}]}}) == 3
+    assert clicked_item({"selection": {"points": [{"customdata": [1]}]}}) == 1
+    assert clicked_item({"selection": {"points": [{"x": 0.5}]}}) is None  # an edge marker
+    assert clicked_item(None) is None and clicked_item({"selection": {"points": []}}) is None
