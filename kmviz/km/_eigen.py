@@ -332,6 +332,41 @@ def psd_cholesky(X, out_L):
 
 
 @njit(**JIT)
+def lanczos_step(C, sign, P, j, beta_prev, w):
+    """Step j of Lanczos on ``sign * C`` with full reorthogonalization; returns (alpha, beta).
+
+    Rows 0..j of P hold p_1..p_{j+1}. On return ``w`` is the new residual: sign*C p_{j+1}
+    - beta_prev p_j - alpha p_{j+1}, reorthogonalized twice against p_1..p_{j+1} ("twice is
+    enough"), and beta = ||w||, so p_{j+2} = w / beta.
+    """
+    n = C.shape[0]
+    for i in range(n):
+        s = 0.0
+        for l in range(n):
+            s += C[i, l] * P[j, l]
+        w[i] = sign * s
+    if j > 0:
+        for i in range(n):
+            w[i] -= beta_prev * P[j - 1, i]
+    alpha = 0.0
+    for i in range(n):
+        alpha += w[i] * P[j, i]
+    for i in range(n):
+        w[i] -= alpha * P[j, i]
+    for _ in range(2):
+        for l in range(j + 1):
+            c = 0.0
+            for i in range(n):
+                c += w[i] * P[l, i]
+            for i in range(n):
+                w[i] -= c * P[l, i]
+    beta = 0.0
+    for i in range(n):
+        beta += w[i] * w[i]
+    return alpha, math.sqrt(beta)
+
+
+@njit(**JIT)
 def lanczos_side(C, sign, p1, tol, out_w, out_V, work_P, work_al, work_be, work_T,
                  work_Q, work_e, work_n, work_W):
     """Certified one-sided Lanczos without a step cap (see ``lanczos_side_capped``)."""
@@ -369,31 +404,7 @@ def lanczos_side_capped(C, sign, p1, tol, out_w, out_V, work_P, work_al, work_be
     last_checked = -1
     beta = 0.0
     for j in range(n):
-        for i in range(n):
-            s = 0.0
-            for l in range(n):
-                s += C[i, l] * P[j, l]
-            w[i] = sign * s
-        if j > 0:
-            b = work_be[j - 1]
-            for i in range(n):
-                w[i] -= b * P[j - 1, i]
-        alpha = 0.0
-        for i in range(n):
-            alpha += w[i] * P[j, i]
-        for i in range(n):
-            w[i] -= alpha * P[j, i]
-        for _ in range(2):  # full reorthogonalization, twice is enough
-            for l in range(j + 1):
-                c = 0.0
-                for i in range(n):
-                    c += w[i] * P[l, i]
-                for i in range(n):
-                    w[i] -= c * P[l, i]
-        beta = 0.0
-        for i in range(n):
-            beta += w[i] * w[i]
-        beta = math.sqrt(beta)
+        alpha, beta = lanczos_step(C, sign, P, j, work_be[j - 1] if j > 0 else 0.0, w)
         work_al[j] = alpha
         work_be[j] = beta
         mj = j + 1

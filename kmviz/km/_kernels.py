@@ -21,7 +21,8 @@ from numba.extending import intrinsic
 
 from kmviz._jit import JIT, PJIT
 
-from ._eigen import SMALL_N, cholesky_solve, eigh_into, lanczos_side_capped, psd_cholesky
+from ._eigen import (SMALL_N, cholesky_solve, eigh_into, lanczos_side_capped,
+                     lanczos_step, psd_cholesky)
 
 GD, ENHANCED, FAST = 0, 1, 2
 EVD_EXACT, EVD_LANCZOS = 0, 1
@@ -180,32 +181,7 @@ def lanczos_tridiag(C, p1, delta, out_alpha, out_beta, out_P):
         out_P[0, i] = p1[i]
     m = n
     for j in range(n):
-        for i in range(n):
-            s = 0.0
-            for k in range(n):
-                s += C[i, k] * out_P[j, k]
-            w[i] = s
-        if j > 0:
-            b = out_beta[j - 1]
-            for i in range(n):
-                w[i] -= b * out_P[j - 1, i]
-        alpha = 0.0
-        for i in range(n):
-            alpha += w[i] * out_P[j, i]
-        for i in range(n):
-            w[i] -= alpha * out_P[j, i]
-        # full reorthogonalization against p_1..p_j, twice ("twice is enough")
-        for _ in range(2):
-            for l in range(j + 1):
-                c = 0.0
-                for i in range(n):
-                    c += w[i] * out_P[l, i]
-                for i in range(n):
-                    w[i] -= c * out_P[l, i]
-        beta = 0.0
-        for i in range(n):
-            beta += w[i] * w[i]
-        beta = math.sqrt(beta)
+        alpha, beta = lanczos_step(C, 1.0, out_P, j, out_beta[j - 1] if j > 0 else 0.0, w)
         out_alpha[j] = alpha
         out_beta[j] = beta
         if beta <= delta or j == n - 1 or beta == 0.0:
