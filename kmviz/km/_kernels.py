@@ -347,6 +347,19 @@ def dual_value_grad(S, v, u, gamma, out_g):
 
 
 @njit(**JIT)
+def _spectrum_workspace(S, v):
+    """-A of the homogenized BQP (10) and the scratch that ``_positive_spectrum`` works in:
+    (negA, C, w, V, P, alpha, beta, p1), p1 the Lanczos start vector."""
+    n = S.shape[0] + 1
+    A = np.empty((n, n))
+    homogenize(S, v, A)
+    p1 = np.empty(n)
+    lanczos_start(n, p1)
+    return (-A, np.empty((n, n)), np.empty(n), np.empty((n, n)), np.empty((n, n)),
+            np.empty(n), np.empty(n), p1)
+
+
+@njit(**JIT)
 def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
                     c_armijo, shrink, nm_window, ls_restart, t_first,
                     out_phase, stats, traj_h, traj_u, traj_step, traj_phase, traj_nevd):
@@ -365,17 +378,7 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
     e_start = stats[ST_EVD_CYC] + stats[ST_LZ_CYC]
     D = S.shape[0]
     n = D + 1
-    A = np.empty((n, n))
-    homogenize(S, v, A)
-    negA = -A
-    C = np.empty((n, n))
-    w = np.empty(n)
-    V = np.empty((n, n))
-    P = np.empty((n, n))
-    al = np.empty(n)
-    be = np.empty(n)
-    p1 = np.empty(n)
-    lanczos_start(n, p1)
+    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
     g = np.empty(n)
     g_old = np.empty(n)
     u_trial = np.empty(n)
@@ -557,17 +560,7 @@ def randomize_item(S, v, u, gamma, evd, a, xi, psi_prev, has_prev, out_psi, stat
     c_start = _read_cycles()
     D = S.shape[0]
     n = D + 1
-    A = np.empty((n, n))
-    homogenize(S, v, A)
-    negA = -A
-    C = np.empty((n, n))
-    w = np.empty(n)
-    V = np.empty((n, n))
-    P = np.empty((n, n))
-    al = np.empty(n)
-    be = np.empty(n)
-    p1 = np.empty(n)
-    lanczos_start(n, p1)
+    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
     k = _positive_spectrum(negA, u, evd, a, p1, C, w, V, P, al, be, stats)
     f, improved = randomize_from_pairs(S, v, w, V, k, gamma, xi, psi_prev, has_prev, out_psi)
     stats[ST_ALL_CYC] += float(_read_cycles() - c_start)
