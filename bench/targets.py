@@ -8,7 +8,8 @@ and PASS / MISS.
     mean of the warm ones are shown too.
 (c) enhanced GD >= 100x faster per item than the cvxpy SDR baseline at D = 8, objective
     within 1%: the same >= 30 random items, S and v from the theta of the (a) fit, cold
-    dual, no incumbent, the same Gaussian draws.
+    dual, no incumbent, the same Gaussian draws; times best of 3, both sides serial. Also
+    for the default solver, with the floor that Alg. 2's EVD count puts on its time.
 (d) D = 10: on >= 90% of the items' BQPs (S, v from the theta of a 3-iteration fit) the
     default solver's objective is within 1% of the exact optimum (exact_bqp enumeration);
     also reported for enhanced.
@@ -31,6 +32,7 @@ from _common import (
 )
 
 DEFAULT_SOLVER = "fast"
+D_C = 8  # D of target (c)
 
 
 def fit_cell(emit, train, D, n_iter, seed, evd="exact", lam=0.0, test=None):
@@ -65,7 +67,14 @@ def sample_time_cell(emit, S, v, method, evd):
 
 
 def sdr_cell(emit, S, v, seed):
-    """Per-item times and objectives of enhanced (batch and one by one) and SDR."""
+    """Per-item times and objectives of enhanced, fast and SDR on the same items and draws.
+
+    Every time is the best of 3 repetitions: a batch call / k for enhanced and fast (serial
+    on one Numba thread, and the 2-thread batch), each item's own solve for SDR (median over
+    the items). Python's per-call overhead is shown via one solve_bqp call per item.
+    """
+    import numba
+
     from kmviz.km import solve_bqp
     from kmviz.km.bqp import solve_bqp_batch
 
@@ -76,43 +85,48 @@ def sdr_cell(emit, S, v, seed):
     warmup("sdr")
     k, D = v.shape
     xi = np.random.default_rng(seed).standard_normal((k, 50, D + 1))
-    import numba
+    psi0 = np.zeros(v.shape)
 
-    t0 = time.perf_counter()
-    b = solve_bqp_batch(S, v, np.zeros(v.shape), method="enhanced", xi=xi)
-    t_batch = (time.perf_counter() - t0) / k
+    def batch(method, reps=3):
+        best, res = np.inf, None
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            res = solve_bqp_batch(S, v, psi0, method=method, xi=xi)
+            best = min(best, time.perf_counter() - t0)
+        return best / k, res
+
+    out = {}
+    out["t_batch"], b = batch("enhanced", 1)  # 2 threads; one run: ~0.2 s per pass
+    out["t_fast_batch"], bf = batch(DEFAULT_SOLVER)
     n_thr = numba.get_num_threads()
     numba.set_num_threads(1)  # serial, like the SDR loop
-    t0 = time.perf_counter()
-    solve_bqp_batch(S, v, np.zeros(v.shape), method="enhanced", xi=xi)
-    t_serial = (time.perf_counter() - t0) / k
-    t0 = time.perf_counter()
-    solve_bqp_batch(S, v, np.zeros(v.shape), method="fast", xi=xi)
-    t_fast_serial = (time.perf_counter() - t0) / k
-    numba.set_num_threads(n_thr)
-    t0 = time.perf_counter()
-    bf = solve_bqp_batch(S, v, np.zeros(v.shape), method="fast", xi=xi)
-    t_fast_batch = (time.perf_counter() - t0) / k
-    t_one, t_fast, t_sdr, f_sdr = [], [], [], []
+    try:
+        out["t_serial"], _ = batch("enhanced", 2)
+        out["t_fast_serial"], bs = batch(DEFAULT_SOLVER)
+    finally:
+        numba.set_num_threads(n_thr)
+    t_one, t_sdr, t_ipm, f_sdr = [], [], [], []
     for i in range(k):
         t0 = time.perf_counter()
         solve_bqp(S[i], v[i], method="enhanced", xi=xi[i])
         t_one.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        solve_bqp(S[i], v[i], method="fast", xi=xi[i])
-        t_fast.append(time.perf_counter() - t0)
     for i in range(k):
-        t0 = time.perf_counter()
-        r = solve_bqp(S[i], v[i], method="sdr", xi=xi[i])
-        t_sdr.append(time.perf_counter() - t0)
+        best, ipm = np.inf, np.inf
+        for _ in range(3):
+            t0 = time.perf_counter()
+            r = solve_bqp(S[i], v[i], method="sdr", xi=xi[i])
+            best = min(best, time.perf_counter() - t0)
+            ipm = min(ipm, r.info["solve_time"])
+        t_sdr.append(best)
+        t_ipm.append(ipm)
         f_sdr.append(r.objective)
         emit(i)
-    return {"t_batch": t_batch, "t_one": float(np.median(t_one)),
-            "t_one_mean": float(np.mean(t_one)), "t_sdr": float(np.median(t_sdr)),
-            "t_sdr_mean": float(np.mean(t_sdr)), "f_enh": b.objective, "f_sdr": np.array(f_sdr),
-            "t_fast": float(np.median(t_fast)), "t_fast_batch": t_fast_batch,
-            "f_fast": bf.objective, "n_iter_enh": b.n_iter, "t_serial": t_serial,
-            "t_fast_serial": t_fast_serial}
+    out.update({"t_one": float(np.median(t_one)), "t_sdr": float(np.median(t_sdr)),
+                "f_enh": b.objective, "f_sdr": np.array(f_sdr), "f_fast": bf.objective,
+                "n_iter_enh": b.n_iter, "n_evd_enh": b.n_evd, "t_ipm": float(np.median(t_ipm)),
+                # seconds per EVD of C(u) in fast's serial batch (the same (D+1)^2 matrices)
+                "t_per_evd": bs.times["evd"] / max(float(bs.n_evd.sum()), 1.0)})
+    return out
 
 
 def exact_cell(emit, S, v, seed):
@@ -193,42 +207,52 @@ def main():
                      "result": res})
 
     # (c)
-    tgt_c = f"(c) enhanced vs cvxpy SDR, D=8, {k_c} items: speed-up and objective"
+    tgt_c = f"(c) enhanced GD (Alg. 2) vs cvxpy SDR, D=8, {k_c} items: speed-up and objective"
+    tgt_cf = (f"(c) same, for '{DEFAULT_SOLVER}' (the default: the same dual and EVD "
+              f"elimination, Newton steps, see kmviz.km.bqp)")
     if ca.ok:
         items = sample_items(train, k_c, args.seed + 2)
         S, v = item_stats(train, ca.value["theta"], items)
-        cc = run_cell(sdr_cell, S, v, args.seed, budget=120)
+        cc = run_cell(sdr_cell, S, v, args.seed, budget=180)
         if cc.ok:
             c = cc.value
-            ratio = c["t_sdr"] / c["t_serial"]
-            ratio_b = c["t_sdr"] / c["t_batch"]
-            tot = (c["f_enh"].sum() - c["f_sdr"].sum()) / abs(c["f_sdr"].sum())
-            share = float(np.mean(within(c["f_enh"], c["f_sdr"])))
-            ok = ratio >= 100 and tot <= 0.01
-            rows.append({"target": tgt_c,
-                         "measured": (f"{ratio:.2f}x per item, both serial (SDR median "
-                                      f"{c['t_sdr'] * 1e3:.2f} ms/item; enhanced "
-                                      f"{c['t_serial'] * 1e3:.2f} ms/item = batch time / k "
-                                      f"on 1 Numba thread); {ratio_b:.2f}x vs enhanced's "
-                                      f"2-thread batch ({c['t_batch'] * 1e3:.2f} ms/item); "
-                                      f"via solve_bqp one call per item "
-                                      f"{c['t_one'] * 1e3:.2f} ms (Python overhead); summed "
-                                      f"objective {100 * tot:+.2f}% vs SDR; {100 * share:.0f}% "
-                                      f"of items within 1%"),
-                         "target value": ">= 100x and objective within 1%",
-                         "result": "PASS" if ok else "MISS"})
-            it = c["n_iter_enh"]
-            tot_f = (c["f_fast"].sum() - c["f_sdr"].sum()) / abs(c["f_sdr"].sum())
-            rows.append({"target": "(c, info) same items: enhanced's dual iterations; "
-                                   "the default 'fast' vs SDR",
-                         "measured": (f"enhanced dual iterations per item median "
+            for label, t_ser, t_bat, f in (
+                    (tgt_c, c["t_serial"], c["t_batch"], c["f_enh"]),
+                    (tgt_cf, c["t_fast_serial"], c["t_fast_batch"], c["f_fast"])):
+                ratio = c["t_sdr"] / t_ser
+                tot = (f.sum() - c["f_sdr"].sum()) / abs(c["f_sdr"].sum())
+                share = float(np.mean(within(f, c["f_sdr"])))
+                ok = ratio >= 100 and tot <= 0.01
+                rows.append({"target": label,
+                             "measured": (f"{ratio:.1f}x per item, both serial (SDR median "
+                                          f"{c['t_sdr'] * 1e3:.2f} ms/item; this solver "
+                                          f"{t_ser * 1e3:.3f} ms/item = batch time / k on 1 "
+                                          f"Numba thread); {c['t_sdr'] / t_bat:.1f}x vs its "
+                                          f"2-thread batch; summed objective {100 * tot:+.2f}% "
+                                          f"vs SDR; {100 * share:.0f}% of items within 1%"),
+                             "target value": ">= 100x and objective within 1%",
+                             "result": "PASS" if ok else "MISS"})
+            it, ne = c["n_iter_enh"], c["n_evd_enh"]
+            floor = ne.mean() * c["t_per_evd"]
+            rows.append({"target": "(c, info) why Alg. 2 cannot reach 100x here",
+                         "measured": (f"Alg. 2's iterates are fixed (Remark 2: those of "
+                                      f"Alg. 1): dual iterations per item median "
                                       f"{np.median(it):.0f}, mean {it.mean():.0f}, max "
-                                      f"{it.max()}; fast: {c['t_sdr'] / c['t_fast_serial']:.1f}x "
-                                      f"serial ({c['t_fast_serial'] * 1e3:.2f} ms/item), "
-                                      f"{c['t_sdr'] / c['t_fast_batch']:.1f}x 2-thread batch; summed "
-                                      f"objective {100 * tot_f:+.2f}% vs SDR; "
-                                      f"{100 * np.mean(within(c['f_fast'], c['f_sdr'])):.0f}% "
-                                      f"of items within 1%"),
+                                      f"{it.max()}; EVDs per item mean {ne.mean():.0f}. At "
+                                      f"{c['t_per_evd'] * 1e6:.1f} us per {D_C + 1}x{D_C + 1} "
+                                      f"EVD (measured in the fast batch) the EVDs alone take "
+                                      f"{floor * 1e3:.2f} ms/item: at most "
+                                      f"{c['t_sdr'] / floor:.1f}x vs SDR, whatever the rest "
+                                      f"costs. solve_bqp one call per item: "
+                                      f"{c['t_one'] * 1e3:.2f} ms (Python overhead included)"),
+                         "target value": "(info)", "result": "(info)"})
+            rows.append({"target": "(c, info) the SDR baseline's time, split",
+                         "measured": (f"cvxpy SDR {c['t_sdr'] * 1e3:.2f} ms/item (problem "
+                                      f"built once per size, A a parameter), of which "
+                                      f"Clarabel's own interior-point time "
+                                      f"{c['t_ipm'] * 1e3:.2f} ms; '{DEFAULT_SOLVER}' vs "
+                                      f"that IPM time alone: "
+                                      f"{c['t_ipm'] / c['t_fast_serial']:.1f}x"),
                          "target value": "(info)", "result": "(info)"})
         else:
             rows.append({"target": tgt_c, "measured": f"- ({cc.reason}; {len(cc.partial)} "
@@ -280,7 +304,7 @@ def main():
     print(table(rows, ["target", "measured", "target value", "result"]))
     print("Notes: (a) and (b) are wall-clock on a shared 2-core box and move with the load; "
           "(c) is a ratio measured in one run, both sides serial (the cvxpy SDR loop is "
-          "single-threaded; the enhanced batch ran on one Numba thread for it); (d) and "
+          "single-threaded; the batches ran on one Numba thread for it); (d) and "
           "(e) do not depend on the machine.")
     footer(t_start)
 

@@ -6,7 +6,7 @@ allocates the outputs, copies the input and checks it for NaN on every call. For
 O(n^3) work (about 7 us for a 9 x 9 matrix, most of it not arithmetic). ``sym_eig`` works in
 caller-provided buffers and does no allocation; it is the classic EISPACK pair tred2 / tql2
 (as in JAMA), whose accuracy is that of LAPACK's QL/QR path (backward stable, eigenvalues to
-a few ulps of ||C||). Above ``SMALL_N`` the kernels call ``np.linalg.eigh`` (the cache-blocked
+a few ulps of ||C||). Above ``DENSE_N`` the kernels call ``np.linalg.eigh`` (the cache-blocked
 LAPACK routine wins there).
 
 The twin for tests is ``numpy.linalg.eigh`` itself (eigenvalues, eigenvectors up to sign).
@@ -19,19 +19,25 @@ from numba import njit
 
 from kmviz._jit import JIT
 
-# Measured (bench in the km notes): sym_eig beats np.linalg.eigh inside Numba up to n ~ 24
-# on this machine; above that LAPACK's blocked code wins.
+# Below this size the dual solvers treat a (D+1) x (D+1) matrix as small: full EVDs at warm
+# starts, loop-form Newton matrices (see _kernels), dense EVDs instead of Lanczos.
 SMALL_N = 24
+# eigh_into's switch to LAPACK. bench/eig_small.py (2026-11-21, one BLAS thread): sym_eig
+# took 0.45x LAPACK's time at n = 9, 0.80x at n = 48, 1.03x at n = 64 and 1.6x at n = 101.
+DENSE_N = 56
 
 _EPS = 2.0 ** -52
 
 
 @njit(**JIT)
-def _tql2(d, e, V, n):
-    """Implicit QL (EISPACK tql2) on the tridiagonal (d, e[1:]); rotations applied to V.
+def _tql2(d, e, Wt, n):
+    """Implicit QL (EISPACK tql2) on the tridiagonal (d, e[1:]); rotations applied to the rows
+    of Wt (the transposed eigenvector matrix, so the rotations run over contiguous memory).
 
-    Ascending eigenvalues end in d[:n], eigenvectors in V[:, :n]; returns 0 or 1 (no
-    convergence in 30 n sweeps for one eigenvalue, e.g. NaN input).
+    Ascending eigenvalues end in d[:n], eigenvectors in the rows Wt[:n, :]; returns 0 or 1 (no
+    convergence in 30 n sweeps for one eigenvalue, e.g. NaN input). The radii are plain
+    sqrt(p^2 + e^2), not hypot (1.4x faster at n = 9): ``sym_eig`` scales its input so no
+    square overflows.
     """
     # --- tql2: implicit QL with Wilkinson-type shifts on the tridiagonal (d, e)
     for i in range(1, n):
@@ -56,7 +62,7 @@ def _tql2(d, e, V, n):
                     break
                 g = d[l]
                 p = (d[l + 1] - g) / (2.0 * e[l])
-                r = math.hypot(p, 1.0)
+                r = math.sqrt(p * p + 1.0)
                 if p < 0.0:
                     r = -r
                 d[l] = e[l] / (p + r)
@@ -79,16 +85,16 @@ def _tql2(d, e, V, n):
                     s2 = s
                     g = c * e[i]
                     h = c * p
-                    r = math.hypot(p, e[i])
+                    r = math.sqrt(p * p + e[i] * e[i])
                     e[i + 1] = s * r
                     s = e[i] / r
                     c = p / r
                     p = c * d[i] - s * g
                     d[i + 1] = h + s * (c * g + s * d[i])
                     for k in range(n):
-                        h = V[k, i + 1]
-                        V[k, i + 1] = s * V[k, i] + c * h
-                        V[k, i] = c * V[k, i] - s * h
+                        h = Wt[i + 1, k]
+                        Wt[i + 1, k] = s * Wt[i, k] + c * h
+                        Wt[i, k] = c * Wt[i, k] - s * h
                 p = -s * s2 * c3 * el1 * e[l] / dl1
                 e[l] = s * p
                 d[l] = c * p
@@ -108,9 +114,9 @@ def _tql2(d, e, V, n):
             d[k] = d[i]
             d[i] = p
             for j in range(n):
-                t = V[j, i]
-                V[j, i] = V[j, k]
-                V[j, k] = t
+                t = Wt[i, j]
+                Wt[i, j] = Wt[k, j]
+                Wt[k, j] = t
     return status
 
 
@@ -126,9 +132,18 @@ def sym_eig(A, out_w, out_V, work_e):
     V = out_V
     d = out_w
     e = work_e
+    amax = 0.0
     for i in range(n):
         for j in range(n):
             V[i, j] = A[i, j]
+            amax = max(amax, abs(A[i, j]))
+    # keep every square in _tql2 finite (and away from underflow): scale to max |a_ij| = 1
+    amp = 1.0
+    if amax > 1e100 or (0.0 < amax < 1e-100):
+        amp = amax
+        for i in range(n):
+            for j in range(n):
+                V[i, j] /= amp
     # --- tred2: Householder reduction to tridiagonal form, transformations accumulated in V
     for j in range(n):
         d[j] = V[n - 1, j]
@@ -199,14 +214,29 @@ def sym_eig(A, out_w, out_V, work_e):
         V[n - 1, j] = 0.0
     V[n - 1, n - 1] = 1.0
     e[0] = 0.0
-    return _tql2(d, e, V, n)
+    _transpose_square(V, n)
+    status = _tql2(d, e, V, n)
+    _transpose_square(V, n)
+    if amp != 1.0:
+        for j in range(n):
+            d[j] *= amp
+    return status
+
+
+@njit(**JIT)
+def _transpose_square(V, n):
+    for i in range(n):
+        for j in range(i):
+            x = V[i, j]
+            V[i, j] = V[j, i]
+            V[j, i] = x
 
 
 @njit(**JIT)
 def eigh_into(A, out_w, out_V, work_e):
-    """Full EVD of symmetric A into out_w / out_V: ``sym_eig`` for n <= SMALL_N, else LAPACK."""
+    """Full EVD of symmetric A into out_w / out_V: ``sym_eig`` for n <= DENSE_N, else LAPACK."""
     n = A.shape[0]
-    if n <= SMALL_N:
+    if n <= DENSE_N:
         return sym_eig(A, out_w, out_V, work_e)
     w, V = np.linalg.eigh(A)
     for j in range(n):
@@ -292,12 +322,25 @@ def tridiag_eig(alpha, beta, m, out_w, out_Q, work_e):
     Ascending values in out_w[:m], eigenvectors in out_Q[:m, :m]; O(m^2) per QL sweep, no
     Householder stage (the Lanczos matrices H_m of Alg. 5 are already tridiagonal).
     """
+    amax = 0.0
     for i in range(m):
         out_w[i] = alpha[i]
         work_e[i] = beta[i - 1] if i > 0 else 0.0
+        amax = max(amax, abs(out_w[i]), abs(work_e[i]))
         for j in range(m):
             out_Q[i, j] = 1.0 if i == j else 0.0
-    return _tql2(out_w, work_e, out_Q, m)
+    amp = 1.0
+    if amax > 1e100 or (0.0 < amax < 1e-100):  # see sym_eig
+        amp = amax
+        for i in range(m):
+            out_w[i] /= amp
+            work_e[i] /= amp
+    status = _tql2(out_w, work_e, out_Q, m)
+    _transpose_square(out_Q, m)
+    if amp != 1.0:
+        for i in range(m):
+            out_w[i] *= amp
+    return status
 
 
 @njit(**JIT)

@@ -60,7 +60,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from .._threads import single_blas_thread
 
 from kmviz._validation import check_number, check_option, check_random_state
 from kmviz.exceptions import InvalidParameterError
@@ -311,7 +311,7 @@ def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, code, evd_code
     obj = np.empty(n_items)
     improved = np.zeros(n_items, dtype=np.bool_)
     if code == K.NEWTON:
-        with threadpool_limits(1):
+        with single_blas_thread():
             t0 = time.perf_counter()
             K.newton_randomize_batch(S, v, u, gamma, eps, max_dual_iter, evd_code, lz_rule, a,
                                      bool(initial_step), c_armijo, shrink, xi, psi_prev,
@@ -320,7 +320,7 @@ def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, code, evd_code
         # one fused kernel: its wall time is split over the cycles of both stats tables
         times = _split_times([(t_all, st_dual, st_rand)])
         return psi, obj, improved, phase, st_dual, st_rand, times
-    with threadpool_limits(1):
+    with single_blas_thread():
         t0 = time.perf_counter()
         K.dual_solve_batch(S, v, u, gamma, eps, max_dual_iter, code, evd_code, a,
                            bool(initial_step), c_armijo, shrink, nm_window, bool(ls_restart),
@@ -652,7 +652,7 @@ def dual_trajectory(S, v, method="enhanced", gamma=100.0, *, evd="exact", initia
     traj_nevd = np.zeros(max_iter + 1)
     phase = np.zeros(4, dtype=np.int64)
     stats = np.zeros(K.N_STATS)
-    with threadpool_limits(1):
+    with single_blas_thread():
         n_iter = int(K.dual_solve_item(S, v, u, gamma, eps, max_iter, DUAL_METHODS[method],
                                        EVDS[evd], a, bool(initial_step), c_armijo, shrink,
                                        nm_window, bool(ls_restart), t_first, phase, stats,

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from .._threads import single_blas_thread
 
 from .._base import BaseEstimator
 from .._validation import check_number, check_option, check_random_state
@@ -338,7 +338,7 @@ class KolmogorovModel(BaseEstimator):
         prev = math.inf
         stop = "max_iter"
 
-        with threadpool_limits(1):
+        with single_blas_thread():
             for it in range(1, prm["max_iter"] + 1):
                 # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
                 with trace.phase("build"):

@@ -101,6 +101,24 @@ def test_sdr_with_randomization():
     assert r2.objective <= r.objective
 
 
+def test_sdr_reuses_its_problem_across_items_and_sizes():
+    # the SDP is built once per size with A as a parameter: each item must get its own
+    # optimum (checked against a fresh cvxpy problem), also when sizes alternate
+    cp = pytest.importorskip("cvxpy")
+    from kmviz.km import _kernels as K
+
+    for D, seed in [(6, 1), (4, 2), (6, 3), (6, 4)]:
+        S, v = km_instance(D, seed)
+        r = bqp.solve_bqp(S, v, method="sdr", random_state=0)
+        A = np.empty((D + 1, D + 1))
+        K.homogenize(S, v, A)
+        X = cp.Variable((D + 1, D + 1), PSD=True)
+        fresh = cp.Problem(cp.Minimize(cp.trace(A @ X)), [cp.diag(X) == 1])
+        fresh.solve(solver=r.info["solver"])
+        assert r.info["sdp_value"] == pytest.approx(fresh.value, rel=1e-5, abs=1e-6)
+        assert r.info["solve_time"] >= 0.0
+
+
 def test_bfgs_dual_matches_fast_dual():
     S, v = km_instance(8, 4)
     r_b = bqp.solve_bqp(S, v, method="bfgs", random_state=0)

@@ -129,6 +129,23 @@ def test_warm_start_from_the_optimum_stops_fast():
     np.testing.assert_allclose(r1.u, r0.u, atol=1e-4)
 
 
+@pytest.mark.parametrize("shift", [0.0, 0.5, 50.0])
+def test_warm_start_above_small_n_reaches_the_cold_optimum(shift):
+    # n > SMALL_N: a warm start takes the Weyl test's lambda_max(-A) from a Gershgorin bound
+    # instead of an EVD; the shifted starts go from near u* to C(u0) negative definite
+    from kmviz.km._eigen import SMALL_N
+
+    D = SMALL_N + 6
+    S, v = km_instance(D, 21)
+    r0 = bqp.solve_bqp(S, v, method="fast", eps=1e-9, random_state=0)
+    r1 = bqp.solve_bqp(S, v, method="fast", eps=1e-9, u0=r0.u + shift, random_state=0)
+    assert r0.converged and r1.converged
+    np.testing.assert_allclose(r1.u, r0.u, atol=1e-5)
+    assert r1.h == pytest.approx(r0.h, abs=1e-8)
+    if shift == 0.0:
+        assert r1.n_iter <= 2 and r1.n_evd <= 3
+
+
 def test_randomization_kernel_matches_reference_and_keeps_incumbent():
     rng = np.random.default_rng(30)
     for seed in range(5):

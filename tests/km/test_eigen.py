@@ -29,7 +29,7 @@ def random_symmetric(n, seed, kind=0):
     return A
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 5, 9, 13, 17, 24, 30])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 9, 13, 17, 24, 30, 50])
 @pytest.mark.parametrize("kind", [0, 1, 2, 3])
 def test_sym_eig_matches_numpy_eigh(n, kind):
     A = random_symmetric(n, 10 * n + kind, kind)
@@ -50,8 +50,27 @@ def test_sym_eig_matches_numpy_eigh(n, kind):
         assert min(np.abs(V[:, j] - U[:, j]).max(), np.abs(V[:, j] + U[:, j]).max()) < 1e-8
 
 
+@pytest.mark.parametrize("amp", [1e-200, 1e200])
+def test_sym_eig_and_tridiag_eig_extreme_scales(amp):
+    # the QL radii are sqrt(p^2 + e^2): without the input scaling these squares under- or
+    # overflow at such scales and the eigenvalues come out wrong or non-finite
+    n = 9
+    A = random_symmetric(n, 5) * amp
+    w, V, e = np.empty(n), np.empty((n, n)), np.empty(n)
+    assert E.sym_eig(A, w, V, e) == 0
+    lam = np.linalg.eigvalsh(A / amp) * amp
+    np.testing.assert_allclose(w, lam, rtol=1e-10, atol=1e-12 * amp)
+    np.testing.assert_allclose(V.T @ V, np.eye(n), atol=1e-12)
+    a, b = np.arange(1.0, n + 1) * amp, np.full(n, 0.5 * amp)
+    T = np.diag(a) + np.diag(b[:-1], 1) + np.diag(b[:-1], -1)
+    Q = np.empty((n, n))
+    assert E.tridiag_eig(a, b, n, w, Q, e) == 0
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(T / amp) * amp, rtol=1e-10)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(n), atol=1e-12)
+
+
 def test_eigh_into_switches_to_lapack_above_small_n():
-    n = E.SMALL_N + 5
+    n = E.DENSE_N + 5
     A = random_symmetric(n, 3)
     w, V, e = np.empty(n), np.empty((n, n)), np.empty(n)
     E.eigh_into(A, w, V, e)
@@ -153,10 +172,13 @@ def test_capped_lanczos_side_gives_up_or_matches():
     assert k == (lam < 0).sum()
 
 
-def test_newton_matrix_all_matches_einsum():
-    # exact generalized Hessian sum_ij Omega_ij z_ij z_ij^T (GEMM form vs the definition)
-    n = 23
-    C = random_symmetric(n, 4)
+@pytest.mark.parametrize("n", [1, 2, 9, 23, E.SMALL_N + 7])
+@pytest.mark.parametrize("shift", [0.0, 50.0, -50.0])
+def test_newton_matrix_all_matches_einsum(n, shift):
+    # exact generalized Hessian sum_ij Omega_ij z_ij z_ij^T: the direct loops (n <= SMALL_N)
+    # and the GEMM form (larger n) vs the definition; shifts give C with no negative / no
+    # positive eigenvalue (M = I / M = 0)
+    C = random_symmetric(n, 4) + shift * np.eye(n)
     lam, V = np.linalg.eigh(C)
     lp = np.maximum(lam, 0.0)
     L1, L2 = np.meshgrid(lam, lam, indexing="ij")
