@@ -138,9 +138,8 @@ def sym_eig(A, out_w, out_V, work_e):
             V[i, j] = A[i, j]
             amax = max(amax, abs(A[i, j]))
     # keep every square in _tql2 finite (and away from underflow): scale to max |a_ij| = 1
-    amp = 1.0
-    if amax > 1e100 or (0.0 < amax < 1e-100):
-        amp = amax
+    amp = _square_safe_scale(amax)
+    if amp != 1.0:
         for i in range(n):
             for j in range(n):
                 V[i, j] /= amp
@@ -214,9 +213,25 @@ def sym_eig(A, out_w, out_V, work_e):
         V[n - 1, j] = 0.0
     V[n - 1, n - 1] = 1.0
     e[0] = 0.0
-    _transpose_square(V, n)
-    status = _tql2(d, e, V, n)
-    _transpose_square(V, n)
+    _transpose_square(V, n)  # _tql2 rotates rows
+    return _ql_finish(d, e, V, n, amp)
+
+
+@njit(**JIT)
+def _square_safe_scale(amax):
+    """The divisor that brings max |a_ij| = amax to 1 when squares of it would overflow or
+    underflow in ``_tql2`` (1.0 otherwise: no scaling, no rounding change)."""
+    if amax > 1e100 or (0.0 < amax < 1e-100):
+        return amax
+    return 1.0
+
+
+@njit(**JIT)
+def _ql_finish(d, e, Wt, n, amp):
+    """``_tql2`` on the rows of Wt, then the eigenvectors back to columns and the
+    eigenvalues multiplied back by the input's scale ``amp``; returns _tql2's status."""
+    status = _tql2(d, e, Wt, n)
+    _transpose_square(Wt, n)
     if amp != 1.0:
         for j in range(n):
             d[j] *= amp
@@ -329,18 +344,12 @@ def tridiag_eig(alpha, beta, m, out_w, out_Q, work_e):
         amax = max(amax, abs(out_w[i]), abs(work_e[i]))
         for j in range(m):
             out_Q[i, j] = 1.0 if i == j else 0.0
-    amp = 1.0
-    if amax > 1e100 or (0.0 < amax < 1e-100):  # see sym_eig
-        amp = amax
+    amp = _square_safe_scale(amax)
+    if amp != 1.0:
         for i in range(m):
             out_w[i] /= amp
             work_e[i] /= amp
-    status = _tql2(out_w, work_e, out_Q, m)
-    _transpose_square(out_Q, m)
-    if amp != 1.0:
-        for i in range(m):
-            out_w[i] *= amp
-    return status
+    return _ql_finish(out_w, work_e, out_Q, m, amp)
 
 
 @njit(**JIT)
@@ -372,6 +381,19 @@ def psd_cholesky(X, out_L):
             for k in range(j):
                 s -= out_L[i, k] * out_L[j, k]
             out_L[i, j] = s / d
+
+
+@njit(**JIT)
+def ritz_vector(P, Q, r, m, out_V, c):
+    """out_V[:, c] = P_m Q[:m, r]: the Ritz vector of the r-th eigenpair of H_m (rows of P
+    hold the Lanczos vectors p_1..p_m)."""
+    n = out_V.shape[0]
+    for i in range(n):
+        out_V[i, c] = 0.0
+    for l in range(m):
+        q = Q[l, r]
+        for i in range(n):
+            out_V[i, c] += P[l, i] * q
 
 
 @njit(**JIT)
@@ -489,10 +511,5 @@ def lanczos_side_capped(C, sign, p1, tol, out_w, out_V, work_P, work_al, work_be
     for r in range(m - k, m):
         c = r - (m - k)
         out_w[c] = sign * work_T[r]
-        for i in range(n):
-            out_V[i, c] = 0.0
-        for l in range(m):
-            q = work_Q[l, r]
-            for i in range(n):
-                out_V[i, c] += P[l, i] * q
+        ritz_vector(P, work_Q, r, m, out_V, c)
     return k, m, beta

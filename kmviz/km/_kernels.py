@@ -6,7 +6,8 @@ Every kernel is an array-in/array-out function; per-item outputs only. The plain
 live in ``_reference.py``. Codes shared with ``bqp.py``:
 
 - method: 0 = "gd" (Alg. 1), 1 = "enhanced" (Alg. 2), 2 = "fast" (Alg. 2 + BB steps)
-- evd: 0 = exact (``np.linalg.eigh``), 1 = Lanczos (Alg. 5 with the threshold of eq. (20))
+- evd: 0 = exact (``_eigen.eigh_into``: own QL solver, LAPACK above DENSE_N), 1 = Lanczos
+  (Alg. 5 with the threshold of eq. (20))
 - phase: 0 = I-A, 1 = I-B, 2 = II-A, 3 = II-B
 - ``stats`` row: see the ``ST_*`` indices below.
 """
@@ -22,7 +23,7 @@ from numba.extending import intrinsic
 from kmviz._jit import JIT, PJIT
 
 from ._eigen import (SMALL_N, cholesky_solve, eigh_into, lanczos_side_capped,
-                     lanczos_step, psd_cholesky)
+                     lanczos_step, psd_cholesky, ritz_vector, tridiag_eig)
 
 GD, ENHANCED, FAST = 0, 1, 2
 EVD_EXACT, EVD_LANCZOS = 0, 1
@@ -200,28 +201,34 @@ def lanczos_positive_pairs(C, p1, delta, out_w, out_V, work_P, work_alpha, work_
     """
     n = C.shape[0]
     m = lanczos_tridiag(C, p1, delta, work_alpha, work_beta, work_P)
-    H = np.zeros((m, m))
-    for j in range(m):
-        H[j, j] = work_alpha[j]
-        if j + 1 < m:
-            H[j, j + 1] = work_beta[j]
-            H[j + 1, j] = work_beta[j]
-    theta, Q = np.linalg.eigh(H)
+    theta = np.empty(m)
+    Q = np.empty((m, m))
+    tridiag_eig(work_alpha, work_beta, m, theta, Q, np.empty(m))
     k = 0
     for r in range(m):
         if theta[r] > 0.0:
             out_w[k] = theta[r]
-            for i in range(n):
-                out_V[i, k] = 0.0
-            for l in range(m):
-                q = Q[l, r]
-                for i in range(n):
-                    out_V[i, k] += work_P[l, i] * q
+            ritz_vector(work_P, Q, r, m, out_V, k)
             k += 1
     return k, m, work_beta[m - 1]
 
 
 # ----------------------------------------------------------------------------- dual
+
+
+@njit(**JIT)
+def _keep_positive_pairs(w, V, k, out_w, out_V):
+    """The pairs of (w[:k], V[:, :k]) with w_j > 0, in order, to out_w / out_V; returns their
+    count. out_* may be w / V themselves (the copy only moves columns left)."""
+    n = V.shape[0]
+    kk = 0
+    for j in range(k):
+        if w[j] > 0.0:
+            out_w[kk] = w[j]
+            for i in range(n):
+                out_V[i, kk] = V[i, j]
+            kk += 1
+    return kk
 
 
 @njit(**JIT)
@@ -235,13 +242,8 @@ def _positive_spectrum(negA, u, evd, a, p1, C, out_w, out_V, work_P, work_alpha,
     c0 = _read_cycles()
     k = 0
     if evd == EVD_EXACT:
-        w, V = np.linalg.eigh(C)
-        for j in range(n):
-            if w[j] > 0.0:
-                out_w[k] = w[j]
-                for i in range(n):
-                    out_V[i, k] = V[i, j]
-                k += 1
+        eigh_into(C, out_w, out_V, work_alpha)
+        k = _keep_positive_pairs(out_w, out_V, n, out_w, out_V)
     else:
         delta = lanczos_threshold(C, a)
         k, m, beta = lanczos_positive_pairs(
@@ -322,28 +324,9 @@ def _gradient(n, gamma, w, V, k, out_g):
 @njit(**JIT)
 def dual_value_grad(S, v, u, gamma, out_g):
     """h_gamma(u) of (14) and its gradient (13) by a full EVD of C(u)."""
-    D = S.shape[0]
-    n = D + 1
-    A = np.empty((n, n))
-    homogenize(S, v, A)
-    negA = -A
-    C = np.empty((n, n))
-    w = np.empty(n)
-    V = np.empty((n, n))
-    P = np.empty((n, n))
-    al = np.empty(n)
-    be = np.empty(n)
-    p1 = np.empty(n)
-    stats = np.zeros(N_STATS)
-    k = _positive_spectrum(negA, u, EVD_EXACT, 1.0, p1, C, w, V, P, al, be, stats)
-    h = 0.0
-    for j in range(n):
-        h += u[j]
-    pen = 0.0
-    for j in range(k):
-        pen += w[j] * w[j]
-    _gradient(n, gamma, w, V, k, out_g)
-    return h + 0.5 * gamma * pen
+    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
+    k = _positive_spectrum(negA, u, EVD_EXACT, 1.0, p1, C, w, V, P, al, be, np.zeros(N_STATS))
+    return _side_h_grad(u, C, gamma, w, V, k, SIDE_POS, out_g)
 
 
 @njit(**JIT)
@@ -388,7 +371,9 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
 
     # EVD of -A once per item (eigenvalues for phases I-A/I-B and the Weyl test)
     c0 = _read_cycles()
-    wA, VA = np.linalg.eigh(negA)
+    wA = np.empty(n)
+    VA = np.empty((n, n))
+    eigh_into(negA, wA, VA, al)
     stats[ST_EVD_CYC] += float(_read_cycles() - c0)
     stats[ST_N_EVD] += 1.0
 
@@ -995,12 +980,12 @@ def _newton_pcg(gamma, w, V, k, mu, g, out_d, max_cg):
 
 
 @njit(**JIT)
-def _newton_matrix_small(w, V, k, out_M, work_Vt):
+def _newton_matrix_small(w, V, k, out_M, work_Vt, work_z):
     """``_newton_matrix_all`` for n <= SMALL_N by direct loops, without allocation.
 
     At n = 9 the two GEMMs and their temporaries cost more than the flops (1.20 us per
     Newton step, against 0.76 us for these loops); ``work_Vt`` holds V^T so that the pair
-    products run over contiguous rows. out_M is overwritten.
+    products run over contiguous rows; work_z is a length-n buffer. out_M is overwritten.
     """
     n = V.shape[0]
     Vt = work_Vt
@@ -1024,7 +1009,7 @@ def _newton_matrix_small(w, V, k, out_M, work_Vt):
                 out_M[a, b] = x * x
                 out_M[b, a] = x * x
         # 2 sum_{i+, j-} tau_ij z_ij z_ij^T, z_ij = V(:, i) o V(:, j)
-        z = np.empty(n)
+        z = work_z
         for i in range(k):
             if w[i] <= 0.0:
                 continue
@@ -1059,16 +1044,16 @@ def _newton_matrix(C, gamma, w, V, k, side, out_M, work_P, work_T):
     """
     n = C.shape[0]
     P = work_P
-    for a in range(n):
-        for b in range(n):
-            out_M[a, b] = 0.0
-            P[a, b] = 0.0
-    if side == SIDE_ALL:
+    if side == SIDE_ALL:  # both write all of out_M
         if n <= SMALL_N:
-            _newton_matrix_small(w, V, k, out_M, work_T)
+            _newton_matrix_small(w, V, k, out_M, work_T, P[0])
         else:
             _newton_matrix_all(w, V, k, out_M)
     else:
+        for a in range(n):
+            for b in range(n):
+                out_M[a, b] = 0.0
+                P[a, b] = 0.0
         tr = 0.0
         for a in range(n):
             tr += C[a, a]
@@ -1460,14 +1445,7 @@ def positive_factor(w, V, k, side, C, out_w, out_V):
         for j in range(n):
             out_w[j] = 1.0
         return n
-    kk = 0
-    for j in range(k):
-        if w[j] > 0.0:
-            out_w[kk] = w[j]
-            for i in range(n):
-                out_V[i, kk] = V[i, j]
-            kk += 1
-    return kk
+    return _keep_positive_pairs(w, V, k, out_w, out_V)
 
 
 @njit(**PJIT)

@@ -399,7 +399,7 @@ def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", 
         Warm starts for the dual (rows with NaN start cold at u0 = 1).
     method : {"gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs"}, default="fast"
     evd : {"exact", "lanczos"}, default="exact"
-        EVD of C(u) in phase II-B: LAPACK eigh or Alg. 5 with threshold (20).
+        EVD of C(u) in phase II-B: a full EVD or Alg. 5 with threshold (20).
     gamma : float, default=100.0
         Regularization gamma of (11).
     n_rand : int, default=50

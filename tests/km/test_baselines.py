@@ -10,12 +10,7 @@ from kmviz.km import _kernels as K
 from kmviz.km import _reference as R
 from kmviz.km import baselines, bqp
 
-
-def km_instance(D, seed, n_users=60):
-    rng = np.random.default_rng(seed)
-    th = rng.dirichlet(np.ones(D), n_users)
-    p = rng.integers(1, 6, n_users) / 5.0
-    return th.T @ th, th.T @ p
+from tests.km.instances import km_instance
 
 
 def brute_force(S, v):

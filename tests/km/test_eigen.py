@@ -7,26 +7,7 @@ from kmviz.km import _eigen as E
 from kmviz.km import _kernels as K
 from kmviz.km import bqp
 
-
-def km_instance(D, seed, n_users=60):
-    rng = np.random.default_rng(seed)
-    th = rng.dirichlet(np.ones(D), n_users)
-    p = rng.integers(1, 6, n_users) / 5.0
-    return th.T @ th, th.T @ p
-
-
-def random_symmetric(n, seed, kind=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, n))
-    A = (X + X.T) / 2
-    if kind == 1:
-        A = 1e-3 * A @ A.T  # PSD, small scale
-    elif kind == 2:
-        A[0, :] = 0.0
-        A[:, 0] = 0.0  # an exact zero row (scale == 0 branch of tred2)
-    elif kind == 3:
-        A = np.diag(np.repeat([1.0, -2.0, 3.0], n)[:n])  # multiple eigenvalues
-    return A
+from tests.km.instances import km_instance, random_symmetric
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 9, 13, 17, 24, 30, 50])

@@ -8,17 +8,7 @@ from kmviz.km import _reference as R
 from kmviz.km import bqp
 from kmviz.km.lanczos import lanczos, lanczos_diagnostics
 
-
-def km_instance(D, seed, n_users=60):
-    rng = np.random.default_rng(seed)
-    th = rng.dirichlet(np.ones(D), n_users)
-    p = rng.integers(1, 6, n_users) / 5.0
-    return th.T @ th, th.T @ p
-
-
-def random_symmetric(n, seed):
-    X = np.random.default_rng(seed).standard_normal((n, n))
-    return (X + X.T) / 2
+from tests.km.instances import km_instance, random_symmetric
 
 
 def dual_matrices():
