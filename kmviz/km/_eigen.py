@@ -23,7 +23,7 @@ from kmviz._jit import JIT
 # starts, loop-form Newton matrices (see _kernels), dense EVDs instead of Lanczos.
 SMALL_N = 24
 # eigh_into's switch to LAPACK. bench/eig_small.py (2026-11-21, one BLAS thread): sym_eig
-# took 0.45x LAPACK's time at n = 9, 0.80x at n = 48, 1.03x at n = 64 and 1.6x at n = 101.
+# took 0.45x LAPACK's time at n = 9, 0.80x at n = 48, 0.99-1.03x at n = 64, 1.6x at n = 101.
 DENSE_N = 56
 
 _EPS = 2.0 ** -52
