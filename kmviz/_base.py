@@ -55,3 +55,141 @@ def clone(estimator):
     """A new unfitted estimator with the same parameters (deep-copied)."""
     params = {k: copy.deepcopy(v) for k, v in estimator.get_params().items()}
     return type(estimator)(**params)
+
+
+class IterativeEstimator(BaseEstimator):
+    """The outer loop shared by every kmviz estimator.
+
+    The loop owns what every family would otherwise copy: parameter validation from the
+    declared ``_parameter_constraints``, the :class:`~kmviz.trace.Trace` and its per-iteration
+    timing, the callback and stop, ``tol``, the non-finite check, the validation metrics of
+    each iteration and the :class:`~kmviz.exceptions.ConvergenceWarning`. A family supplies:
+
+    ``_fit_start(data, params, *, validation, **inputs) -> state``
+        Check the data, set up the work arrays (any object).
+    ``_fit_step(state, trace, iteration) -> dict``
+        One outer iteration, timing its named phases with ``trace.phase(name)``; returns the
+        row's values, at least ``objective``.
+    ``_fit_publish(state, n_iter, trace)``
+        Set the fitted attributes (``..._``) from the state; called before validation metrics
+        are computed and once at the end.
+
+    A closed-form method declares no ``max_iter`` and is one step. ``evaluate(ratings)``
+    returns the family's metrics on held-out data (``{"nrmse": ...}``); the loop adds them to
+    each row as ``validation_<metric>`` (``_trace_metrics`` may narrow them to cheap ones).
+    """
+
+    #: name -> :class:`kmviz._params.Param`; the single declaration of options and bounds.
+    _parameter_constraints: dict = {}
+    #: True when the outer iterations can never raise the objective (a rise is logged).
+    _monotone_objective = False
+    #: Appended to the NumericalError message: what the user can change.
+    _numerical_hint = "check the data for extreme values."
+    _RISE_RTOL = 1e-9
+
+    # -- to be supplied by a family ---------------------------------------------------------
+    def _fit_start(self, data, params, *, validation=None, **inputs):  # pragma: no cover
+        raise NotImplementedError
+
+    def _fit_step(self, state, trace, iteration):  # pragma: no cover
+        raise NotImplementedError
+
+    def _fit_publish(self, state, n_iter, trace):  # pragma: no cover
+        raise NotImplementedError
+
+    def _solver_name(self, params) -> str:
+        return type(self).__name__
+
+    def _fit_context(self, params):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def _trace_metrics(self, validation) -> dict:
+        return self.evaluate(validation)
+
+    # -- shared ---------------------------------------------------------------------------
+    def _validate_params(self) -> dict:
+        from ._params import validate_params
+
+        return validate_params(self)
+
+    def _check_params(self) -> dict:  # the name the pages and older code use
+        return self._validate_params()
+
+    def fit(self, data, *, callback=None, validation=None, **inputs):
+        """Fit on ``data``; see the family's docstring for ``inputs``.
+
+        ``callback(row)`` is called after every outer iteration with the trace row (a dict of
+        scalars). Returning False or raising StopIteration ends the fit cleanly: the model
+        learned so far is kept, ``trace_.stop_reason == "callback"`` and the trace holds the
+        event "stopped by the user". ``validation`` (held-out data in the same index space)
+        adds ``validation_<metric>`` to every row.
+        """
+        import math
+        import warnings
+
+        from ._params import json_safe
+        from .exceptions import ConvergenceWarning, NumericalError
+        from .trace import Trace
+
+        params = self._validate_params()
+        state = self._fit_start(data, params, validation=validation, **inputs)
+        trace = Trace(solver=self._solver_name(params), params=json_safe(self.get_params()))
+        self.trace_ = trace
+        max_iter = int(params.get("max_iter", 1) or 1)
+        tol = float(params.get("tol", 0.0) or 0.0)
+        prev = math.inf
+        stop = "max_iter"
+        with self._fit_context(params):
+            for it in range(1, max_iter + 1):
+                values = dict(self._fit_step(state, trace, it))
+                obj = float(values.get("objective", math.nan))
+                if not math.isfinite(obj):
+                    trace.stop_reason = "numerical_error"
+                    trace.event("error", f"objective is {obj} at iteration {it}")
+                    self._fit_publish(state, trace.n_iter, trace)
+                    raise NumericalError(
+                        f"{type(self).__name__}.fit: the objective is {obj} at iteration "
+                        f"{it}; {self._numerical_hint}")
+                if self._monotone_objective:
+                    rise = max(0.0, obj - prev) if math.isfinite(prev) else 0.0
+                    if rise > self._RISE_RTOL * max(abs(prev), 1.0):
+                        trace.event("warning", f"objective rose by {rise:.3g} at iteration "
+                                    f"{it}", increase=rise)
+                    values["objective_increase"] = rise
+                if validation is not None:
+                    self._fit_publish(state, it, trace)
+                    for name, value in self._trace_metrics(validation).items():
+                        values[f"validation_{name}"] = value
+                row = trace.record(**values)
+                decrease = (prev - obj) / max(abs(prev), 1e-300) if math.isfinite(prev) \
+                    else math.inf
+                prev = obj
+                if callback is not None:
+                    try:
+                        keep_going = callback(row)
+                    except StopIteration:
+                        keep_going = False
+                    if keep_going is False:
+                        stop = "callback"
+                        trace.event("stop", "stopped by the user")
+                        break
+                if decrease < tol:
+                    stop = "converged"
+                    break
+        trace.stop_reason = stop
+        self._fit_publish(state, trace.n_iter, trace)
+        if stop == "max_iter" and tol > 0 and "max_iter" in type(self)._parameter_constraints:
+            warnings.warn(
+                f"Maximum number of iterations {max_iter} reached; increase max_iter or tol.",
+                ConvergenceWarning, stacklevel=2)
+        return self
+
+    def _check_fitted(self, attribute="trace_"):
+        from .exceptions import NotFittedError
+
+        if not hasattr(self, attribute):
+            raise NotFittedError(
+                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
+                f"appropriate arguments before using this estimator.")

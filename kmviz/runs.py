@@ -39,13 +39,17 @@ import pandas as pd
 from .exceptions import RunStoreError
 from .trace import Trace, json_default
 
-__all__ = ["RUN_FORMAT", "Run", "RunStore", "default_runs_dir"]
+__all__ = ["RUN_FORMAT", "OpenedRun", "Run", "RunStore", "default_runs_dir", "load_model_file",
+           "open_run", "run_metrics", "save_model_file", "save_run"]
 
 #: Version of the on-disk layout of one run (meta.json "format"). Bump it when the layout
-#: changes, and teach :meth:`RunStore.load` to read the older one.
-RUN_FORMAT = 1
-#: Version of the SQLite index schema (``PRAGMA user_version``).
-INDEX_SCHEMA = 1
+#: changes, and teach :func:`_migrate_meta` to read the older one.
+#: 1: kmviz 0.1.0 (the CLI and the app wrote different params and metric names).
+#: 2: one format for every writer: estimator params only, the split under "split", metrics
+#:    named ``{part}_{metric}``, a note, provenance.
+RUN_FORMAT = 2
+#: Version of the SQLite index schema (``PRAGMA user_version``); 2 adds the note column.
+INDEX_SCHEMA = 2
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _ARRAY_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -58,7 +62,7 @@ _TRASH_PREFIX = ".del-"
 _STALE_AFTER_S = 24 * 3600.0
 _BUSY_TIMEOUT_MS = 30_000
 _CORE_COLUMNS = ["run_id", "created", "family", "label", "dataset", "fingerprint", "status",
-                 "duration_s", "n_iter"]
+                 "duration_s", "n_iter", "note"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -73,7 +77,8 @@ CREATE TABLE IF NOT EXISTS runs (
     status      TEXT NOT NULL,
     params      TEXT NOT NULL,
     metrics     TEXT NOT NULL,
-    format      INTEGER NOT NULL
+    format      INTEGER NOT NULL,
+    note        TEXT NOT NULL DEFAULT ''
 )
 """
 
@@ -312,6 +317,9 @@ class RunStore:
                     f"{version}; this version reads up to {INDEX_SCHEMA}). Upgrade kmviz."
                 )
             conn.execute(_SCHEMA)
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
+            if "note" not in columns:  # an index of schema 1 (kmviz 0.1.0)
+                conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
             if version < INDEX_SCHEMA:
                 conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
             conn.execute("COMMIT")
@@ -325,12 +333,13 @@ class RunStore:
         try:
             conn.execute(
                 "INSERT INTO runs (run_id, family, label, dataset, fingerprint, created, "
-                "duration_s, n_iter, status, params, metrics, format) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "duration_s, n_iter, status, params, metrics, format, note) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (meta["run_id"], meta["family"], meta["label"], meta["dataset"].get("name"),
                  meta["dataset"].get("fingerprint"), meta["created"], meta["duration_s"],
                  meta["n_iter"], meta["status"], _to_json("params", meta["params"]),
-                 _to_json("metrics", meta["metrics"]), meta["format"]),
+                 _to_json("metrics", meta["metrics"]), meta["format"],
+                 str(meta.get("note") or "")),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -347,7 +356,8 @@ class RunStore:
 
     def save(self, model, trace: Trace, arrays: dict, *, dataset, params: dict,
              metrics: dict, label: str | None = None, status: str | None = None,
-             duration_s: float | None = None) -> str:
+             duration_s: float | None = None, note: str = "", split: dict | None = None,
+             provenance: dict | None = None) -> str:
         """Save a fitted model's arrays, trace and settings as a new run.
 
         Parameters
@@ -371,6 +381,12 @@ class RunStore:
             Default: the trace's ``stop_reason`` (``"max_iter"``, ``"converged"`` ...).
         duration_s : float, optional
             Fit time. Default: the last trace row's ``wall_s``.
+        note : str, optional
+            Free text shown beside the run (editable later with :meth:`update`).
+        split : dict, optional
+            How the data was split (:meth:`kmviz.data.Split.describe`).
+        provenance : dict, optional
+            Who wrote the run and how (``{"writer": "cli", ...}``).
 
         Returns
         -------
@@ -409,7 +425,10 @@ class RunStore:
                 "run_id": run_id,
                 "family": family,
                 "label": str(label) if label else f"{family} on {ds['name']}",
+                "note": str(note or ""),
                 "dataset": ds,
+                "split": json.loads(_to_json("split", split or {})),
+                "provenance": json.loads(_to_json("provenance", provenance or {})),
                 "params": params,
                 "metrics": metrics,
                 "created": created.isoformat(timespec="milliseconds"),
@@ -470,16 +489,21 @@ class RunStore:
         try:
             rows = conn.execute(
                 "SELECT run_id, created, family, label, dataset, fingerprint, status, "
-                "duration_s, n_iter, params, metrics FROM runs ORDER BY created DESC, run_id DESC"
+                "duration_s, n_iter, note, params, metrics, format FROM runs "
+                "ORDER BY created DESC, run_id DESC"
             ).fetchall()
         finally:
             conn.close()
         records = []
         for row in rows:
-            rec = dict(zip(_CORE_COLUMNS, row[:9]))
+            rec = dict(zip(_CORE_COLUMNS, row[:10]))
+            params, metrics = _loads_or_empty(row[10]), _loads_or_empty(row[11])
+            if row[12] == 1:
+                params, _ = _split_out_of_params(params)
+                metrics = _migrate_metrics(metrics)
             metric_cols, param_cols = {}, {}
-            _flatten("", _loads_or_empty(row[10]), metric_cols)
-            _flatten("", _loads_or_empty(row[9]), param_cols)
+            _flatten("", metrics, metric_cols)
+            _flatten("", params, param_cols)
             for k, v in metric_cols.items():
                 rec[k if k not in rec else f"metric_{k}"] = v
             for k, v in param_cols.items():
@@ -563,6 +587,47 @@ class RunStore:
             raise RunStoreError(
                 f"Run {run_id!r} is incomplete: arrays.npz lacks {', '.join(missing)}.")
         return Run(meta=meta, trace=trace, arrays=arrays)
+
+    # -------------------------------------------------------------------- edit
+    def update(self, run_id: str, *, label: str | None = None, note: str | None = None) -> dict:
+        """Rename a run or change its note; returns the new meta.
+
+        meta.json is replaced atomically (temporary file, then rename), then the index row.
+        A label must not be empty; both are plain text (at most 200 and 5,000 characters).
+        """
+        folder = self._folder(run_id)
+        meta = _read_meta(folder, run_id)
+        if label is not None:
+            label = " ".join(str(label).split())
+            if not label:
+                raise ValueError("A run's name cannot be empty; type a name or keep the old one.")
+            if len(label) > 200:
+                raise ValueError(f"A run's name is at most 200 characters; got {len(label)}.")
+            meta["label"] = label
+        if note is not None:
+            note = str(note)
+            if len(note) > 5000:
+                raise ValueError(f"A run's note is at most 5,000 characters; got {len(note)}.")
+            meta["note"] = note
+        tmp = folder / f"meta.json{_TMP_PREFIX}{os.getpid()}"
+        try:
+            _write_bytes_synced(tmp, _to_json("meta", meta).encode("utf-8"))
+            os.replace(tmp, folder / "meta.json")
+            _fsync_dir(folder)
+        except OSError as exc:
+            raise RunStoreError(f"Could not update run {run_id!r}: {exc}.") from None
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("UPDATE runs SET label = ?, note = ? WHERE run_id = ?",
+                         (meta["label"], meta.get("note") or "", run_id))
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        return meta
 
     # -------------------------------------------------------------------- delete
     def delete(self, run_id: str) -> None:
@@ -762,13 +827,17 @@ def _read_meta(folder: Path, run_id: str) -> dict:
         )
     if fmt < 1:
         raise RunStoreError(f"Run {run_id!r} has an unknown run format {fmt}.")
-    # Format 1 is the first; older layouts would be migrated to the current one here.
+    if fmt == 1:
+        meta = _migrate_meta(meta)
     missing = [k for k in ("run_id", "family", "label", "dataset", "params", "metrics",
                            "created", "status") if k not in meta]
     if missing:
         raise RunStoreError(f"Run {run_id!r}: meta.json lacks {', '.join(missing)}.")
     meta.setdefault("duration_s", None)
     meta.setdefault("n_iter", None)
+    meta.setdefault("note", "")
+    meta.setdefault("split", {})
+    meta.setdefault("provenance", {})
     if isinstance(meta.get("duration_s"), float) and math.isnan(meta["duration_s"]):
         meta["duration_s"] = None
     return meta
@@ -778,3 +847,327 @@ def _kmviz_version() -> str:
     from . import __version__
 
     return __version__
+
+
+# ------------------------------------------------------------------------------ migration
+#: Metric names of kmviz 0.1.0 -> ``{part}_{metric}``. The CLI wrote ``val_nrmse``,
+#: ``train_rmse`` (the probability-scale RMSE on the training ratings, i.e. KM's training
+#: NRMSE) and ``objective``; the app wrote ``final_train_rmse`` and ``final_objective``.
+_V1_METRICS = {
+    "val_nrmse": "validation_nrmse",
+    "val_rmse_ratings": "validation_rmse",
+    "val_nrmse_ratings": "validation_nrmse_ratings",
+    "final_train_rmse": "train_nrmse",
+    "train_rmse": "train_nrmse",
+    "final_objective": "objective",
+}
+
+
+def _migrate_metrics(metrics: dict) -> dict:
+    out = {}
+    for k, v in metrics.items():
+        new = _V1_METRICS.get(k, k)
+        if new not in metrics or new == k:
+            out.setdefault(new, v)
+    return out
+
+
+def _split_out_of_params(params: dict) -> tuple[dict, dict]:
+    """0.1.0 runs mixed bookkeeping into params: ``family``, ``fingerprint`` and ``split``
+    (the app: counts and settings; the CLI: test_size and seed of a two-way split)."""
+    params = dict(params)
+    params.pop("family", None)
+    params.pop("fingerprint", None)
+    split = params.pop("split", None) or {}
+    if "val_size" not in split and "test_size" in split:  # the CLI's train/validation split
+        split = {"val_size": float(split["test_size"]), "test_size": 0.0, "by": "random",
+                 "seed": int(split.get("seed", 0))}
+    return params, split
+
+
+def _migrate_meta(meta: dict) -> dict:
+    """A format-1 meta.json (kmviz 0.1.0) in the current layout."""
+    meta = dict(meta)
+    params, split = _split_out_of_params(meta.get("params") or {})
+    meta["params"] = params
+    meta["split"] = split
+    meta["metrics"] = _migrate_metrics(meta.get("metrics") or {})
+    meta.setdefault("provenance", {"writer": "kmviz 0.1.0"})
+    meta["migrated_from"] = 1
+    meta["format"] = RUN_FORMAT
+    return meta
+
+
+# ------------------------------------------------------------------------------ fitted models
+def run_metrics(model, split) -> dict:
+    """The run's metrics in the one vocabulary ``{part}_{metric}``: the family's
+    ``evaluate`` on every part of the split, then ``objective`` (last row) and ``n_iter``."""
+    out = {}
+    for part, ratings in split.parts().items():
+        if ratings.n_ratings == 0:
+            continue
+        for name, value in model.evaluate(ratings).items():
+            out[f"{part}_{name}"] = float(value)
+    trace = model.trace_
+    if trace.rows and trace.rows[-1].get("objective") is not None:
+        out["objective"] = float(trace.rows[-1]["objective"])
+    out["n_iter"] = int(trace.n_iter)
+    return out
+
+
+def dataset_meta(ratings, split=None, spec: dict | None = None) -> dict:
+    """What a run keeps about its data besides the arrays (JSON): name, source,
+    fingerprints, sizes, scale, how it was loaded (``spec``) and the item names."""
+    names = None
+    if getattr(ratings, "item_names", None) is not None:
+        names = [None if x is None else str(x) for x in ratings.item_names]
+    spec = {k: v for k, v in (spec or {}).items() if k != "split"}
+    meta = {
+        "name": str(ratings.name), "source": str(ratings.source),
+        "fingerprint": ratings.fingerprint(),
+        "n_users": int(ratings.n_users), "n_items": int(ratings.n_items),
+        "n_ratings": int(ratings.n_ratings), "r_min": float(ratings.r_min),
+        "r_max": float(ratings.r_max), "implicit": bool(ratings.implicit),
+        "spec": json.loads(json.dumps(spec, default=str)), "item_names": names,
+    }
+    if split is not None:
+        meta["train_fingerprint"] = split.train.fingerprint()
+    return meta
+
+
+def _provenance(writer: str, extra: dict | None = None) -> dict:
+    import platform
+    import sys
+
+    return {"writer": writer, "kmviz_version": _kmviz_version(),
+            "python": platform.python_version(), "argv": list(sys.argv[1:])
+            if writer == "cli" else None, **(extra or {})}
+
+
+def _model_payload(model, split, dataset, spec):
+    """(family name, arrays, dataset meta, split meta) of a fitted model and its data."""
+    from .data.splits import split_arrays
+    from .families import family_of
+
+    fam = family_of(model)
+    arrays = {k: np.asarray(v) for k, v in model._fitted_arrays().items()}
+    bad = [k for k in arrays if k.startswith("data_")]
+    if bad:
+        raise ValueError(f"{type(model).__name__}._fitted_arrays names {bad[0]!r}; the prefix "
+                         "'data_' is reserved for the split.")
+    split_meta = {}
+    if split is not None:
+        arrays.update(split_arrays(split))
+        split_meta = split.describe()
+    whole = dataset if dataset is not None else (split.train if split is not None else None)
+    ds = dataset_meta(whole, split, spec) if whole is not None else {"name": "unknown"}
+    return fam, arrays, ds, split_meta
+
+
+def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str | None = None,
+             note: str = "", store: "RunStore | None" = None, writer: str = "python",
+             metrics: dict | None = None, duration_s: float | None = None) -> str:
+    """Save a fitted model with its split as a run; the one call the CLI and the app use.
+
+    Parameters
+    ----------
+    model : a fitted estimator of a registered family
+    split : kmviz.data.Split
+        The parts the model was trained and evaluated on (saved as arrays, so every Explore
+        view can reopen the run).
+    dataset : Ratings, optional
+        The whole dataset (name, fingerprint, item names); default: the training part.
+    spec : dict, optional
+        How the data was loaded (catalogue name and options, upload, path), for re-runs.
+    label, note : str
+        Display name (default: the family's label from the settings) and free text.
+    store : RunStore, optional
+        Default: the store at :func:`default_runs_dir`.
+    writer : str
+        ``"cli"``, ``"app"`` or ``"python"`` (kept as provenance).
+    metrics : dict, optional
+        Default: :func:`run_metrics` of the model on the split.
+
+    Returns
+    -------
+    str
+        The run id.
+    """
+    fam, arrays, ds, split_meta = _model_payload(model, split, dataset, spec)
+    from ._params import json_safe
+
+    params = json_safe(model.get_params())
+    if metrics is None:
+        metrics = run_metrics(model, split) if split is not None else {
+            "n_iter": int(model.trace_.n_iter)}
+    store = store if store is not None else RunStore()
+    return store.save(fam.name, model.trace_, arrays, dataset=ds, params=params,
+                      metrics=metrics, label=label or fam.label(params, ds.get("name", "data")),
+                      note=note, split=split_meta, provenance=_provenance(writer),
+                      duration_s=duration_s)
+
+
+@dataclass
+class OpenedRun:
+    """A saved run reopened as a fitted model and its data.
+
+    ``model`` is None and ``problem`` says why when the run cannot give a model (for
+    example a kmviz 0.1.0 command-line run, saved without its training data); ``split`` and
+    ``dataset`` are None when the run carries no data.
+    """
+
+    run: Run
+    model: object
+    split: object
+    dataset: object
+    problem: str = ""
+
+
+def open_run(run_id: str, store: "RunStore | None" = None) -> OpenedRun:
+    """Reopen a saved run: the fitted model (its family's estimator) and its split."""
+    from .data.splits import has_split_arrays, split_from_arrays
+    from .families import get
+
+    store = store if store is not None else RunStore()
+    run = store.load(run_id)
+    return _open(run, get, has_split_arrays, split_from_arrays)
+
+
+def _open(run, get_family, has_split_arrays, split_from_arrays) -> OpenedRun:
+    split = whole = None
+    problem = ""
+    if has_split_arrays(run.arrays):
+        try:
+            whole, split = split_from_arrays(run.arrays, run.dataset, run.meta.get("split"),
+                                             what=f"Run {run.run_id}")
+        except ValueError as exc:
+            problem = str(exc)
+    else:
+        writer = "kmviz 0.1.0's command line" if run.meta.get("migrated_from") == 1 else \
+            "its writer"
+        problem = (f"Run {run.label!r} ({run.run_id}) was saved by {writer} without its "
+                   "training data, so the views that recompute on the data (one item's "
+                   "problem, implications checked against the ratings) cannot be rebuilt; "
+                   "its convergence curves and metrics are still shown. Train it again "
+                   "(kmviz train ... --save, or the Train page) to get a run that carries "
+                   "its split.")
+    model = None
+    try:
+        fam = get_family(run.family)
+        cls = fam.estimator_class()
+        params = {k: v for k, v in run.params.items() if k in cls._parameter_constraints}
+        model = cls._from_fitted_arrays(run.arrays, params, run.trace,
+                                        train=None if split is None else split.train)
+    except (ValueError, KeyError) as exc:
+        if not problem:
+            problem = f"Run {run.run_id}: its model cannot be rebuilt ({exc})."
+    return OpenedRun(run=run, model=model, split=split, dataset=whole, problem=problem)
+
+
+# ------------------------------------------------------------------------------ model files
+#: Largest model file :func:`load_model_file` reads (its members are checked before reading).
+_MODEL_FILE_MAX_BYTES = 2 * 1024 ** 3
+
+
+def save_model_file(path, model, *, split=None, dataset=None, spec=None) -> Path:
+    """One fitted model in one file, in the run format: a zip holding ``meta.json``,
+    ``trace.json`` and ``arrays.npz`` (the members of a run folder). Written atomically."""
+    fam, arrays, ds, split_meta = _model_payload(model, split, dataset, spec)
+    from ._params import json_safe
+
+    path = Path(path)
+    meta = {
+        "format": RUN_FORMAT, "kind": "kmviz model", "family": fam.name,
+        "run_id": path.stem or "model", "label": fam.label(json_safe(model.get_params()),
+                                                          ds.get("name", "data")),
+        "note": "", "dataset": ds, "split": split_meta,
+        "params": json_safe(model.get_params()),
+        "metrics": run_metrics(model, split) if split is not None else {},
+        "created": _now_utc().isoformat(timespec="milliseconds"),
+        "status": model.trace_.stop_reason, "n_iter": model.trace_.n_iter,
+        "duration_s": None, "provenance": _provenance("python"),
+        "arrays": {k: {"shape": list(a.shape), "dtype": a.dtype.str}
+                   for k, a in arrays.items()},
+    }
+    buf = io.BytesIO()
+    np.savez(buf, **_check_arrays(arrays))
+    members = {"meta.json": _to_json("meta", meta).encode("utf-8"),
+               "trace.json": model.trace_.to_json().encode("utf-8"),
+               "arrays.npz": buf.getvalue()}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(out.getvalue())
+    os.replace(tmp, path)
+    return path
+
+
+def load_model_file(path):
+    """``(model, split)`` from :func:`save_model_file` (split None when none was saved).
+
+    Also reads the single ``.npz`` files of kmviz 0.1.0's ``KolmogorovModel.save``. Nothing
+    is unpickled; a file that is neither raises :class:`RunStoreError` saying why.
+    """
+    from .data.splits import has_split_arrays, split_from_arrays
+    from .families import get
+
+    path = Path(path)
+    if not path.exists():
+        raise RunStoreError(f"{path}: no such model file.")
+    if not zipfile.is_zipfile(path):
+        raise RunStoreError(f"{path}: not a kmviz model file (not a zip archive).")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if sum(i.file_size for i in zf.infolist()) > _MODEL_FILE_MAX_BYTES:
+                raise RunStoreError(f"{path}: the archive unpacks to more than "
+                                    f"{_MODEL_FILE_MAX_BYTES // 1024 ** 3} GB; not reading it.")
+            if {"meta.json", "trace.json", "arrays.npz"} <= names:
+                meta = json.loads(zf.read("meta.json").decode("utf-8"))
+                trace = Trace.from_json(zf.read("trace.json").decode("utf-8"))
+                with np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False) as npz:
+                    arrays = {k: npz[k] for k in npz.files}
+            else:
+                return _load_v1_model_file(path)
+    except (zipfile.BadZipFile, OSError, ValueError, UnicodeDecodeError) as exc:
+        if isinstance(exc, RunStoreError):
+            raise
+        raise RunStoreError(f"{path}: not a readable kmviz model file ({exc}).") from None
+    fmt = meta.get("format") if isinstance(meta, dict) else None
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 2:
+        raise RunStoreError(f"{path}: meta.json has no valid format version ({fmt!r}).")
+    if fmt > RUN_FORMAT:
+        raise RunStoreError(f"{path}: written by a newer kmviz (format {fmt}; this version "
+                            f"reads up to {RUN_FORMAT}). Upgrade kmviz to read it.")
+    meta.setdefault("run_id", path.stem)
+    for key in ("family", "params", "dataset", "metrics", "status", "created", "label"):
+        meta.setdefault(key, {} if key in ("params", "dataset", "metrics") else "")
+    opened = _open(Run(meta=meta, trace=trace, arrays=arrays), get, has_split_arrays,
+                   split_from_arrays)
+    if opened.model is None:
+        raise RunStoreError(f"{path}: {opened.problem}")
+    return opened.model, opened.split
+
+
+def _load_v1_model_file(path):
+    """kmviz 0.1.0's ``KolmogorovModel.save``: one .npz with params and trace as JSON text."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise RunStoreError(f"{path}: not a kmviz model file ({exc}).") from None
+    need = {"format", "kind", "params", "theta", "psi", "dual_u", "known_users",
+            "known_items", "scale", "probability", "n_iter", "trace"}
+    if str(data.get("kind", "")) != "KolmogorovModel" or not need <= set(data):
+        raise RunStoreError(f"{path}: not a saved kmviz model (missing "
+                            f"{sorted(need - set(data))}).")
+    if int(data["format"]) > 1:
+        raise RunStoreError(f"{path}: an unknown model file format {int(data['format'])}.")
+    from .families import get
+
+    cls = get("km").estimator_class()
+    params = json.loads(str(data["params"]))
+    trace = Trace.from_json(str(data["trace"]))
+    return cls._from_fitted_arrays(data, params, trace), None

@@ -5,7 +5,7 @@ that are folded into the next row, and events (warnings, stops). Figures, the ru
 the app read traces; nothing else carries telemetry.
 
 Row columns follow one convention: ``iteration``, ``objective`` and ``wall_s`` always; phase
-times as ``t_<phase>_s``; counts as ``n_<thing>``; metrics as ``train_rmse``, ``val_nrmse`` ...
+times as ``t_<phase>_s``; counts as ``n_<thing>``; metrics as ``{part}_{metric}``: ``train_rmse``, ``validation_nrmse`` ...
 """
 
 from __future__ import annotations
@@ -127,10 +127,14 @@ class Trace:
                 f"This trace was written by a newer kmviz (trace format {d['format']}, "
                 f"this version reads up to {TRACE_FORMAT}). Upgrade kmviz to read it."
             )
+        rows = [dict(r) for r in d["rows"]]
+        for r in rows:  # kmviz 0.1.0 wrote val_nrmse; the vocabulary is {part}_{metric}
+            if "val_nrmse" in r and "validation_nrmse" not in r:
+                r["validation_nrmse"] = r.pop("val_nrmse")
         return cls(
             solver=str(d["solver"]),
             params=dict(d.get("params", {})),
-            rows=[dict(r) for r in d["rows"]],
+            rows=rows,
             events=[dict(e) for e in d.get("events", [])],
             stop_reason=str(d.get("stop_reason", "unknown")),
         )

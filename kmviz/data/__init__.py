@@ -17,6 +17,7 @@ from .loaders import (
     max_upload_bytes,
 )
 from .ratings import Ratings
+from .splits import DEFAULT_SPLIT, Split, make_split
 from .synthetic import (
     PlantedKMTruth,
     PlantedLowRankTruth,
@@ -30,6 +31,9 @@ from .synthetic import (
 )
 
 __all__ = [
+    "DEFAULT_SPLIT",
+    "Split",
+    "make_split",
     "DatasetEntry",
     "PlantedKMTruth",
     "PlantedLowRankTruth",

@@ -9,32 +9,24 @@ kernels (:mod:`kmviz.km._simplex`) and in the batched binary QP solver
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import warnings
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
-from .._threads import single_blas_thread
 
-from .._base import BaseEstimator
-from .._validation import check_number, check_option, check_random_state
-from ..exceptions import (
-    ConvergenceWarning,
-    EmptyDataError,
-    NotFittedError,
-    NumericalError,
-    RunStoreError,
-)
+from .._base import IterativeEstimator
+from .._params import RANDOM_STATE, Param
+from .._threads import single_blas_thread
+from .._validation import check_random_state
+from ..exceptions import EmptyDataError, RunStoreError
 from ..trace import Trace
 from . import _simplex
+from .bqp import TIME_PARTS, solve_bqp_batch
 
 BQP_SOLVERS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
 EVD_MODES = ("exact", "lanczos")
 PROBABILITY_MODES = ("minmax", "max", "identity")
 INIT_MODES = ("random",)
-SAVE_FORMAT = 1
 
 # Frank-Wolfe settings for the theta block (see kmviz.km._simplex for the measurements
 # behind the pairwise default). The gap tolerance is relative to each user's rho_u.
@@ -42,8 +34,6 @@ FW_VARIANT = "pairwise"
 FW_TOL = 1e-7
 FW_MAX_ITER = 1000
 
-# Rounding allowance when checking that the BCD objective never rises.
-_RISE_RTOL = 1e-9
 
 
 # ----------------------------------------------------------------------------- scales
@@ -102,19 +92,8 @@ def _nanmean(x):
     return float(a.mean()) if a.size else math.nan
 
 
-def _json_safe_params(params):
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if not (v is None or isinstance(v, (bool, int, float, str))):
-            v = None  # e.g. a numpy Generator as random_state: not reproducible from JSON
-        out[k] = v
-    return out
-
-
 # ----------------------------------------------------------------------------- estimator
-class KolmogorovModel(BaseEstimator):
+class KolmogorovModel(IterativeEstimator):
     """Kolmogorov model (KM): ``P(X_ui = 1) = theta_u^T psi_i`` (paper eq. (1)).
 
     Each user u has a probability vector ``theta_u`` on the simplex over D elementary
@@ -205,6 +184,62 @@ class KolmogorovModel(BaseEstimator):
     Kolmogorov model learning via dual gradient descent, Alg. 4, eqs. (1)-(7), (21).
     """
 
+    #: Solver names as the app shows them; the first is the default.
+    BQP_SOLVER_LABELS = {
+        "fast": "fast: semismooth Newton on the dual (default)",
+        "enhanced": "enhanced: GD with EVD elimination (Alg. 2)",
+        "gd": "gd: original dual GD (Alg. 1)",
+        "exact": "exact: enumeration of all 2^D (small D)",
+        "bnb": "bnb: branch and bound (exact)",
+        "sdr": "sdr: SDP relaxation + randomization (needs kmviz[sdp])",
+        "bfgs": "bfgs: quasi-Newton on the dual",
+    }
+    _parameter_constraints = {
+        "D": Param(int, low=1, form_high=16, label="D (dimension)",
+                   help="Dimension D of the KM, eq. (1): the number of elementary events."),
+        "bqp_solver": Param(
+            str, options=BQP_SOLVERS, option_labels=BQP_SOLVER_LABELS, label="BQP solver",
+            help="Solver of the binary QP (4). fast (default): a semismooth Newton method on "
+                 "the dual (13)-(14), warm-started from the previous BCD iteration (not in "
+                 "the paper; measured faster, see bench/). enhanced: dual GD with EVD "
+                 "elimination (Alg. 2); gd: the original dual GD (Alg. 1); exact "
+                 "enumeration, branch and bound, SDR with randomization, quasi-Newton."),
+        "evd": Param(str, options=EVD_MODES, label="EVD",
+                     help="Eigen-decomposition inside the dual solver: exact (LAPACK) or the "
+                          "modified Lanczos of Alg. 5 with the threshold δ of (20)."),
+        "gamma": Param(float, low=0, closed="neither", form_low=0.001, step=10.0,
+                       label="γ (gamma)", help="Regularization γ of the SDP (11), Sec. III-A."),
+        "n_rand": Param(int, low=1, form_high=1000, step=10, label="I_rand (n_rand)",
+                        help="I_rand of Alg. 3: Gaussian randomization samples per item."),
+        "max_iter": Param(int, low=1, form_high=500, label="max BCD iterations",
+                          help="I_BCD: maximum number of BCD iterations of Alg. 4."),
+        "tol": Param(float, low=0, step=1e-4, label="tol",
+                     help="Stop when the objective's relative decrease in one BCD iteration "
+                          "is below this."),
+        "lambda_theta": Param(float, low=0, step=1.0, label="λ_u (lambda_theta)",
+                              help="Regularizer λ_u on θ_u (Table V): adds λ‖θ_u‖² to the "
+                                   "simplex QP (3), pulling θ_u toward uniform."),
+        "mu_psi": Param(float, low=0, step=0.5, label="μ_i (mu_psi)",
+                        help="Regularizer μ_i on ψ_i (Table V): a penalty on the support size "
+                             "in the binary QP (4)."),
+        "probability": Param(str, options=PROBABILITY_MODES, label="probability mapping",
+                             help="Ratings to empirical probabilities p_ui: (r − r_min)/(r_max "
+                                  "− r_min), the paper's r / r_max (eq. (6)), or as given."),
+        "init": Param(str, options=INIT_MODES, label="init", advanced=True,
+                      help="Initialization of θ: Dirichlet(1), uniform on the simplex."),
+        "lanczos_a": Param(float, low=0, closed="neither", form_low=0.01, form_high=100.0,
+                           step=0.1, label="a (Lanczos threshold)",
+                           help="a in (20): larger a lowers δ, so Lanczos runs more "
+                                "iterations m."),
+        "dual_eps": Param(float, low=0, closed="neither", label="ε (dual_eps)", advanced=True,
+                          help="ε of the dual GD stopping rule ‖t Δu‖ ≤ ε (Alg. 1/2)."),
+        "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
+                              help="Seed of the initialization and randomization (same seed, "
+                                   "same trace)."),
+    }
+    _monotone_objective = True
+    _numerical_hint = "check the ratings for extreme values or lower gamma."
+
     def __init__(self, D=8, *, bqp_solver="fast", evd="exact", gamma=100.0, n_rand=50,
                  max_iter=20, tol=1e-4, lambda_theta=0.0, mu_psi=0.0, probability="minmax",
                  init="random", lanczos_a=1.0, dual_eps=1e-6, random_state=None):
@@ -224,24 +259,6 @@ class KolmogorovModel(BaseEstimator):
         self.random_state = random_state
 
     # ------------------------------------------------------------------ validation
-    def _check_params(self):
-        own = type(self).__name__
-        return dict(
-            D=check_number(own, "D", self.D, kind=int, low=1),
-            bqp_solver=check_option(own, "bqp_solver", self.bqp_solver, BQP_SOLVERS),
-            evd=check_option(own, "evd", self.evd, EVD_MODES),
-            gamma=check_number(own, "gamma", self.gamma, low=0, closed="neither"),
-            n_rand=check_number(own, "n_rand", self.n_rand, kind=int, low=1),
-            max_iter=check_number(own, "max_iter", self.max_iter, kind=int, low=1),
-            tol=check_number(own, "tol", self.tol, low=0),
-            lambda_theta=check_number(own, "lambda_theta", self.lambda_theta, low=0),
-            mu_psi=check_number(own, "mu_psi", self.mu_psi, low=0),
-            probability=check_option(own, "probability", self.probability, PROBABILITY_MODES),
-            init=check_option(own, "init", self.init, INIT_MODES),
-            lanczos_a=check_number(own, "lanczos_a", self.lanczos_a, low=0, closed="neither"),
-            dual_eps=check_number(own, "dual_eps", self.dual_eps, low=0, closed="neither"),
-        )
-
     @staticmethod
     def _check_ratings(ratings, what="ratings"):
         for attr in ("users", "items", "values", "n_users", "n_items", "r_min", "r_max"):
@@ -253,10 +270,7 @@ class KolmogorovModel(BaseEstimator):
                                  fix="check the split or the file")
 
     def _check_fitted(self):
-        if not hasattr(self, "theta_"):
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' with "
-                f"appropriate arguments before using this estimator.")
+        super()._check_fitted("theta_")
 
     # ------------------------------------------------------------------ fitting
     def fit(self, ratings, *, callback=None, validation=None):
@@ -271,8 +285,9 @@ class KolmogorovModel(BaseEstimator):
             Raising ``StopIteration`` or returning ``False`` ends the fit cleanly; the model
             learned so far is kept and ``trace_.stop_reason == "callback"``.
         validation : kmviz.data.Ratings, optional
-            Held-out ratings in the same index space; each row then carries ``val_nrmse``,
-            the RMSE on the probability scale (the paper's NRMSE for KM, Sec. V-B).
+            Held-out ratings in the same index space; each row then carries
+            ``validation_nrmse``, the RMSE on the probability scale (the paper's NRMSE for
+            KM, Sec. V-B).
 
         Returns
         -------
@@ -285,7 +300,18 @@ class KolmogorovModel(BaseEstimator):
         NumericalError
             The objective became NaN or infinite (the message names the iteration).
         """
-        prm = self._check_params()
+        return super().fit(ratings, callback=callback, validation=validation)
+
+    def _solver_name(self, prm):
+        return f"km.{prm['bqp_solver']}"
+
+    def _fit_context(self, prm):
+        return single_blas_thread()
+
+    def _trace_metrics(self, validation):
+        return {"nrmse": self.nrmse(validation)}
+
+    def _fit_start(self, ratings, prm, *, validation=None):
         self._check_ratings(ratings)
         D = prm["D"]
         n_users, n_items = int(ratings.n_users), int(ratings.n_items)
@@ -301,150 +327,94 @@ class KolmogorovModel(BaseEstimator):
                     f"validation has shape ({validation.n_users}, {validation.n_items}) but "
                     f"the training ratings have ({n_users}, {n_items}); split one Ratings so "
                     f"both share the index space.")
-            v_users = np.asarray(validation.users, dtype=np.int64)
-            v_items = np.asarray(validation.items, dtype=np.int64)
-            v_p = to_probability(validation.values, r_min, r_max, mode)
-
-        from .bqp import TIME_PARTS, solve_bqp_batch  # the BQP side, imported when needed
-
         rng = check_random_state(self.random_state)
         u_ptr, u_idx, u_p = _compressed(users, items, p, n_users)
         i_ptr, i_idx, i_p = _compressed(items, users, p, n_items)
         known_users = np.diff(u_ptr) > 0
         known_items = np.diff(i_ptr) > 0
         kitems = np.flatnonzero(known_items)
-        all_items = kitems.size == n_items
 
         theta = np.full((n_users, D), 1.0 / D)
         theta[known_users] = rng.dirichlet(np.ones(D), int(known_users.sum()))
-        psi = np.zeros((n_items, D))
-        dual_u = np.full((n_items, D + 1), np.nan)
-        u_prev = None
+        return SimpleNamespace(
+            prm=prm, D=D, users=users, items=items, p=p, rng=rng,
+            u_ptr=u_ptr, u_idx=u_idx, u_p=u_p, i_ptr=i_ptr, i_idx=i_idx, i_p=i_p,
+            known_users=known_users, known_items=known_items, kitems=kitems,
+            all_items=kitems.size == n_items, r_min=r_min, r_max=r_max, mode=mode,
+            theta=theta, psi=np.zeros((n_items, D)), dual_u=np.full((n_items, D + 1), np.nan),
+            u_prev=None, mean_p=float(p.mean()),
+            S=np.empty((n_items, D, D)), v=np.empty((n_items, D)), rho=np.empty(n_items),
+            pred=np.empty(p.shape[0]), fw_gap=np.empty(n_users),
+            fw_iter=np.empty(n_users, dtype=np.int64), fw_obj=np.empty(n_users),
+            fw_code=_simplex.FW_VARIANTS[FW_VARIANT])
+
+    def _fit_step(self, st, trace, it):
+        """One BCD iteration of Algorithm 4: psi for all items, then theta for all users."""
+        prm = st.prm
         lam, mu = prm["lambda_theta"], prm["mu_psi"]
-        mean_p = float(p.mean())
+        # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
+        with trace.phase("build"):
+            _simplex.build_item_stats(st.i_ptr, st.i_idx, st.i_p, st.theta, st.S, st.v, st.rho)
+            Sk, vk = (st.S, st.v) if st.all_items else (st.S[st.kitems], st.v[st.kitems])
+            if mu > 0.0:
+                vk = vk - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi
+            psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
+        # (b) psi update, warm-started duals, the incumbent psi as fallback
+        with trace.phase("bqp"):
+            res = solve_bqp_batch(
+                np.ascontiguousarray(Sk), np.ascontiguousarray(vk),
+                np.ascontiguousarray(psi_k), st.u_prev, method=prm["bqp_solver"],
+                evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
+                a=prm["lanczos_a"], eps=prm["dual_eps"], rng=st.rng)
+        # parts of t_bqp_s (bqp.TIME_PARTS, non-overlapping); t_bqp_dual_s is the sum of the
+        # four t_dual_*_s phase parts
+        times = getattr(res, "times", None) or {}
+        for name in ("dual", *TIME_PARTS):
+            trace.add_time("bqp_dual" if name == "dual" else name, float(times.get(name, 0.0)))
+        new_psi = np.asarray(res.psi, dtype=np.float64)
+        n_changed = int(np.any(new_psi != psi_k, axis=1).sum())
+        st.u_prev = np.array(res.u, dtype=np.float64)
+        if st.all_items:
+            st.psi = np.ascontiguousarray(new_psi)
+            st.dual_u = st.u_prev
+        else:
+            st.psi[st.kitems] = new_psi
+            st.dual_u[st.kitems] = st.u_prev
+        # (c) theta update: Frank-Wolfe per user, warm start from the current theta
+        with trace.phase("lcqp"):
+            _simplex.fw_users(st.u_ptr, st.u_idx, st.u_p, st.psi, lam, FW_TOL, FW_MAX_ITER,
+                              st.fw_code, st.theta, st.fw_gap, st.fw_iter, st.fw_obj)
+        # (d) objective (2) + regularizers, RMSE
+        with trace.phase("objective"):
+            _simplex.predict_pairs(st.users, st.items, st.theta, st.psi, st.pred)
+            sse = float(np.sum((st.pred - st.p) ** 2))
+            obj = sse
+            if lam > 0.0:
+                obj += lam * float(np.sum(st.theta[st.known_users] ** 2))
+            if mu > 0.0:
+                obj += mu * float(st.psi[st.kitems].sum())
+        phase_counts = np.asarray(getattr(res, "phase_counts", np.zeros((1, 4))))
+        phase_tot = phase_counts.reshape(-1, 4).sum(axis=0) if phase_counts.size else \
+            np.zeros(4)
+        fw_known = st.known_users
+        return dict(
+            objective=obj,
+            train_rmse=math.sqrt(sse / st.p.shape[0]),
+            n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
+            n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
+            n_evd=int(_sum(getattr(res, "n_evd", 0))),
+            n_dual_iter=int(_sum(getattr(res, "n_iter", 0))),
+            n_psi_changed=n_changed,
+            bqp_improved=int(np.sum(getattr(res, "improved", 0))),
+            lanczos_m_mean=_nanmean(getattr(res, "lanczos_m", math.nan)),
+            lanczos_beta_mean=_nanmean(getattr(res, "lanczos_beta", math.nan)),
+            fw_gap_max=float(st.fw_gap[fw_known].max()) if fw_known.any() else 0.0,
+            n_fw_iter=int(st.fw_iter.sum()),
+        )
 
-        S = np.empty((n_items, D, D))
-        v = np.empty((n_items, D))
-        rho = np.empty(n_items)
-        pred = np.empty(p.shape[0])
-        fw_gap = np.empty(n_users)
-        fw_iter = np.empty(n_users, dtype=np.int64)
-        fw_obj = np.empty(n_users)
-        fw_code = _simplex.FW_VARIANTS[FW_VARIANT]
-
-        trace = Trace(solver=f"km.{prm['bqp_solver']}",
-                      params=_json_safe_params(self.get_params()))
-        self.trace_ = trace
-        prev = math.inf
-        stop = "max_iter"
-
-        with single_blas_thread():
-            for it in range(1, prm["max_iter"] + 1):
-                # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
-                with trace.phase("build"):
-                    _simplex.build_item_stats(i_ptr, i_idx, i_p, theta, S, v, rho)
-                    Sk, vk = (S, v) if all_items else (S[kitems], v[kitems])
-                    if mu > 0.0:
-                        vk = vk - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi
-                    psi_k = psi.copy() if all_items else psi[kitems]
-                # (b) psi update, warm-started duals, the incumbent psi as fallback
-                with trace.phase("bqp"):
-                    res = solve_bqp_batch(
-                        np.ascontiguousarray(Sk), np.ascontiguousarray(vk),
-                        np.ascontiguousarray(psi_k), u_prev, method=prm["bqp_solver"],
-                        evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
-                        a=prm["lanczos_a"], eps=prm["dual_eps"], rng=rng)
-                # parts of t_bqp_s (bqp.TIME_PARTS, non-overlapping); t_bqp_dual_s is the sum
-                # of the four t_dual_*_s phase parts
-                times = getattr(res, "times", None) or {}
-                for name in ("dual", *TIME_PARTS):
-                    trace.add_time("bqp_dual" if name == "dual" else name,
-                                   float(times.get(name, 0.0)))
-                new_psi = np.asarray(res.psi, dtype=np.float64)
-                n_changed = int(np.any(new_psi != psi_k, axis=1).sum())
-                u_prev = np.array(res.u, dtype=np.float64)
-                if all_items:
-                    psi = np.ascontiguousarray(new_psi)
-                    dual_u = u_prev
-                else:
-                    psi[kitems] = new_psi
-                    dual_u[kitems] = u_prev
-                # (c) theta update: Frank-Wolfe per user, warm start from the current theta
-                with trace.phase("lcqp"):
-                    _simplex.fw_users(u_ptr, u_idx, u_p, psi, lam, FW_TOL, FW_MAX_ITER,
-                                      fw_code, theta, fw_gap, fw_iter, fw_obj)
-                # (d) objective (2) + regularizers, RMSEs
-                with trace.phase("objective"):
-                    _simplex.predict_pairs(users, items, theta, psi, pred)
-                    sse = float(np.sum((pred - p) ** 2))
-                    obj = sse
-                    if lam > 0.0:
-                        obj += lam * float(np.sum(theta[known_users] ** 2))
-                    if mu > 0.0:
-                        obj += mu * float(psi[kitems].sum())
-                    extra = {}
-                    if validation is not None:
-                        self._set_fitted(theta, psi, dual_u, known_users, known_items,
-                                         r_min, r_max, mode, mean_p, it, trace)
-                        err = self.predict(v_users, v_items) - v_p
-                        extra["val_nrmse"] = float(np.sqrt(np.mean(err ** 2)))
-                if not math.isfinite(obj):
-                    trace.stop_reason = "numerical_error"
-                    trace.event("error", f"objective is {obj} at iteration {it}")
-                    self._set_fitted(theta, psi, dual_u, known_users, known_items,
-                                     r_min, r_max, mode, mean_p, it, trace)
-                    raise NumericalError(
-                        f"KolmogorovModel.fit: the objective is {obj} at iteration {it}; "
-                        f"check the ratings for extreme values or lower gamma.")
-                rise = max(0.0, obj - prev) if math.isfinite(prev) else 0.0
-                if rise > _RISE_RTOL * max(abs(prev), 1.0):
-                    trace.event("warning", f"objective rose by {rise:.3g} at iteration {it}",
-                                increase=rise)
-                phase_counts = np.asarray(getattr(res, "phase_counts", np.zeros((1, 4))))
-                phase_tot = phase_counts.reshape(-1, 4).sum(axis=0) if phase_counts.size else \
-                    np.zeros(4)
-                fw_known = known_users
-                # (e) one trace row
-                row = trace.record(
-                    objective=obj,
-                    objective_increase=rise,
-                    train_rmse=math.sqrt(sse / p.shape[0]),
-                    **extra,
-                    n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
-                    n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
-                    n_evd=int(_sum(getattr(res, "n_evd", 0))),
-                    n_dual_iter=int(_sum(getattr(res, "n_iter", 0))),
-                    n_psi_changed=n_changed,
-                    bqp_improved=int(np.sum(getattr(res, "improved", 0))),
-                    lanczos_m_mean=_nanmean(getattr(res, "lanczos_m", math.nan)),
-                    lanczos_beta_mean=_nanmean(getattr(res, "lanczos_beta", math.nan)),
-                    fw_gap_max=float(fw_gap[fw_known].max()) if fw_known.any() else 0.0,
-                    n_fw_iter=int(fw_iter.sum()),
-                )
-                # (f) callback, then the stopping rules
-                decrease = (prev - obj) / max(abs(prev), 1e-300) if math.isfinite(prev) \
-                    else math.inf
-                prev = obj
-                if callback is not None:
-                    try:
-                        keep_going = callback(row)
-                    except StopIteration:
-                        keep_going = False
-                    if keep_going is False:
-                        stop = "callback"
-                        break
-                if decrease < prm["tol"]:
-                    stop = "converged"
-                    break
-
-        trace.stop_reason = stop
-        self._set_fitted(theta, psi, dual_u, known_users, known_items, r_min, r_max, mode,
-                         mean_p, trace.n_iter, trace)
-        if stop == "max_iter" and prm["tol"] > 0:
-            warnings.warn(
-                f"Maximum number of iterations {prm['max_iter']} reached; increase max_iter "
-                f"or tol.", ConvergenceWarning, stacklevel=2)
-        return self
+    def _fit_publish(self, st, n_iter, trace):
+        self._set_fitted(st.theta, st.psi, st.dual_u, st.known_users, st.known_items,
+                         st.r_min, st.r_max, st.mode, st.mean_p, n_iter, trace)
 
     def _set_fitted(self, theta, psi, dual_u, known_users, known_items, r_min, r_max, mode,
                     mean_p, n_iter, trace):
@@ -619,54 +589,67 @@ class KolmogorovModel(BaseEstimator):
             v = v - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi, as in fit
         return np.ascontiguousarray(S), np.ascontiguousarray(v)
 
-    # ------------------------------------------------------------------ persistence
-    def save(self, path):
-        """Write params (JSON), learned arrays and the trace (JSON) to one ``.npz`` file.
+    # ------------------------------------------------------------------ runs
+    def evaluate(self, ratings) -> dict:
+        """Metrics on ``ratings`` (same index space), named without their part.
 
-        Written atomically (temporary file, then rename); read back with :meth:`load`,
-        which never unpickles. A Generator given as ``random_state`` is stored as None.
+        ``nrmse``: the paper's NRMSE of KM, the RMSE on the probability scale (Sec. V-B);
+        ``rmse``: the RMSE of :meth:`predict_ratings` on the rating scale.
         """
         self._check_fitted()
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            np.savez(
-                fh,
-                format=np.array(SAVE_FORMAT),
-                kind=np.array("KolmogorovModel"),
-                params=np.array(json.dumps(_json_safe_params(self.get_params()))),
-                theta=self.theta_, psi=self.psi_, dual_u=self.dual_u_,
-                known_users=self.known_users_, known_items=self.known_items_,
-                scale=np.array([self.r_min_, self.r_max_, self.mean_p_]),
-                probability=np.array(self.probability_),
-                n_iter=np.array(self.n_iter_),
-                trace=np.array(self.trace_.to_json()),
-            )
-        os.replace(tmp, path)
-        return path
+        self._check_ratings(ratings)
+        p = to_probability(ratings.values, self.r_min_, self.r_max_, self.probability_)
+        pred = self.predict(ratings.users, ratings.items)
+        rating_pred = from_probability(pred, self.r_min_, self.r_max_, self.probability_)
+        return {"nrmse": float(np.sqrt(np.mean((pred - p) ** 2))),
+                "rmse": float(np.sqrt(np.mean((rating_pred - np.asarray(ratings.values)) ** 2)))}
+
+    def _fitted_arrays(self) -> dict:
+        """The learned state a saved run keeps: theta, psi, the duals, the known users and
+        items, the scale (r_min, r_max, mean p) and the probability mapping."""
+        self._check_fitted()
+        return {"theta": self.theta_, "psi": self.psi_, "dual_u": self.dual_u_,
+                "known_users": self.known_users_, "known_items": self.known_items_,
+                "scale": np.array([self.r_min_, self.r_max_, self.mean_p_]),
+                "probability": np.array(self.probability_)}
+
+    @classmethod
+    def _from_fitted_arrays(cls, arrays, params, trace, train=None):
+        """A fitted model from :meth:`_fitted_arrays` and its params. Runs saved by kmviz
+        0.1.0 kept only theta and psi: those are rebuilt with their training ratings."""
+        if "scale" not in arrays:
+            if train is None:
+                raise RunStoreError("this run keeps only theta and psi (kmviz 0.1.0) and no "
+                                    "training ratings to rebuild the rest of the model from")
+            return cls.from_fitted(arrays["theta"], arrays["psi"], train, trace=trace,
+                                   dual_u=arrays.get("dual_u"), **params)
+        model = cls(**params)
+        model._validate_params()
+        r_min, r_max, mean_p = (float(x) for x in arrays["scale"])
+        model._set_fitted(arrays["theta"], arrays["psi"], arrays["dual_u"],
+                          arrays["known_users"], arrays["known_items"], r_min, r_max,
+                          str(arrays["probability"]), mean_p, trace.n_iter, trace)
+        return model
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path, *, split=None, dataset=None):
+        """Write the fitted model to one file in the run format (a zip of ``meta.json``,
+        ``trace.json``, ``arrays.npz``; nothing pickled), as :func:`kmviz.runs.save_model_file`.
+
+        Pass the ``split`` (or at least the training ratings as ``dataset``) to keep the
+        training data with the model, so :meth:`load` can rebuild everything; without it
+        the file holds the learned arrays, the scale and the parameters only.
+        """
+        from ..runs import save_model_file
+
+        return save_model_file(path, self, split=split, dataset=dataset)
 
     @classmethod
     def load(cls, path):
-        """Read a model written by :meth:`save` (``allow_pickle=False``)."""
-        path = Path(path)
-        if not path.exists():
-            raise RunStoreError(f"{path}: no such model file.")
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-        except (ValueError, OSError) as exc:
-            raise RunStoreError(f"{path}: not a kmviz model file ({exc}).") from None
-        need = {"format", "kind", "params", "theta", "psi", "dual_u", "known_users",
-                "known_items", "scale", "probability", "n_iter", "trace"}
-        if str(data.get("kind", "")) != "KolmogorovModel" or not need <= set(data):
-            raise RunStoreError(f"{path}: not a saved KolmogorovModel "
-                                f"(missing {sorted(need - set(data))}).")
-        if int(data["format"]) > SAVE_FORMAT:
-            raise RunStoreError(f"{path}: written by a newer kmviz (format "
-                                f"{int(data['format'])}); upgrade kmviz to read it.")
-        model = cls(**json.loads(str(data["params"])))
-        r_min, r_max, mean_p = (float(x) for x in data["scale"])
-        model._set_fitted(data["theta"], data["psi"], data["dual_u"], data["known_users"],
-                          data["known_items"], r_min, r_max, str(data["probability"]),
-                          mean_p, int(data["n_iter"]), Trace.from_json(str(data["trace"])))
+        """Read a model written by :meth:`save` (or by kmviz 0.1.0's ``save``)."""
+        from ..runs import load_model_file
+
+        model, _split = load_model_file(path)
+        if not isinstance(model, cls):
+            raise RunStoreError(f"{path}: holds a {type(model).__name__}, not a {cls.__name__}.")
         return model

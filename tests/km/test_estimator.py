@@ -113,13 +113,13 @@ def test_trace_columns(planted):
     train, val = ratings.split(0.2, random_state=0)
     m = KolmogorovModel(4, max_iter=2, tol=0.0, random_state=0).fit(train, validation=val)
     row = m.trace_.rows[-1]
-    for col in ("objective", "train_rmse", "val_nrmse", "t_build_s", "t_bqp_dual_s",
+    for col in ("objective", "train_rmse", "validation_nrmse", "t_build_s", "t_bqp_dual_s",
                 "t_dual_1a_s", "t_dual_1b_s", "t_dual_2a_s", "t_dual_2b_s", "t_lanczos_s",
                 "t_evd_s", "t_randomization_s", "t_lcqp_s", "n_phase_1a", "n_phase_1b",
                 "n_phase_2a", "n_phase_2b", "n_evd", "n_dual_iter", "n_psi_changed",
                 "lanczos_m_mean", "lanczos_beta_mean", "fw_gap_max", "wall_s"):
         assert col in row
-    assert row["val_nrmse"] == pytest.approx(-m.score(val))
+    assert row["validation_nrmse"] == pytest.approx(-m.score(val))
     assert m.trace_.solver == "km.fast" and m.trace_.stop_reason == "max_iter"
 
 

@@ -1,0 +1,170 @@
+"""The family registry: the one place that names kmviz's model families.
+
+Everything generic (the Train page and its form, the run label, the Runs table's metric
+columns, the CLI's ``kmviz train FAMILY``, the app's navigation, the estimator contract tests)
+reads this registry; no other module outside a family's own package says "km". Adding a
+family means a package under ``kmviz/`` (an estimator on :class:`kmviz._base.IterativeEstimator`
+with declared ``_parameter_constraints``, ``evaluate``, ``_fitted_arrays`` and
+``_from_fitted_arrays``), one :class:`Family` entry below, and its Explore pages.
+
+Estimators are imported lazily (``"module:Class"``), so ``kmviz --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+from .exceptions import InvalidParameterError
+
+
+@dataclass(frozen=True)
+class ExplorePage:
+    """One page of a family's Explore section (a file under ``app_pages/``)."""
+
+    path: str
+    title: str
+    icon: str = ":material/insights:"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family.
+
+    Attributes
+    ----------
+    name, title : str
+        The key (``kmviz train NAME``, saved runs' ``family``) and the display name.
+    estimator : str
+        ``"module:Class"`` of its estimator, imported on first use.
+    summary : str
+        One or two sentences for the Home and Train pages (markdown, written here).
+    metrics : tuple of str
+        Headline metrics (``{part}_{metric}``), in the order the Runs table shows them.
+    label_params : tuple of str
+        Parameters named in a run's default label (``KM D=8 fast/exact on ...``).
+    short : str
+        Short name used in labels.
+    phase_labels : str
+        ``"module:NAME"`` of a dict mapping trace columns ``t_<phase>_s`` to display names
+        (optional).
+    explore : tuple of ExplorePage
+        The family's own Explore pages.
+    quick_params : dict
+        Small settings that fit in a second or two on a small dataset (contract tests, demos).
+    contract_data : dict
+        ``kmviz.data.load`` arguments of a small dataset the contract tests fit on.
+    cli_aliases : dict
+        Old option names of ``kmviz train NAME`` kept working (``--iters`` -> max_iter).
+    """
+
+    name: str
+    title: str
+    estimator: str
+    summary: str
+    metrics: tuple
+    label_params: tuple = ()
+    short: str = ""
+    phase_labels: str = ""
+    explore: tuple = ()
+    quick_params: dict = field(default_factory=dict)
+    contract_data: dict = field(default_factory=dict)
+    cli_aliases: dict = field(default_factory=dict)
+
+    def estimator_class(self):
+        module, _, attr = self.estimator.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def make(self, params: dict | None = None):
+        """A new estimator with ``params``; unknown names are refused with the valid ones."""
+        cls = self.estimator_class()
+        params = dict(params or {})
+        unknown = sorted(set(params) - set(cls._parameter_constraints))
+        if unknown:
+            raise InvalidParameterError(
+                f"{cls.__name__} has no parameter {unknown[0]!r}. Valid parameters: "
+                f"{', '.join(cls._parameter_constraints)}.")
+        return cls(**params)
+
+    def constraints(self) -> dict:
+        return dict(self.estimator_class()._parameter_constraints)
+
+    def default_params(self) -> dict:
+        return self.estimator_class()().get_params()
+
+    def label(self, params: dict, dataset_name: str) -> str:
+        """A run's default display name from its settings."""
+        shown = " ".join(f"{k}={params[k]}" for k in self.label_params if k in params)
+        return f"{self.short or self.name} {shown} on {dataset_name}".replace("  ", " ")
+
+    def phases(self) -> dict:
+        if not self.phase_labels:
+            return {}
+        module, _, attr = self.phase_labels.partition(":")
+        return dict(getattr(importlib.import_module(module), attr))
+
+
+_FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family to the registry (its name must be new)."""
+    if family.name in _FAMILIES:
+        raise ValueError(f"a family named {family.name!r} is already registered")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def get(name: str) -> Family:
+    """The registered family ``name``, or an error listing the known ones."""
+    try:
+        return _FAMILIES[name]
+    except KeyError:
+        raise InvalidParameterError(
+            f"Unknown model family {name!r}; choose one of {', '.join(_FAMILIES)}.") from None
+
+
+def all_families() -> list[Family]:
+    return list(_FAMILIES.values())
+
+
+def names() -> list[str]:
+    return list(_FAMILIES)
+
+
+def family_of(model) -> Family:
+    """The registered family of an estimator instance."""
+    for fam in _FAMILIES.values():
+        module, _, attr = fam.estimator.partition(":")
+        if type(model).__name__ == attr and type(model).__module__.startswith(
+                module.rsplit(".", 1)[0]):
+            return fam
+    raise InvalidParameterError(
+        f"{type(model).__name__} is not the estimator of a registered family "
+        f"({', '.join(_FAMILIES)}).")
+
+
+# ------------------------------------------------------------------------------ entries
+register(Family(
+    name="km",
+    title="Kolmogorov model (KM)",
+    short="KM",
+    estimator="kmviz.km.estimator:KolmogorovModel",
+    summary=(
+        "P(user *u* likes item *i*) = $\\theta_u^\\top \\psi_i$, with a probability vector "
+        "$\\theta_u$ over D elementary events and a binary vector $\\psi_i$; learned by block "
+        "coordinate descent. Nested supports of $\\psi$ give implications between items."),
+    metrics=("validation_nrmse", "test_nrmse", "train_nrmse", "test_rmse"),
+    label_params=("D", "bqp_solver"),
+    phase_labels="kmviz.km.telemetry:PHASE_LABELS",
+    explore=(
+        ExplorePage("app_pages/km_dual.py", "Dual GD", ":material/timeline:"),
+        ExplorePage("app_pages/km_phases.py", "Phases", ":material/stacked_bar_chart:"),
+        ExplorePage("app_pages/km_lanczos.py", "Lanczos", ":material/functions:"),
+        ExplorePage("app_pages/km_implications.py", "Implications", ":material/hub:"),
+    ),
+    quick_params={"D": 3, "max_iter": 3, "n_rand": 5, "random_state": 0},
+    contract_data={"source": "planted-km", "n_users": 40, "n_items": 25, "D": 3,
+                   "random_state": 1},
+    cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
+))
