@@ -19,8 +19,7 @@ from kmviz.exceptions import InvalidParameterError
 
 from .._threads import single_blas_thread
 from . import _kernels as K
-
-MAX_ENUM_D = 20
+from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult
 
 
 def _arrays(S, v):
@@ -122,8 +121,6 @@ def sdr_bqp(S, v, *, xi, psi_prev=None, solver=None):
         import cvxpy  # noqa: F401
     except ImportError as exc:  # optional extra
         raise ImportError("method='sdr' needs cvxpy: pip install kmviz[sdp]") from exc
-    from .bqp import BQPResult, PHASES
-
     S, v, D = _arrays(S, v)
     n = D + 1
     A = np.empty((n, n))
@@ -152,8 +149,6 @@ def bfgs_bqp(S, v, *, gamma=100.0, xi, psi_prev=None, u0=None, gtol=1e-6, maxite
     n_evd counts the function/gradient evaluations (one EVD each) plus the one at u*.
     """
     from scipy.optimize import minimize
-
-    from .bqp import BQPResult, PHASES
 
     S, v, D = _arrays(S, v)
     n = D + 1

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from .._threads import single_blas_thread
@@ -66,15 +66,15 @@ from kmviz._validation import check_number, check_option, check_random_state
 from kmviz.exceptions import InvalidParameterError
 
 from . import _kernels as K
+from . import baselines
+from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult  # noqa: F401 (MAX_ENUM_D: re-export)
 
 METHODS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
 DUAL_METHODS = {"gd": K.GD, "enhanced": K.ENHANCED, "fast": K.FAST}
 EVDS = {"exact": K.EVD_EXACT, "lanczos": K.EVD_LANCZOS}
-PHASES = ("I-A", "I-B", "II-A", "II-B")
 DUAL_PHASE_PARTS = ("dual_1a", "dual_1b", "dual_2a", "dual_2b")
 #: Keys of ``BatchResult.times`` besides their sum "dual" (see the module docstring).
 TIME_PARTS = (*DUAL_PHASE_PARTS, "evd", "lanczos", "randomization")
-MAX_ENUM_D = 20
 MAX_ENUM_D_BATCH = 16
 
 LANCZOS_RULES = {"certified": K.LZ_CERTIFIED, "paper": K.LZ_PAPER}
@@ -87,51 +87,6 @@ _DEFAULTS = dict(
 )
 _BATCH_OPTIONS = {"c_armijo", "shrink", "nm_window", "ls_restart", "xi", "lanczos_rule",
                   "fast_variant"}
-
-
-@dataclass
-class BQPResult:
-    """Result of :func:`solve_bqp` for one item.
-
-    Attributes
-    ----------
-    psi : ndarray of shape (D,), float64 in {0, 1}
-    objective : float
-        psi^T S psi - 2 psi^T v.
-    n_iter : int
-        Dual iterations (0 for "exact", "bnb", "sdr"; BFGS iterations for "bfgs").
-    phase_counts : dict
-        Iterations per phase of Alg. 2, keys "I-A", "I-B", "II-A", "II-B".
-    n_evd : int
-        EVDs / Lanczos runs (see the module docstring).
-    u : ndarray of shape (D+1,)
-        Dual solution u* (NaN for methods without a dual).
-    lanczos_m_mean, lanczos_beta_mean : float
-        Mean Krylov dimension and final beta_{m+1} over Lanczos runs (NaN when exact).
-    method : str
-    improved : bool
-        A candidate strictly beat ``psi_prev`` (True when no incumbent was given).
-    converged : bool
-        The dual stopping rule was met (True for non-dual methods).
-    h : float
-        h_gamma(u*) (NaN without a dual).
-    info : dict
-        Method-specific extras (bnb nodes, SDP status, ...).
-    """
-
-    psi: np.ndarray
-    objective: float
-    n_iter: int
-    phase_counts: dict
-    n_evd: int
-    u: np.ndarray
-    lanczos_m_mean: float
-    lanczos_beta_mean: float
-    method: str
-    improved: bool = True
-    converged: bool = True
-    h: float = math.nan
-    info: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -567,8 +522,6 @@ def solve_bqp(S, v, *, method="enhanced", evd="exact", gamma=100.0, n_rand=50,
     no_phase = dict.fromkeys(PHASES, 0)
 
     if method in ("exact", "bnb"):
-        from . import baselines
-
         t0 = time.perf_counter()
         if method == "exact":
             psi, obj, info = baselines.exact_bqp(S, v)
@@ -593,8 +546,6 @@ def solve_bqp(S, v, *, method="enhanced", evd="exact", gamma=100.0, n_rand=50,
                              f"{xi.shape}.")
 
     if method in ("sdr", "bfgs"):
-        from . import baselines
-
         t0 = time.perf_counter()
         fn = baselines.sdr_bqp if method == "sdr" else baselines.bfgs_bqp
         kw = {} if method == "sdr" else {"gamma": gamma, "u0": opt["u0"]}

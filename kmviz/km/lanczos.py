@@ -14,6 +14,7 @@ full dimension m = 2, which is exact and costs next to nothing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,6 @@ import numpy as np
 from kmviz._validation import check_number
 
 from . import _kernels as K
-from . import _reference as R
 
 
 @dataclass
@@ -65,6 +65,33 @@ def _check_symmetric(C, owner):
     return np.ascontiguousarray(0.5 * (C + C.T))
 
 
+def _ritz_pairs(alpha, beta, P):
+    """Ritz values theta (ascending), Ritz vectors P Q and eigenvectors Q of the m x m
+    H_m = tridiag(beta[:m-1], alpha, beta[:m-1]); P holds p_1..p_m as columns (eq. (15))."""
+    m = alpha.shape[0]
+    H = np.diag(alpha) + np.diag(beta[: m - 1], 1) + np.diag(beta[: m - 1], -1)
+    theta, Q = np.linalg.eigh(H)
+    return theta, P @ Q, Q
+
+
+def _threshold_terms(C, a):
+    """delta of eq. (20) with the trace bounds sigma_UB, sigma_LB, sigma_Minkowski of Lemma 3.
+
+    The same quantities as ``_kernels.lanczos_threshold``, which returns delta only.
+    """
+    n = C.shape[0]
+    D = n - 1
+    tr = np.trace(C)
+    tr2 = np.trace(C @ C)
+    mu = tr / n
+    var = max(tr2 / n - mu**2, 0.0)
+    s_ub = mu + math.sqrt(var * D)
+    s_lb = mu + (math.sqrt(var / D) if D > 0 else 0.0)
+    s_mink = np.abs(C).sum() / n
+    delta = 0.0 if D < 2 else ((s_ub - s_lb) + s_mink) / (a * D * math.log(D))
+    return {"sigma_UB": s_ub, "sigma_LB": s_lb, "sigma_Minkowski": s_mink, "delta": delta}
+
+
 def lanczos(C, *, a=1.0, delta=None, start=None) -> LanczosResult:
     """Approximate EVD of a symmetric matrix by Alg. 5 with full reorthogonalization.
 
@@ -98,7 +125,7 @@ def lanczos(C, *, a=1.0, delta=None, start=None) -> LanczosResult:
     beta = np.empty(n)
     P = np.empty((n, n))
     m = int(K.lanczos_tridiag(C, p1, float(delta), alpha, beta, P))
-    theta, Y, _ = R.ritz_pairs(alpha[:m], beta[:m], P[:m].T)
+    theta, Y, _ = _ritz_pairs(alpha[:m], beta[:m], P[:m].T)
     return LanczosResult(theta, Y, m, float(beta[m - 1]), float(delta), alpha[:m].copy(),
                          beta[:m].copy())
 
@@ -127,7 +154,7 @@ def lanczos_diagnostics(C, a=1.0):
     a = check_number("lanczos_diagnostics", "a", a, low=0, closed="neither")
     n = C.shape[0]
     lam = np.linalg.eigvalsh(C)
-    thr = R.lanczos_threshold(C, a)
+    thr = _threshold_terms(C, a)
     p1 = np.empty(n)
     K.lanczos_start(n, p1)
     alpha = np.empty(n)
@@ -139,7 +166,7 @@ def lanczos_diagnostics(C, a=1.0):
         "beta_q_min", "residual_max", "lemma3_bound")}
     ritz_m, ritz_values = [], []
     for m in range(1, m_full + 1):
-        theta, Y, Q = R.ritz_pairs(alpha[:m], beta[:m], P[:m].T)
+        theta, Y, Q = _ritz_pairs(alpha[:m], beta[:m], P[:m].T)
         ritz_m.append(np.full(m, m))
         ritz_values.append(theta)
         b = beta[m - 1]

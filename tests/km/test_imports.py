@@ -1,0 +1,102 @@
+"""Import structure of ``kmviz.km``: the test twins stay out of production, and ``bqp`` and
+``baselines`` do not import each other.
+
+The modules are parsed with ``ast`` (not imported), so imports inside functions count too.
+"""
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kmviz.km
+from kmviz.km import _reference as R
+from kmviz.km import lanczos as L
+
+from tests.km.instances import random_symmetric
+
+PKG = "kmviz.km"
+PKG_DIR = Path(kmviz.km.__file__).resolve().parent
+MODULES = {f"{PKG}.{p.stem}": p for p in sorted(PKG_DIR.glob("*.py")) if p.stem != "__init__"}
+REFERENCE = f"{PKG}._reference"
+
+
+def _imported_modules(path):
+    """Every module an ``import`` / ``from ... import`` anywhere in the file (functions
+    included) may bind, as absolute dotted names. For ``from X import a`` both X and X.a are
+    listed, since ``a`` may be a submodule."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = PKG.split(".")  # every parsed file sits directly in kmviz/km
+                base = ".".join(parts[: len(parts) - (node.level - 1)])
+                mod = f"{base}.{node.module}" if node.module else base
+            else:
+                mod = node.module
+            out.add(mod)
+            out.update(f"{mod}.{alias.name}" for alias in node.names)
+    return out
+
+
+def _km_imports(name):
+    """The modules of kmviz.km (other than itself) that module ``name`` imports."""
+    return {m for m in _imported_modules(MODULES[name]) if m in MODULES and m != name}
+
+
+def test_parser_sees_the_package():
+    assert {f"{PKG}.lanczos", f"{PKG}.bqp", f"{PKG}.baselines", REFERENCE} <= set(MODULES)
+    assert f"{PKG}._kernels" in _km_imports(f"{PKG}.lanczos")
+
+
+def test_resolver_handles_every_import_form(tmp_path):
+    src = tmp_path / "mod.py"
+    src.write_text(
+        "from . import _reference as R\n"
+        "def f():\n"
+        "    from ._reference import ritz_pairs\n"
+        "    import kmviz.km._reference\n"
+        "    from kmviz.km import _reference\n"
+        "    from .. import exceptions\n")
+    got = _imported_modules(src)
+    assert REFERENCE in got and "kmviz.exceptions" in got
+    src.write_text("def f():\n    from .bqp import BQPResult\n")
+    assert f"{PKG}.bqp" in _imported_modules(src)  # function-level imports count
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - {REFERENCE}))
+def test_production_modules_do_not_import_the_test_twins(name):
+    assert REFERENCE not in _imported_modules(MODULES[name]), (
+        f"{name} imports {REFERENCE}, the plain-NumPy oracles kept for tests")
+
+
+def test_package_init_does_not_import_the_test_twins():
+    assert REFERENCE not in _imported_modules(PKG_DIR / "__init__.py")
+
+
+def test_reference_is_independent_of_the_code_it_checks():
+    assert not _km_imports(REFERENCE), f"{REFERENCE} must not call production code"
+
+
+def test_bqp_and_baselines_do_not_import_each_other():
+    bqp, base = f"{PKG}.bqp", f"{PKG}.baselines"
+    both = bqp in _km_imports(base) and base in _km_imports(bqp)
+    assert not both, "bqp and baselines import each other"
+    # the direction chosen: bqp dispatches to the baselines, which only see lower modules
+    assert bqp not in _km_imports(base)
+
+
+def test_lanczos_helpers_match_their_oracles():
+    """lanczos.py carries its own Ritz pairs and threshold terms; they agree with the twins."""
+    for n, seed in ((2, 0), (3, 1), (9, 2)):
+        C = random_symmetric(n, seed)
+        got, ref = L._threshold_terms(C, 1.5), R.lanczos_threshold(C, 1.5)
+        assert got.keys() == ref.keys()
+        for k in ref:
+            assert got[k] == pytest.approx(ref[k], rel=1e-14, abs=1e-300)
+        al, be, P = R.lanczos_tridiag(C, R.lanczos_start(n), 0.0)
+        for a, b in zip(L._ritz_pairs(al, be, P), R.ritz_pairs(al, be, P)):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
