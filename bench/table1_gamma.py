@@ -50,7 +50,7 @@ def summarize(fits, n_items=40):
         "t_iter_median": float(np.median(t)),
         "evd_item": float(np.mean([r["n_evd"] for r in rows]) / n_items),
         "dual_item": float(np.mean([r["n_dual_iter"] for r in rows]) / n_items),
-        "rmse": float(np.mean([f[-1]["train_rmse"] for f in fits])),
+        "rmse": float(np.mean([f[-1]["train_nrmse"] for f in fits])),
         "n_fits": len(fits),
         "n_rows": len(rows),
     }

@@ -4,8 +4,9 @@
 
     kmviz data list
     kmviz data describe SOURCE [--option key=value ...]
+    kmviz train FAMILY --data SOURCE [--set name=value ...] [--save]
     kmviz train km --data SOURCE [--D 8] [--bqp enhanced] [--evd lanczos] [--iters 20] [--save]
-    kmviz runs list | show RUN | export RUN DEST | delete RUN [--yes]     [--dir DIR]
+    kmviz runs list | show RUN | export RUN --out DEST | delete RUN [--yes]     [--dir DIR]
     kmviz app [--port N] [-- streamlit args]
 
 Mistakes a user can make (an unknown dataset, a bad option, a missing run) end with one line
@@ -151,8 +152,14 @@ def _cmd_data_describe(args) -> int:
 
 
 # ------------------------------------------------------------------------------ train
+def _row_metrics(row: dict) -> list[tuple[str, float]]:
+    """The metric columns of a trace row, in the run vocabulary ({part}_{metric})."""
+    keys = [k for k in row if k.startswith(("train_", "validation_"))]
+    return [(k, row[k]) for k in keys if isinstance(row[k], (int, float))]
+
+
 class _ProgressPrinter:
-    """The fit callback: one line per BCD iteration with a progress bar."""
+    """The fit callback: one line per outer iteration with a progress bar."""
 
     def __init__(self, max_iter: int, stream=None, bar_width: int = 20):
         self.max_iter = max(int(max_iter), 1)
@@ -164,76 +171,81 @@ class _ProgressPrinter:
         filled = min(self.bar_width, round(self.bar_width * it / self.max_iter))
         bar = "#" * filled + "." * (self.bar_width - filled)
         parts = [f"[{bar}] iter {it:>{len(str(self.max_iter))}}/{self.max_iter}",
-                 f"objective {row.get('objective', math.nan):.6g}",
-                 f"train_rmse {row.get('train_rmse', math.nan):.4f}"]
-        if "val_nrmse" in row:
-            parts.append(f"val_nrmse {row['val_nrmse']:.4f}")
-        parts.append(f"{row.get('wall_s', math.nan):7.2f} s")
+                 f"objective {row.get('objective', math.nan):.6g}"]
+        parts += [f"{k} {v:.4f}" for k, v in _row_metrics(row)]
+        parts.append(f"elapsed {row.get('wall_s', math.nan):7.2f} s")
         print("  ".join(parts), file=self.stream, flush=True)
 
 
-def _cmd_train_km(args) -> int:
+def _train_params(fam, args) -> dict:
+    """Estimator settings from ``--<param>`` flags, old aliases and ``--set name=value``."""
+    from ._params import parse_assignments
+
+    cls = fam.estimator_class()
+    constraints = cls._parameter_constraints
+    given = {}
+    for name, spec in constraints.items():
+        text = getattr(args, f"param_{name}", None)
+        if text is not None:
+            given[name] = spec.parse(cls.__name__, name, text)
+    given.update(parse_assignments(cls, args.set))
+    if "random_state" in constraints and "random_state" not in given:
+        given["random_state"] = args.seed
+    return given
+
+
+def _cmd_train(args) -> int:
+    from . import families
     from .data import load
-    from .km import KolmogorovModel
-    from .metrics import nrmse_ratings, rmse
+    from .data.splits import make_split
 
-    ratings = load(args.data, **_parse_options(args.option))
-    if args.test_size == 0:
-        train, test = ratings, None
-    else:
-        train, test = ratings.split(args.test_size, random_state=args.seed)
-    given = {"D": args.D, "bqp_solver": args.bqp, "evd": args.evd, "gamma": args.gamma,
-             "max_iter": args.iters, "lambda_theta": args.lambda_theta,
-             "mu_psi": args.mu_psi, "random_state": args.seed}
-    # Unset options keep the estimator's own defaults rather than copies of them here.
-    model = KolmogorovModel(**{k: v for k, v in given.items() if v is not None})
+    fam = families.get(args.model)
+    options = _parse_options(args.option)
+    ratings = load(args.data, **options)
+    model = fam.make(_train_params(fam, args))
     params = model.get_params()
-
-    n_val = 0 if test is None else test.n_ratings
-    print(f"Training KM (D={params['D']}, bqp={params['bqp_solver']}, evd={params['evd']}, "
-          f"gamma={params['gamma']:g}, max_iter={params['max_iter']}) on {ratings.name}: "
-          f"{ratings.n_users:,} users x {ratings.n_items:,} items, {train.n_ratings:,} train / "
-          f"{n_val:,} validation ratings.", flush=True)
+    model._validate_params()  # bad settings fail before the data is split
+    split = make_split(ratings, val_size=args.val_size, test_size=args.test_size, by=args.split,
+                       seed=args.seed)
+    sizes = split.describe()
+    shown = ", ".join(f"{k}={params[k]}" for k in fam.label_params if k in params)
+    print(f"Training {fam.title} ({shown}, max_iter={params.get('max_iter', 1)}) on "
+          f"{ratings.name}: {ratings.n_users:,} users x {ratings.n_items:,} items; "
+          f"{sizes['train']:,} train / {sizes['validation']:,} validation / "
+          f"{sizes['test']:,} test ratings ({sizes['by']} split, seed {sizes['seed']}).",
+          flush=True)
     print("The first iteration includes compiling the Numba kernels (cached afterwards).",
           flush=True)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(train, callback=_ProgressPrinter(params["max_iter"]), validation=test)
+        model.fit(split.train, callback=_ProgressPrinter(params.get("max_iter", 1)),
+                  validation=split.validation)
     elapsed = time.perf_counter() - start
     for w in caught:
         print(f"note: {w.message}", file=sys.stderr)
 
+    from .runs import run_metrics
+
     trace = model.trace_
-    last = trace.rows[-1] if trace.rows else {}
-    metrics = {"objective": last.get("objective"), "train_rmse": last.get("train_rmse")}
-    if test is not None:
-        metrics["val_nrmse"] = model.nrmse(test)
-        pred = model.predict_ratings(test.users, test.items)
-        metrics["val_rmse_ratings"] = rmse(test.values, pred)
-        metrics["val_nrmse_ratings"] = nrmse_ratings(test.values, pred, ratings.r_min,
-                                                     ratings.r_max)
-    phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
+    metrics = run_metrics(model, split)
     summary = [("iterations", f"{trace.n_iter} (stopped: {trace.stop_reason})"),
-               ("time", f"{elapsed:.2f} s"),
-               ("objective", metrics["objective"]),
-               ("train RMSE (probability scale)", metrics["train_rmse"])]
-    if test is not None:
-        summary += [("validation NRMSE, p-scale (KM/NNM form)", metrics["val_nrmse"]),
-                    ("validation RMSE, rating scale", metrics["val_rmse_ratings"]),
-                    ("validation NRMSE, RMSE/(r_max-r_min)", metrics["val_nrmse_ratings"])]
+               ("time", f"{elapsed:.2f} s")]
+    summary += [(k, v) for k, v in metrics.items() if k != "n_iter"]
+    phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
     if phases:
         summary.append(("time per phase", ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
-    print("Done.\n" + _pairs(summary))
+    print("Done. Metrics are {part}_{metric}: nrmse is the RMSE on the model's [0, 1] scale, "
+          "rmse on the rating scale.\n" + _pairs(summary))
 
     if args.save:
-        from .runs import RunStore
+        from .runs import RunStore, save_run
 
         store = RunStore(args.dir)
-        params_saved = dict(params, split={"test_size": args.test_size, "seed": args.seed})
-        run_id = store.save("km", trace, {"theta": model.theta_, "psi": model.psi_},
-                            dataset=ratings, params=params_saved, metrics=metrics,
-                            label=args.label, duration_s=elapsed)
+        spec = {"kind": "cli", "source": args.data, "options": options}
+        run_id = save_run(model, split, dataset=ratings, spec=spec, label=args.label,
+                          note=args.note or "", store=store, writer="cli", metrics=metrics,
+                          duration_s=elapsed)
         print(f"Saved run {run_id} in {store.path}.")
     else:
         print("Not saved; add --save to keep this run.")
@@ -254,7 +266,12 @@ def _cmd_runs_list(args) -> int:
         print(f"No runs in {store.path}. Train one with "
               "`kmviz train km --data km-toy --save`.")
         return EXIT_OK
-    metric_cols = [c for c in ("val_nrmse", "train_rmse") if c in df.columns]
+    from . import families
+
+    wanted = []
+    for fam in families.all_families():
+        wanted += [m for m in fam.metrics if m not in wanted]
+    metric_cols = [c for c in wanted if c in df.columns and df[c].notna().any()]
     cols = ["run_id", "created", "family", "label", "dataset", "status", "n_iter",
             "duration_s"] + metric_cols
     rows = []
@@ -275,6 +292,7 @@ def _cmd_runs_show(args) -> int:
     ds = m["dataset"]
     items = [("run", m["run_id"]), ("label", m["label"]), ("family", m["family"]),
              ("created", m["created"]), ("status", m["status"]),
+             ("note", m.get("note") or "-"),
              ("duration", None if m.get("duration_s") is None else f"{m['duration_s']:.2f} s"),
              ("dataset", f"{ds.get('name')} (fingerprint {ds.get('fingerprint') or '-'})")]
     if "n_users" in ds:
@@ -298,7 +316,8 @@ def _cmd_runs_show(args) -> int:
 
 
 def _cmd_runs_export(args) -> int:
-    out = _store(args).export(args.run, args.dest, overwrite=args.overwrite)
+    dest = args.out or args.dest or f"{args.run}.zip"
+    out = _store(args).export(args.run, dest, overwrite=args.overwrite)
     print(f"Exported run {args.run} to {out}.")
     return EXIT_OK
 
@@ -367,6 +386,45 @@ def _fraction(text) -> float:
 
 
 # ------------------------------------------------------------------------------ parser
+def _add_train_parser(train_cmds, fam, option_help) -> None:
+    """``kmviz train NAME``: options generated from the family's declared parameters."""
+    cls = fam.estimator_class()
+    p = train_cmds.add_parser(
+        fam.name, help=fam.title,
+        description=f"Fit {cls.__module__.split('.')[1]}.{cls.__name__} on a train / validation "
+                    "/ test split (the app's default split) and print one line per "
+                    "iteration. Settings left out keep the estimator's defaults; every "
+                    "setting can also be given as --set name=value.")
+    p.add_argument("--data", required=True, metavar="SOURCE",
+                   help="a catalogue name or a file/directory/zip")
+    p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
+    aliases = {v: k for k, v in fam.cli_aliases.items()}
+    for name, spec in cls._parameter_constraints.items():
+        if name == "random_state":
+            continue
+        flags = [f"--{name.replace('_', '-')}"]
+        if name in aliases:
+            flags.append(f"--{aliases[name]}")
+        p.add_argument(*flags, dest=f"param_{name}", metavar="VALUE",
+                       help=f"{spec.help} ({spec.describe()})".replace("%", "%%"))
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                   help="any estimator setting, repeatable (for example --set D=8)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the split and, unless set otherwise, of the model (default 0)")
+    p.add_argument("--val-size", type=_fraction, default=0.1,
+                   help="validation fraction, 0 for none (default: 0.1, as in the app)")
+    p.add_argument("--test-size", type=_fraction, default=0.2,
+                   help="test fraction, 0 for none (default: 0.2, as in the app)")
+    p.add_argument("--split", choices=("random", "user"), default="random",
+                   help="hold out random ratings, or a share of each user's (default random)")
+    p.add_argument("--save", action="store_true", help="save the run to the run store")
+    p.add_argument("--label", help="display name of the saved run")
+    p.add_argument("--note", help="a note kept with the saved run")
+    p.add_argument("--dir", metavar="DIR",
+                   help="run store directory (default: $KMVIZ_RUNS_DIR or the user data dir)")
+    p.set_defaults(func=_cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kmviz",
@@ -394,32 +452,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_data_describe)
 
     # train -----------------------------------------------------------------
+    from . import families
+
     train = commands.add_parser("train", help="fit a model and print its progress")
-    train_cmds = train.add_subparsers(dest="model", metavar="MODEL", parser_class=_Parser,
-                                    required=True)
-    p = train_cmds.add_parser(
-        "km", help="the Kolmogorov model (BCD with dual-GD binary QP)",
-        description="Fit kmviz.km.KolmogorovModel on a hold-out split and print one line per "
-                    "BCD iteration. Options left out keep the estimator's defaults.")
-    p.add_argument("--data", required=True, metavar="SOURCE",
-                   help="a catalogue name or a file/directory/zip")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
-    p.add_argument("--D", type=int, metavar="N", help="dimension D (elementary events)")
-    p.add_argument("--bqp", metavar="SOLVER",
-                   help="binary QP solver: gd, enhanced, fast, exact, bnb, sdr, bfgs")
-    p.add_argument("--evd", metavar="MODE", help="eigen-decomposition: exact or lanczos")
-    p.add_argument("--iters", type=int, metavar="N", help="maximum BCD iterations")
-    p.add_argument("--gamma", type=float, help="SDP relaxation regularization gamma > 0")
-    p.add_argument("--lambda-theta", type=float, metavar="L", help="ridge on theta (>= 0)")
-    p.add_argument("--mu-psi", type=float, metavar="M", help="support penalty on psi (>= 0)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--test-size", type=_fraction, default=0.2,
-                   help="hold-out fraction for validation, 0 for none (default: 0.2)")
-    p.add_argument("--save", action="store_true", help="save the run to the run store")
-    p.add_argument("--label", help="display name of the saved run")
-    p.add_argument("--dir", metavar="DIR",
-                   help="run store directory (default: $KMVIZ_RUNS_DIR or the user data dir)")
-    p.set_defaults(func=_cmd_train_km)
+    train_cmds = train.add_subparsers(dest="model", metavar="FAMILY", parser_class=_Parser,
+                                      required=True)
+    for fam in families.all_families():
+        _add_train_parser(train_cmds, fam, option_help)
 
     # runs ------------------------------------------------------------------
     runs = commands.add_parser("runs", help="saved runs: list, show, export, delete")
@@ -437,7 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = runs_cmds.add_parser("export", parents=[store_opt],
                              help="write a run's trace (CSV, JSON), arrays (NPZ) and meta")
     p.add_argument("run", metavar="RUN", help="run id")
-    p.add_argument("dest", metavar="DEST", help="a directory, or a path ending in .zip")
+    p.add_argument("dest", metavar="DEST", nargs="?",
+                   help="a directory, or a path ending in .zip (or use --out)")
+    p.add_argument("--out", "-o", metavar="DEST",
+                   help="a directory, or a path ending in .zip (default: RUN.zip here)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing export")
     p.set_defaults(func=_cmd_runs_export)
     p = runs_cmds.add_parser("delete", parents=[store_opt], help="remove a run")

@@ -5,7 +5,7 @@ that are folded into the next row, and events (warnings, stops). Figures, the ru
 the app read traces; nothing else carries telemetry.
 
 Row columns follow one convention: ``iteration``, ``objective`` and ``wall_s`` always; phase
-times as ``t_<phase>_s``; counts as ``n_<thing>``; metrics as ``{part}_{metric}``: ``train_rmse``, ``validation_nrmse`` ...
+times as ``t_<phase>_s``; counts as ``n_<thing>``; metrics as ``{part}_{metric}``: ``train_nrmse``, ``validation_nrmse`` ...
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import pandas as pd
 
 from .exceptions import RunStoreError
 
-TRACE_FORMAT = 1
+#: 1: kmviz 0.1.0; 2: metrics named {part}_{metric} (KM's probability-scale training RMSE is
+#: ``train_nrmse``, the validation one ``validation_nrmse``).
+TRACE_FORMAT = 2
 
 
 def _scalar(name, value):
@@ -128,9 +130,13 @@ class Trace:
                 f"this version reads up to {TRACE_FORMAT}). Upgrade kmviz to read it."
             )
         rows = [dict(r) for r in d["rows"]]
-        for r in rows:  # kmviz 0.1.0 wrote val_nrmse; the vocabulary is {part}_{metric}
-            if "val_nrmse" in r and "validation_nrmse" not in r:
-                r["validation_nrmse"] = r.pop("val_nrmse")
+        if d.get("format", 1) < 2:  # kmviz 0.1.0's names -> {part}_{metric}
+            km = str(d["solver"]).startswith("km.")
+            for r in rows:
+                if "val_nrmse" in r and "validation_nrmse" not in r:
+                    r["validation_nrmse"] = r.pop("val_nrmse")
+                if km and "train_rmse" in r and "train_nrmse" not in r:
+                    r["train_nrmse"] = r.pop("train_rmse")  # KM's was on the [0, 1] scale
         return cls(
             solver=str(d["solver"]),
             params=dict(d.get("params", {})),

@@ -399,7 +399,7 @@ class KolmogorovModel(IterativeEstimator):
         fw_known = st.known_users
         return dict(
             objective=obj,
-            train_rmse=math.sqrt(sse / st.p.shape[0]),
+            train_nrmse=math.sqrt(sse / st.p.shape[0]),  # RMSE on the probability scale
             n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
             n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
             n_evd=int(_sum(getattr(res, "n_evd", 0))),

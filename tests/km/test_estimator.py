@@ -42,7 +42,7 @@ def _pairs(psi):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_paper_example_is_fitted_exactly(seed):
     m = KolmogorovModel(4, max_iter=30, random_state=seed).fit(example_ratings())
-    assert m.trace_.rows[-1]["train_rmse"] < 1e-6
+    assert m.trace_.rows[-1]["train_nrmse"] < 1e-6
     np.testing.assert_allclose(m.predict([0, 0, 1], [0, 1, 1]), [0.8, 0.4, 0.6], atol=1e-6)
     assert set(np.unique(m.psi_)) <= {0.0, 1.0}
     np.testing.assert_allclose(m.theta_.sum(axis=1), 1.0)
@@ -113,7 +113,7 @@ def test_trace_columns(planted):
     train, val = ratings.split(0.2, random_state=0)
     m = KolmogorovModel(4, max_iter=2, tol=0.0, random_state=0).fit(train, validation=val)
     row = m.trace_.rows[-1]
-    for col in ("objective", "train_rmse", "validation_nrmse", "t_build_s", "t_bqp_dual_s",
+    for col in ("objective", "train_nrmse", "validation_nrmse", "t_build_s", "t_bqp_dual_s",
                 "t_dual_1a_s", "t_dual_1b_s", "t_dual_2a_s", "t_dual_2b_s", "t_lanczos_s",
                 "t_evd_s", "t_randomization_s", "t_lcqp_s", "n_phase_1a", "n_phase_1b",
                 "n_phase_2a", "n_phase_2b", "n_evd", "n_dual_iter", "n_psi_changed",
@@ -270,7 +270,7 @@ def test_planted_model_recovers_implications(noise):
     ratings, truth = make_planted_km(150, 60, 8, noise=noise, observed=0.3, n_chains=4,
                                      random_state=1)
     m = KolmogorovModel(8, max_iter=30, random_state=1).fit(ratings)
-    rmse = m.trace_.rows[-1]["train_rmse"]
+    rmse = m.trace_.rows[-1]["train_nrmse"]
     if noise == 0.0:
         assert rmse < 1e-3
     else:
