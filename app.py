@@ -1,22 +1,29 @@
-"""kmviz Streamlit entry point: page config and navigation over the files in pages/."""
+"""kmviz Streamlit entry point: page config and the navigation, built from the family registry.
+
+Shared pages first (Home, Data, Train, Runs, Convergence), then one section per registered
+model family with its own Explore pages. The page files live in app_pages/ (not pages/, which
+Streamlit would also list on its own before this navigation runs).
+"""
 
 import streamlit as st
 
+from kmviz import families
 from kmviz.ui.training import background_warm_up
 
 st.set_page_config(page_title="kmviz", page_icon=":material/hub:", layout="wide")
 background_warm_up()  # compile the Numba kernels while the user looks at data (once per process)
 
 pages = {
-    "": [st.Page("pages/0_Home.py", title="Home", icon=":material/home:", default=True)],
-    "Data": [st.Page("pages/1_Data.py", title="Data", icon=":material/database:")],
-    "Train": [st.Page("pages/2_Train.py", title="Train", icon=":material/model_training:")],
-    "Explore": [
-        st.Page("pages/3_Convergence.py", title="Convergence", icon=":material/show_chart:"),
-        st.Page("pages/4_Phases.py", title="Phases", icon=":material/stacked_bar_chart:"),
-        st.Page("pages/5_Lanczos.py", title="Lanczos", icon=":material/functions:"),
-        st.Page("pages/6_Implications.py", title="Implications", icon=":material/hub:"),
+    "kmviz": [
+        st.Page("app_pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("app_pages/data.py", title="Data", icon=":material/database:"),
+        st.Page("app_pages/train.py", title="Train", icon=":material/model_training:"),
+        st.Page("app_pages/runs.py", title="Runs", icon=":material/history:"),
+        st.Page("app_pages/convergence.py", title="Convergence", icon=":material/show_chart:"),
     ],
-    "Runs": [st.Page("pages/7_Runs.py", title="Runs", icon=":material/history:")],
 }
+for fam in families.all_families():
+    pages[fam.title] = [st.Page(p.path, title=p.title, icon=p.icon,
+                                url_path=p.path.rsplit("/", 1)[-1].removesuffix(".py"))
+                        for p in fam.explore]
 st.navigation(pages).run()

@@ -45,9 +45,11 @@ class Family:
         Parameters named in a run's default label (``KM D=8 fast/exact on ...``).
     short : str
         Short name used in labels.
-    phase_labels : str
-        ``"module:NAME"`` of a dict mapping trace columns ``t_<phase>_s`` to display names
-        (optional).
+    telemetry : str
+        A module that tells the generic figures how to show this family's trace:
+        ``METRIC_LABELS`` (metric column -> (panel title, axis title)), ``PHASE_LABELS``
+        (``t_<phase>_s`` -> display name) and ``FIGURE_OPTIONS`` (figure name -> keyword
+        options of the :mod:`kmviz.viz` figure). Optional.
     explore : tuple of ExplorePage
         The family's own Explore pages.
     quick_params : dict
@@ -56,6 +58,9 @@ class Family:
         ``kmviz.data.load`` arguments of a small dataset the contract tests fit on.
     cli_aliases : dict
         Old option names of ``kmviz train NAME`` kept working (``--iters`` -> max_iter).
+    warmup : str
+        A module with ``compile_kernels()`` and a ``__main__`` that compiles the family's
+        Numba kernels (the app runs it at start-up in a child process); optional.
     """
 
     name: str
@@ -65,11 +70,12 @@ class Family:
     metrics: tuple
     label_params: tuple = ()
     short: str = ""
-    phase_labels: str = ""
+    telemetry: str = ""
     explore: tuple = ()
     quick_params: dict = field(default_factory=dict)
     contract_data: dict = field(default_factory=dict)
     cli_aliases: dict = field(default_factory=dict)
+    warmup: str = ""
 
     def estimator_class(self):
         module, _, attr = self.estimator.partition(":")
@@ -94,14 +100,24 @@ class Family:
 
     def label(self, params: dict, dataset_name: str) -> str:
         """A run's default display name from its settings."""
-        shown = " ".join(f"{k}={params[k]}" for k in self.label_params if k in params)
+        shown = " ".join(f"{k}={params[k]}" if isinstance(params[k], (int, float)) else
+                         str(params[k]) for k in self.label_params if k in params)
         return f"{self.short or self.name} {shown} on {dataset_name}".replace("  ", " ")
 
-    def phases(self) -> dict:
-        if not self.phase_labels:
+    def _telemetry(self, name: str) -> dict:
+        if not self.telemetry:
             return {}
-        module, _, attr = self.phase_labels.partition(":")
-        return dict(getattr(importlib.import_module(module), attr))
+        return dict(getattr(importlib.import_module(self.telemetry), name, {}) or {})
+
+    def metric_labels(self) -> dict:
+        return self._telemetry("METRIC_LABELS")
+
+    def phase_labels(self) -> dict:
+        return self._telemetry("PHASE_LABELS")
+
+    def figure_options(self, figure: str) -> dict:
+        """Keyword options of the :mod:`kmviz.viz` figure ``figure`` for this family."""
+        return dict(self._telemetry("FIGURE_OPTIONS").get(figure, {}))
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -156,7 +172,7 @@ register(Family(
         "coordinate descent. Nested supports of $\\psi$ give implications between items."),
     metrics=("validation_nrmse", "test_nrmse", "train_nrmse", "test_rmse"),
     label_params=("D", "bqp_solver"),
-    phase_labels="kmviz.km.telemetry:PHASE_LABELS",
+    telemetry="kmviz.km.telemetry",
     explore=(
         ExplorePage("app_pages/km_dual.py", "Dual GD", ":material/timeline:"),
         ExplorePage("app_pages/km_phases.py", "Phases", ":material/stacked_bar_chart:"),
@@ -167,4 +183,5 @@ register(Family(
     contract_data={"source": "planted-km", "n_users": 40, "n_items": 25, "D": 3,
                    "random_state": 1},
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
+    warmup="kmviz.km.warmup",
 ))

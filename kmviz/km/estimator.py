@@ -168,6 +168,14 @@ class KolmogorovModel(IterativeEstimator):
 
     Notes
     -----
+    ``fit(ratings, *, callback=None, validation=None)`` runs the shared outer loop of
+    :class:`kmviz._base.IterativeEstimator`, one BCD iteration per step: ``callback(row)``
+    after every iteration (returning False or raising StopIteration ends the fit cleanly,
+    ``trace_.stop_reason == "callback"``); ``validation`` ratings in the same index space add
+    ``validation_nrmse`` (the RMSE on the probability scale, the paper's NRMSE for KM,
+    Sec. V-B) to every row. A NaN or infinite objective raises NumericalError naming the
+    iteration.
+
     Users and items absent from the training set have no data to fit. The rules:
     an unseen user gets the mean theta of the training users (a point of the simplex), so
     its prediction for item i is that mean's mass on supp(psi_i); an unseen item gets
@@ -273,35 +281,6 @@ class KolmogorovModel(IterativeEstimator):
         super()._check_fitted("theta_")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, ratings, *, callback=None, validation=None):
-        """Learn theta and psi from the training ratings by BCD (Algorithm 4).
-
-        Parameters
-        ----------
-        ratings : kmviz.data.Ratings
-            Training ratings.
-        callback : callable, optional
-            ``callback(row)`` after every iteration with the trace row (a dict of scalars).
-            Raising ``StopIteration`` or returning ``False`` ends the fit cleanly; the model
-            learned so far is kept and ``trace_.stop_reason == "callback"``.
-        validation : kmviz.data.Ratings, optional
-            Held-out ratings in the same index space; each row then carries
-            ``validation_nrmse``, the RMSE on the probability scale (the paper's NRMSE for
-            KM, Sec. V-B).
-
-        Returns
-        -------
-        self
-
-        Raises
-        ------
-        InvalidParameterError, EmptyDataError, ValueError
-            Bad settings or data.
-        NumericalError
-            The objective became NaN or infinite (the message names the iteration).
-        """
-        return super().fit(ratings, callback=callback, validation=validation)
-
     def _solver_name(self, prm):
         return f"km.{prm['bqp_solver']}"
 
@@ -603,6 +582,19 @@ class KolmogorovModel(IterativeEstimator):
         rating_pred = from_probability(pred, self.r_min_, self.r_max_, self.probability_)
         return {"nrmse": float(np.sqrt(np.mean((pred - p) ** 2))),
                 "rmse": float(np.sqrt(np.mean((rating_pred - np.asarray(ratings.values)) ** 2)))}
+
+    def mean_predictor_metrics(self, train, ratings) -> dict:
+        """:meth:`evaluate`'s metrics for the yardstick that predicts the training mean
+        (on the probability scale, with this model's mapping) for every rating."""
+        self._check_ratings(train, "training ratings")
+        self._check_ratings(ratings)
+        mode = self.probability_ if hasattr(self, "probability_") else self.probability
+        r_min, r_max = float(train.r_min), float(train.r_max)
+        p_train = to_probability(train.values, r_min, r_max, mode)
+        p = to_probability(ratings.values, r_min, r_max, mode)
+        mean_rating = float(from_probability(p_train.mean(), r_min, r_max, mode))
+        return {"nrmse": float(np.sqrt(np.mean((p - p_train.mean()) ** 2))),
+                "rmse": float(np.sqrt(np.mean((np.asarray(ratings.values) - mean_rating) ** 2)))}
 
     def _fitted_arrays(self) -> dict:
         """The learned state a saved run keeps: theta, psi, the duals, the known users and

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from .state import Split
+from kmviz.data import load
+from kmviz.data.catalogue import list_datasets
+from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
+
+from .state import StateKeys
+
+#: The dataset a fresh session starts with, so Train works without visiting Data.
+DEFAULT_DATASET = "movielens-small"
 
 #: Largest upload the Data page accepts (the server's own limit is in .streamlit/config.toml).
 MAX_UPLOAD_MB = 50
@@ -18,8 +25,6 @@ UPLOAD_TYPES = ["csv", "tsv", "txt", "dat", "data", "mtx", "zip", "gz"]
 
 
 def _load(source, **options):
-    from kmviz.data import load
-
     return load(source, **options)
 
 
@@ -70,8 +75,6 @@ def check_upload_size(n_bytes: int, file_name: str) -> None:
 
 def list_catalogue() -> list:
     """Catalogue entries (objects with .name .title .description .source .licence)."""
-    from kmviz.data.catalogue import list_datasets
-
     return list(list_datasets())
 
 
@@ -88,29 +91,6 @@ def upload_digest(content: bytes) -> str:
     return hashlib.sha256(content).hexdigest()[:12]
 
 
-def make_split(ratings, *, val_size: float, test_size: float, by: str, seed: int) -> Split:
-    """Train / validation / test parts; a fraction of 0 leaves that part out."""
-    if val_size < 0 or test_size < 0 or val_size + test_size >= 0.9:
-        raise ValueError(
-            f"validation ({val_size:g}) and test ({test_size:g}) fractions must be >= 0 and "
-            f"sum to less than 0.9, so that training keeps enough ratings.")
-    val = test = None
-    train = ratings
-    if val_size > 0 and test_size > 0:
-        train, val, test = ratings.train_val_test(val_size, test_size, by=by, random_state=seed)
-    elif test_size > 0 or val_size > 0:
-        splitter = ratings.split if by == "random" else ratings.split_per_user
-        train, held = splitter(test_size or val_size, random_state=seed)
-        if test_size > 0:
-            test = held
-        else:
-            val = held
-    return Split(train=train, validation=val, test=test, val_size=float(val_size),
-                 test_size=float(test_size), by=by, seed=int(seed))
-
-
-DEFAULT_SPLIT = {"val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 0}
-
 
 def set_dataset(ratings, spec: dict) -> str | None:
     """Make ``ratings`` the session's dataset, with the remembered (or default) split.
@@ -118,8 +98,6 @@ def set_dataset(ratings, spec: dict) -> str | None:
     If that split cannot be made (too few ratings for a held-out part), every rating goes to
     training; the returned sentence says so (None when the split worked).
     """
-    from .state import StateKeys
-
     current = (st.session_state.get(StateKeys.DATASET_SPEC) or {}).get("split", DEFAULT_SPLIT)
     note = None
     try:
@@ -136,8 +114,6 @@ def set_dataset(ratings, spec: dict) -> str | None:
 
 
 def apply_split(params: dict) -> None:
-    from .state import StateKeys
-
     ratings = st.session_state[StateKeys.DATASET]
     split = make_split(ratings, **params)
     st.session_state[StateKeys.SPLIT] = split
@@ -164,21 +140,36 @@ def quick_start(name: str) -> None:
                           "provenance": getattr(entry, "source", "")})
 
 
-def restore_run_data(run) -> str | None:
-    """Make a saved run's dataset and split the session's data again (for a re-run).
+def ensure_dataset():
+    """The session's dataset and split; a fresh session gets :data:`DEFAULT_DATASET` (the
+    built-in MovieLens latest-small, offline) so Train works at once. None if that fails
+    (the page then points to Data)."""
+    if st.session_state.get(StateKeys.DATASET) is None:
+        try:
+            quick_start(DEFAULT_DATASET)
+        except ValueError:
+            return None, None
+        spec = dict(st.session_state[StateKeys.DATASET_SPEC])
+        spec["default"] = True
+        st.session_state[StateKeys.DATASET_SPEC] = spec
+    return st.session_state[StateKeys.DATASET], st.session_state[StateKeys.SPLIT]
 
-    A catalogue dataset is reloaded with the run's options and split with its settings when
-    that reproduces the saved fingerprints (the full catalogue data, side information
-    included); otherwise the split saved with the run is used as it is. Returns a sentence
-    saying what was restored, or None if the run carries no data (older runs).
+
+def restore_run_data(opened) -> str | None:
+    """Make a reopened run's dataset and split the session's data again (for a re-run).
+
+    ``opened`` is a :class:`kmviz.runs.OpenedRun`. A catalogue dataset is reloaded with the
+    run's options and split with its settings when that reproduces the saved fingerprints
+    (the full catalogue data, side information included); otherwise the split saved with
+    the run is used as it is. Returns a sentence saying what was restored, or None if the
+    run carries no data.
     """
-    from .runs import saved_data, split_settings
-    from .state import StateKeys
-
+    run = opened.run
     ds = run.dataset if isinstance(run.dataset, dict) else {}
     spec = dict(ds.get("spec") or {})
-    settings = split_settings(run.params)
-    if spec.get("kind") == "built-in" and spec.get("source"):
+    settings = split_settings(run.meta.get("split"))
+    catalogue = {e.name for e in list_catalogue()}
+    if spec.get("kind") in ("built-in", "cli") and spec.get("source") in catalogue:
         try:
             options = dict(spec.get("options") or {})
             ratings = load_builtin(spec["source"], tuple(sorted(options.items())))
@@ -188,18 +179,20 @@ def restore_run_data(run) -> str | None:
         if split is not None and ratings.fingerprint() == ds.get("fingerprint") and (
                 split.train.fingerprint() == ds.get("train_fingerprint")):
             st.session_state[StateKeys.DATASET] = ratings
-            st.session_state[StateKeys.DATASET_SPEC] = {**spec, "split": settings}
+            st.session_state[StateKeys.DATASET_SPEC] = {
+                "kind": "built-in", "source": spec["source"], "options": options,
+                "title": spec.get("title") or spec["source"],
+                "licence": spec.get("licence", ""), "provenance": spec.get("provenance", ""),
+                "split": settings}
             st.session_state[StateKeys.SPLIT] = split
             return (f"Data restored: {spec.get('title') or spec['source']} reloaded from the "
                     f"catalogue with the run's options and split ({settings['by']}, seed "
                     f"{settings['seed']}).")
-    data = saved_data(run)
-    if data is None:
+    if opened.split is None:
         return None
-    whole, split = data
-    spec = {"kind": spec.get("kind", "saved run"), "source": spec.get("source", run.run_id),
-            "options": spec.get("options", {}),
-            "title": spec.get("title") or f"{whole.name} (saved with run {run.run_id})",
+    whole, split = opened.dataset, opened.split
+    spec = {"kind": "saved run", "source": run.run_id, "options": {},
+            "title": f"{whole.name} (saved with run {run.run_id})",
             "licence": spec.get("licence", "as when the run was trained"),
             "provenance": f"the training data saved with run {run.run_id}", "split": settings}
     st.session_state[StateKeys.DATASET] = whole

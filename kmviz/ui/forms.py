@@ -4,37 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-#: One-line help per KM hyperparameter: the paper's symbol and where it is defined.
-KM_HELP = {
-    "D": "Dimension D of the KM, eq. (1): the number of elementary events.",
-    "bqp_solver": "Solver of the binary QP (4): dual GD (Alg. 1), enhanced GD with EVD "
-                  "elimination (Alg. 2), fast = enhanced GD with the initial step of Sec. IV-A, "
-                  "exact enumeration, branch and bound, SDR with randomization, quasi-Newton.",
-    "evd": "Exact EVD or the modified Lanczos of Alg. 5 with threshold δ of (20).",
-    "gamma": "Regularization γ of the SDP (11), Sec. III-A.",
-    "n_rand": "I_rand of Alg. 3: Gaussian randomization samples per item.",
-    "max_iter": "I_BCD: maximum number of BCD iterations of Alg. 4.",
-    "tol": "Stop when the objective's relative decrease in one BCD iteration is below this.",
-    "lambda_theta": "Regularizer λ_u on θ_u (Table V), added to the simplex QP (3).",
-    "mu_psi": "Regularizer μ_i on ψ_i (Table V), a penalty on the support size in (4).",
-    "probability": "Ratings to empirical probabilities p_ui: (r − r_min)/(r_max − r_min), "
-                   "the paper's r / r_max (eq. (6)), or as given.",
-    "lanczos_a": "a in (20): larger a lowers δ, so Lanczos runs more iterations m.",
-    "dual_eps": "ε of the dual GD stopping rule ||t Δu|| ≤ ε (Alg. 1/2).",
-    "random_state": "Seed of the initialization and randomization (same seed, same trace).",
-    "init": "Initialization of θ (Dirichlet(1)).",
-}
-
-BQP_SOLVER_LABELS = {
-    "fast": "fast: semismooth Newton on the dual (default)",
-    "enhanced": "enhanced: GD with EVD elimination (Alg. 2)",
-    "gd": "gd: original dual GD (Alg. 1)",
-    "exact": "exact: enumeration of all 2^D (small D)",
-    "bnb": "bnb: branch and bound",
-    "sdr": "sdr: SDP relaxation + randomization",
-    "bfgs": "bfgs: quasi-Newton on the dual",
-}
-
+from kmviz._params import RANDOM_STATE
 
 def _persisted(store_key: str, defaults: dict) -> dict:
     """Our copy of the form values (survives page changes, unlike widget state)."""
@@ -43,60 +13,80 @@ def _persisted(store_key: str, defaults: dict) -> dict:
     return values
 
 
-def km_params_form(defaults: dict, *, store_key: str = "kmviz_train_params",
-                   overrides: dict | None = None) -> tuple[dict, bool]:
-    """The KM hyperparameter form; returns (params, submitted).
+def _widget(name: str, spec, key: str) -> None:
+    """One widget for a declared parameter (:class:`kmviz._params.Param`)."""
+    label = spec.label or name
+    if spec.options:
+        labels = spec.option_labels
+        st.selectbox(label, list(spec.options), key=key, help=spec.help or None,
+                     format_func=lambda o: labels.get(o, str(o)))
+    elif spec.kind is bool:
+        st.checkbox(label, key=key, help=spec.help or None)
+    elif spec.kind == RANDOM_STATE:
+        st.number_input(label, min_value=0, max_value=2**31 - 1, step=1, key=key,
+                        help=spec.help or None)
+    elif spec.kind is int:
+        lo = spec.form_low if spec.form_low is not None else spec.low
+        hi = spec.form_high if spec.form_high is not None else spec.high
+        st.number_input(label, min_value=None if lo is None else int(lo),
+                        max_value=None if hi is None else int(hi), step=int(spec.step or 1),
+                        key=key, help=spec.help or None)
+    else:
+        lo = spec.form_low if spec.form_low is not None else spec.low
+        hi = spec.form_high if spec.form_high is not None else spec.high
+        st.number_input(label, min_value=None if lo is None else float(lo),
+                        max_value=None if hi is None else float(hi),
+                        step=float(spec.step or 0.1), key=key, help=spec.help or None,
+                        format="%.1e" if (spec.step or 1) < 1e-2 else "%g")
 
-    ``defaults`` come from ``KolmogorovModel().get_params()``; ``overrides`` (a saved run's
-    configuration from the Runs page) replace the remembered values once.
-    """
+
+def params_form(family, *, overrides: dict | None = None) -> tuple[dict, bool]:
+    """A family's settings form, built from its estimator's declared parameters; returns
+    (params, submitted). Values persist across pages; ``overrides`` (a saved run's
+    settings from the Runs page) replace the remembered values once."""
+    constraints = family.constraints()
+    defaults = family.default_params()
+    store_key = f"kmviz_params_{family.name}"
+    prefix = f"train_{family.name}_"
     values = _persisted(store_key, defaults)
     if overrides:
         values.update({k: v for k, v in overrides.items() if k in defaults})
         for k in defaults:
-            st.session_state.pop(f"train_{k}", None)
+            st.session_state.pop(prefix + k, None)
+    if values.get("random_state") is None and "random_state" in constraints:
+        values["random_state"] = 0
     for k, v in values.items():
-        if f"train_{k}" not in st.session_state and k in defaults:
-            st.session_state[f"train_{k}"] = v
-    if st.session_state.get("train_random_state") is None:
-        st.session_state["train_random_state"] = 0
+        if prefix + k not in st.session_state and k in constraints:
+            spec = constraints[k]
+            if spec.kind is float and v is not None:
+                v = float(v)
+            st.session_state[prefix + k] = v
 
-    with st.form("train_form", border=True):
-        c1, c2, c3 = st.columns(3)
-        with c1:
-            st.number_input("D (dimension)", min_value=1, max_value=16, step=1,
-                            key="train_D", help=KM_HELP["D"])
-            st.selectbox("BQP solver", list(BQP_SOLVER_LABELS), key="train_bqp_solver",
-                         format_func=BQP_SOLVER_LABELS.get, help=KM_HELP["bqp_solver"])
-            st.selectbox("EVD", ["exact", "lanczos"], key="train_evd", help=KM_HELP["evd"])
-            st.number_input("a (Lanczos threshold)", min_value=0.01, max_value=100.0,
-                            step=0.1, key="train_lanczos_a", help=KM_HELP["lanczos_a"])
-        with c2:
-            st.number_input("γ (gamma)", min_value=0.001, step=10.0, key="train_gamma",
-                            help=KM_HELP["gamma"])
-            st.number_input("I_rand (n_rand)", min_value=1, max_value=1000, step=10,
-                            key="train_n_rand", help=KM_HELP["n_rand"])
-            st.number_input("max BCD iterations", min_value=1, max_value=500, step=1,
-                            key="train_max_iter", help=KM_HELP["max_iter"])
-            st.number_input("tol", min_value=0.0, step=1e-4, format="%.1e", key="train_tol",
-                            help=KM_HELP["tol"])
-        with c3:
-            st.number_input("λ_u (lambda_theta)", min_value=0.0, step=1.0,
-                            key="train_lambda_theta", help=KM_HELP["lambda_theta"])
-            st.number_input("μ_i (mu_psi)", min_value=0.0, step=0.5, key="train_mu_psi",
-                            help=KM_HELP["mu_psi"])
-            st.selectbox("probability mapping", ["minmax", "max", "identity"],
-                         key="train_probability", help=KM_HELP["probability"])
-            st.number_input("seed", min_value=0, step=1, key="train_random_state",
-                            help=KM_HELP["random_state"])
+    main = [k for k, spec in constraints.items() if not spec.advanced]
+    more = [k for k, spec in constraints.items() if spec.advanced]
+    with st.form(f"train_form_{family.name}", border=True):
+        cols = st.columns(3)
+        per_col = -(-len(main) // 3)
+        for n, name in enumerate(main):
+            with cols[n // per_col]:
+                _widget(name, constraints[name], prefix + name)
+        if more:
+            with st.expander("More settings"):
+                cols = st.columns(3)
+                for n, name in enumerate(more):
+                    with cols[n % 3]:
+                        _widget(name, constraints[name], prefix + name)
         submitted = st.form_submit_button("Train", type="primary", icon=":material/play_arrow:")
-    params = {k: st.session_state.get(f"train_{k}", v) for k, v in defaults.items()}
-    for k in ("D", "n_rand", "max_iter", "random_state"):
-        if params.get(k) is not None:
-            params[k] = int(params[k])
-    for k in ("gamma", "tol", "lambda_theta", "mu_psi", "lanczos_a", "dual_eps"):
-        if params.get(k) is not None:
-            params[k] = float(params[k])
+    params = {}
+    for k, v in defaults.items():
+        value = st.session_state.get(prefix + k, v)
+        spec = constraints.get(k)
+        if spec is not None and value is not None:
+            if spec.kind is int or (spec.kind == RANDOM_STATE):
+                value = int(value)
+            elif spec.kind is float:
+                value = float(value)
+        params[k] = value
     st.session_state[store_key] = params
     return params, submitted
 

@@ -1,4 +1,4 @@
-"""Session-state keys and their defaults.
+"""Session-state keys and their defaults, and the run record the Explore pages read.
 
 Results live under these keys, never under widget keys: Streamlit drops widget state when
 the user changes page, but keeps these.
@@ -10,8 +10,9 @@ import copy
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import streamlit as st
+
+from kmviz.data.splits import Split  # noqa: F401 (re-exported for the pages)
 
 
 class StateKeys:
@@ -23,8 +24,10 @@ class StateKeys:
     JOB = "kmviz_training_job"           # TrainingJob of this session (or None)
     RUNS = "kmviz_session_runs"          # dict run_id -> RunRecord, this session's fitted runs
     ACTIVE_RUN = "kmviz_active_run"      # run_id shown by the Explore pages
-    RERUN_CONFIG = "kmviz_rerun_config"  # params dict handed from the Runs page to Train
+    FAMILY = "kmviz_family"              # the family chosen on the Train page
+    RERUN_CONFIG = "kmviz_rerun_config"  # (family, params) handed from the Runs page to Train
     NOTICE = "kmviz_notice"              # one-shot message shown at the top of the next page
+    ITEM = "kmviz_item"                  # dict run_id -> item shown by the per-item views
 
 
 INIT_STATES = {
@@ -34,8 +37,10 @@ INIT_STATES = {
     StateKeys.JOB: None,
     StateKeys.RUNS: {},
     StateKeys.ACTIVE_RUN: None,
+    StateKeys.FAMILY: None,
     StateKeys.RERUN_CONFIG: None,
     StateKeys.NOTICE: None,
+    StateKeys.ITEM: {},
 }
 
 
@@ -47,53 +52,28 @@ def init_state() -> None:
 
 
 @dataclass
-class Split:
-    """The parts a model is trained and evaluated on, and how they were made."""
-
-    train: object
-    validation: object | None
-    test: object | None
-    val_size: float
-    test_size: float
-    by: str
-    seed: int
-
-    def describe(self) -> dict:
-        return {
-            "train": self.train.n_ratings,
-            "validation": 0 if self.validation is None else self.validation.n_ratings,
-            "test": 0 if self.test is None else self.test.n_ratings,
-            "by": self.by,
-            "seed": self.seed,
-            "val_size": self.val_size,
-            "test_size": self.test_size,
-        }
-
-    def settings(self) -> dict:
-        """The arguments that remake this split from the whole dataset (Data page form)."""
-        return {"val_size": self.val_size, "test_size": self.test_size, "by": self.by,
-                "seed": self.seed}
-
-
-@dataclass
 class RunRecord:
-    """A fitted run of this session: what the Explore pages read."""
+    """A fitted run of this session (trained here or reopened): what the Explore pages read.
+
+    ``model`` is the fitted estimator and ``split`` its data; either may be None for a run
+    reopened from the store that cannot give them, and ``problem`` then says why.
+    """
 
     run_id: str
     label: str
     family: str
     params: dict
     trace: object                  # kmviz.trace.Trace
-    theta: np.ndarray | None
-    psi: np.ndarray | None
+    model: object
+    split: Split | None
     dataset_name: str
     fingerprint: str
     metrics: dict
-    split: Split | None = None     # None for runs reopened from the store without their data
-    model: object = None
     stop_reason: str = ""
     created: float = field(default_factory=time.time)
     reopened: bool = False         # True for a run opened from the run store
+    problem: str = ""
+    saved: bool = True             # False when the run store could not keep it
 
 
 def session_runs() -> dict:
@@ -116,3 +96,11 @@ def add_run(record: RunRecord) -> None:
     runs[record.run_id] = record
     st.session_state[StateKeys.RUNS] = runs
     st.session_state[StateKeys.ACTIVE_RUN] = record.run_id
+
+
+def forget_run(run_id: str) -> None:
+    runs = dict(session_runs())
+    runs.pop(run_id, None)
+    st.session_state[StateKeys.RUNS] = runs
+    if st.session_state.get(StateKeys.ACTIVE_RUN) == run_id:
+        st.session_state[StateKeys.ACTIVE_RUN] = None

@@ -10,6 +10,7 @@ kernels), so a second session's job waits in a queue until the first one ends.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import subprocess
 import sys
@@ -17,55 +18,24 @@ import threading
 import time
 import traceback
 
-import numpy as np
 import streamlit as st
 
-from .state import RunRecord, Split, StateKeys
+from kmviz import families
+from kmviz.runs import RunStore, run_metrics, save_run
+from kmviz.trace import Trace
+
+from .state import RunRecord, StateKeys
 
 log = logging.getLogger("kmviz.ui")
 
 #: One fit at a time in this server process; other sessions' jobs wait (status "queued").
 _FIT_LOCK = threading.Lock()
 
-FAMILIES = {"km": "Kolmogorov model (KM)"}
-
-
-def make_model(family: str, params: dict):
-    if family != "km":
-        raise ValueError(f"Unknown model family {family!r}; choose one of {sorted(FAMILIES)}.")
-    from kmviz.km import KolmogorovModel
-
-    return KolmogorovModel(**params)
-
-
-def default_params(family: str = "km") -> dict:
-    return make_model(family, {}).get_params()
-
-
-def evaluate(model, split: Split) -> dict:
-    """Final metrics of a fitted model on the parts of the split (NaN where a part is absent)."""
-    out = {}
-    for name, part in (("train", split.train), ("validation", split.validation),
-                       ("test", split.test)):
-        if part is None or part.n_ratings == 0:
-            continue
-        # the paper's NRMSE for KM: RMSE on the probability scale (Sec. V-B)
-        out[f"{name}_nrmse"] = float(model.nrmse(part))
-    trace = model.trace_
-    if trace.rows:
-        last = trace.rows[-1]
-        for key in ("train_rmse", "objective"):
-            if last.get(key) is not None:
-                out[f"final_{key}"] = float(last[key])
-        out["wall_s"] = float(last.get("wall_s", float("nan")))
-    out["n_iter"] = int(trace.n_iter)
-    return out
-
 
 class TrainingJob:
     """One background fit: thread, stop flag, and a lock-protected progress record."""
 
-    def __init__(self, family: str, params: dict, split: Split, *, dataset_name: str,
+    def __init__(self, family: str, params: dict, split, *, dataset_name: str,
                  fingerprint: str, label: str | None = None, save: bool = True,
                  ratings=None, spec: dict | None = None):
         self.family = family
@@ -75,8 +45,7 @@ class TrainingJob:
         self.fingerprint = fingerprint
         self.ratings = ratings  # the whole dataset: its names and ids are saved with the run
         self.spec = dict(spec or {})
-        self.label = label or (f"KM D={params.get('D')} {params.get('bqp_solver')}/"
-                               f"{params.get('evd')} on {dataset_name}")
+        self.label = label or families.get(family).label(params, dataset_name)
         self.save = save
         self.stop_event = threading.Event()
         self._lock = threading.Lock()
@@ -154,23 +123,22 @@ class TrainingJob:
                               finished=time.time())
                     return
                 self._set(status="running", fit_started=time.time())
-                model = make_model(self.family, self.params)
+                model = families.get(self.family).make(self.params)
                 model.fit(self.split.train, callback=self._callback,
                           validation=self.split.validation)
             finally:
                 _FIT_LOCK.release()
             stopped = self.stop_event.is_set() or model.trace_.stop_reason == "callback"
-            metrics = evaluate(model, self.split)
+            metrics = run_metrics(model, self.split)
+            metrics["wall_s"] = float(model.trace_.rows[-1]["wall_s"]) if model.trace_.rows \
+                else 0.0
             run_id = self._save(model, metrics)
-            theta = getattr(model, "theta_", None)
-            psi = getattr(model, "psi_", None)
             self.result = RunRecord(
                 run_id=run_id, label=self.label,
-                family=self.family, params=dict(self.params), trace=model.trace_,
-                theta=None if theta is None else np.asarray(theta),
-                psi=None if psi is None else np.asarray(psi),
-                dataset_name=self.dataset_name, fingerprint=self.fingerprint, metrics=metrics,
-                split=self.split, model=model, stop_reason=str(model.trace_.stop_reason))
+                family=self.family, params=model.get_params(), trace=model.trace_,
+                model=model, split=self.split, dataset_name=self.dataset_name,
+                fingerprint=self.fingerprint, metrics=metrics,
+                stop_reason=str(model.trace_.stop_reason), saved=not self.save_error)
             n = model.trace_.n_iter
             self._set(status="stopped" if stopped else "done", finished=time.time(),
                       message=(f"Stopped after {n} iteration(s); the model so far is kept."
@@ -190,26 +158,19 @@ class TrainingJob:
         if not self.save:
             return f"session-{int(time.time() * 1000)}"
         try:
-            from kmviz.runs import RunStore
-
-            from .runs import dataset_meta, split_arrays
-
-            arrays = {k: np.asarray(getattr(model, k + "_")) for k in ("theta", "psi")
-                      if getattr(model, k + "_", None) is not None}
-            # the split goes with the run, so every Explore page can reopen it later
-            arrays.update(split_arrays(self.split))
-            dataset = self.dataset_name
-            if self.ratings is not None:
-                dataset = dataset_meta(self.ratings, self.spec, self.split)
-            return RunStore().save(
-                model, model.trace_, arrays, dataset=dataset,
-                params={"family": self.family, **self.params,
-                        "split": self.split.describe(), "fingerprint": self.fingerprint},
-                metrics=metrics, label=self.label)
+            return save_run(model, self.split, dataset=self.ratings, spec=self.spec,
+                            label=self.label, store=RunStore(), writer="app", metrics=metrics)
         except Exception as exc:  # noqa: BLE001 - saving must not lose the trained model
             log.exception("saving the run failed")
             self.save_error = f"The run could not be saved to the run store: {exc}"
             return f"session-{int(time.time() * 1000)}"
+
+    # -- live view -----------------------------------------------------------------------
+    def live_trace(self):
+        """The rows so far as a Trace (for the Convergence page while the fit runs)."""
+        with self._lock:
+            rows = [dict(r) for r in self._rows]
+        return Trace(solver=f"{self.family} (running)", params=dict(self.params), rows=rows)
 
 
 class WarmUp:
@@ -219,7 +180,8 @@ class WarmUp:
     minute on two cores (later starts load them from Numba's cache in about a second). Started
     when the app starts, it compiles in a child process (:mod:`kmviz.km.warmup`), so the
     server stays responsive, and overlaps the time a user spends on the Home and Data pages;
-    it holds the fit lock, so a fit started meanwhile waits for it in the queue.
+    it holds the fit lock, so a fit started meanwhile waits for it in the queue. Each family
+    names its warm-up module in the registry.
     """
 
     def __init__(self):
@@ -230,15 +192,16 @@ class WarmUp:
 
     def _run(self) -> None:
         try:
-            from kmviz.km.warmup import compile_kernels
-
             start = time.perf_counter()
             with _FIT_LOCK:  # fits started meanwhile wait in the queue
-                # compile in a child process (the compiler holds the GIL and would stall
-                # the server), then load the cached kernels here
-                subprocess.run([sys.executable, "-m", "kmviz.km.warmup"], capture_output=True,
-                               timeout=900, check=False)
-                compile_kernels()
+                for fam in families.all_families():
+                    if not fam.warmup:
+                        continue
+                    # compile in a child process (the compiler holds the GIL and would stall
+                    # the server), then load the cached kernels here
+                    subprocess.run([sys.executable, "-m", fam.warmup], capture_output=True,
+                                   timeout=900, check=False)
+                    importlib.import_module(fam.warmup).compile_kernels()
             self.seconds = time.perf_counter() - start
         except Exception as exc:  # noqa: BLE001 - a fit will then compile (and report) itself
             log.exception("warm-up failed")
@@ -257,7 +220,7 @@ def background_warm_up() -> WarmUp:
 
 def start_job(family: str, params: dict) -> TrainingJob:
     """Validate the settings, then start a background fit owned by this session."""
-    make_model(family, params)._check_params()  # bad settings fail here, on the page
+    families.get(family).make(params)._validate_params()  # bad settings fail here, on the page
     ratings = st.session_state[StateKeys.DATASET]
     split = st.session_state[StateKeys.SPLIT]
     job = TrainingJob(family, params, split, dataset_name=ratings.name,

@@ -6,11 +6,21 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from .errors import show_exception
-from .state import StateKeys, active_run, add_run, session_runs
+from kmviz import families
+from kmviz.runs import RunStore, default_runs_dir
+from kmviz.trace import Trace
 
-DATA_PAGE = "pages/1_Data.py"
-TRAIN_PAGE = "pages/2_Train.py"
+from .datasets import ensure_dataset
+from .errors import show_exception
+from .runs import record_from_saved
+from .state import StateKeys, active_run, add_run, session_runs
+from .text import md_escape
+from .training import background_warm_up
+
+DATA_PAGE = "app_pages/data.py"
+TRAIN_PAGE = "app_pages/train.py"
+CONVERGENCE_PAGE = "app_pages/convergence.py"
+RUNS_PAGE = "app_pages/runs.py"
 
 
 def collect_finished_job() -> None:
@@ -23,9 +33,9 @@ def collect_finished_job() -> None:
 
 
 def require_dataset():
-    """The loaded dataset and split, or a pointer to the Data page and stop."""
-    ratings = st.session_state.get(StateKeys.DATASET)
-    split = st.session_state.get(StateKeys.SPLIT)
+    """The session's dataset and split (the built-in default in a fresh session), or a
+    pointer to the Data page and stop."""
+    ratings, split = ensure_dataset()
     if ratings is None or split is None:
         st.info("Load a dataset first: pick a built-in one, upload a file, or give a path.")
         st.page_link(DATA_PAGE, label="Go to Data", icon=":material/database:")
@@ -33,77 +43,51 @@ def require_dataset():
     return ratings, split
 
 
-def require_run(*, need_split: bool = False):
-    """The run the Explore pages show, chosen among this session's and the saved runs.
+def require_run(*, family: str | None = None, need_model: bool = False):
+    """The run the Explore pages show, chosen among this session's and the saved runs
+    (only runs of ``family`` when given).
 
-    A saved run is opened on first use (its split and model rebuilt from the run store)
+    A saved run is opened on first use (its model and split rebuilt from the run store)
     and then kept with the session's runs. Without any run: a pointer to Train, and stop.
-    With ``need_split``, a run saved without its data stops the page with a note.
+    With ``need_model``, a run that cannot give its model and data stops the page with the
+    reason.
     """
-    opts = run_options()
+    opts = run_options(family=family)
     if not opts:
-        st.info("Train a model first; the Explore pages show what it learned.")
+        what = f"a {families.get(family).title}" if family else "a model"
+        st.info(f"Train {what} first; the Explore pages show what it learned.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
         st.stop()
     ids = list(opts)
     current = st.session_state.get(StateKeys.ACTIVE_RUN)
     if current not in opts:
         newest = active_run()
-        current = newest.run_id if newest is not None else ids[0]
+        current = newest.run_id if newest is not None and newest.run_id in opts else ids[0]
     rid = st.selectbox("Run", ids, index=ids.index(current), format_func=opts.get,
-                       key="explore_run",
+                       key=f"explore_run_{family or 'any'}",
                        help="This session's runs and the runs saved in the run store.")
     st.session_state[StateKeys.ACTIVE_RUN] = rid
     run = session_runs().get(rid)
     if run is None:
         run = open_saved_run(rid)
-    if need_split and run.split is None:
-        st.info(f"Run {run.label!r} was saved without its training data (by an earlier "
-                "kmviz version), so its per-item views (one item's binary QP, Lanczos on "
-                "C(u*), implications checked against the ratings) cannot be rebuilt. Its "
-                "convergence curves and phases are on the Convergence and Phases pages. "
-                "Re-run it from the Runs page to get a run that carries its data.",
+    if need_model and (run.model is None or run.split is None):
+        st.info(run.problem or f"Run {run.label!r} cannot be reopened here.",
                 icon=":material/info:")
+        st.page_link(CONVERGENCE_PAGE, label="See its convergence",
+                     icon=":material/show_chart:")
         st.stop()
     return run
 
 
 def open_saved_run(run_id: str):
     """Load a saved run into this session's runs (stops the page with a message on failure)."""
-    from kmviz.runs import RunStore
-
-    from .runs import record_from_saved
-
     try:
-        record = record_from_saved(RunStore().load(run_id))
+        record = record_from_saved(run_id)
     except Exception as exc:  # noqa: BLE001 - a damaged run must not break the page
         show_exception(exc, f"opening the saved run {run_id}")
         st.stop()
     add_run(record)
     return record
-
-
-def item_picker(run, *, key: str, label: str = "Item", prefer: str = "most"):
-    """Select an item that has training ratings; shows names and rating counts.
-
-    The list runs from the most rated item down; ``prefer="median"`` preselects the median
-    item among those with at least 10 ratings (all items if none has): the paper's step rule
-    needs thousands of dual iterations on the most rated items, so the dual GD figures start
-    from a typical one."""
-    from .analysis import items_by_count
-
-    train = run.split.train
-    order = items_by_count(train)
-    if len(order) == 0:
-        st.info("No item has training ratings.")
-        st.stop()
-    counts = train.item_counts()
-    index = 0
-    if prefer == "median":
-        n_rated = int(np.sum(counts[order] >= 10)) or len(order)  # order: most rated first
-        index = n_rated // 2
-    return st.selectbox(label, order, key=key, index=index,
-                        format_func=lambda i: f"{train.item_label(i)} [{i}] · {counts[i]} ratings")
 
 
 def dataset_metrics(ratings) -> None:
@@ -132,30 +116,30 @@ def side_information(ratings) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["side information", "present"])
 
 
+#: How the metric vocabulary reads on a metric card.
+_PART_NAMES = {"train": "training", "validation": "validation", "test": "test"}
+
+
+def metric_label(name: str) -> str:
+    """``validation_nrmse`` -> "validation NRMSE"."""
+    part, _, metric = name.partition("_")
+    metric = metric.replace("_at_", "@").replace("_", " ")
+    return f"{_PART_NAMES.get(part, part)} {metric.upper() if len(metric) <= 5 else metric}"
+
+
 def run_metrics(run) -> None:
+    """Metric cards of a run: iterations, the family's headline metrics, time."""
+    fam = families.get(run.family)
     m = run.metrics
-    c = st.columns(5)
-    c[0].metric("BCD iterations", m.get("n_iter", run.trace.n_iter))
-    c[1].metric("training RMSE", f"{m.get('final_train_rmse', float('nan')):.4f}")
-    c[2].metric("validation NRMSE", f"{m.get('validation_nrmse', float('nan')):.4f}")
-    c[3].metric("test NRMSE", f"{m.get('test_nrmse', float('nan')):.4f}")
-    c[4].metric("time", f"{m.get('wall_s', float('nan')):.1f} s")
-    st.caption(f"Run `{run.run_id}` · stop reason: {run.stop_reason or 'n/a'} · "
-               "NRMSE = RMSE on the probability scale, the paper's measure for KM (Sec. V-B).")
-
-
-def phase_metrics(trace) -> None:
-    """One metric per phase of Alg. 2: its share of all dual iterations of the run."""
-    from kmviz.viz.phases import phase_shares
-
-    shares = phase_shares(trace)
-    if not len(shares):
-        return
-    overall = shares.iloc[0].drop("iteration")
-    cols = st.columns(len(overall))
-    for c, (phase, share) in zip(cols, overall.items()):
-        c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}",
-                 help="Share of all dual GD iterations of the run spent in this phase.")
+    shown = [k for k in fam.metrics if k in m][:4]
+    c = st.columns(len(shown) + 2)
+    c[0].metric("iterations", m.get("n_iter", run.trace.n_iter))
+    for col, k in zip(c[1:], shown):
+        col.metric(metric_label(k), f"{m[k]:.4f}", help=f"{k}: the run's metric name")
+    c[-1].metric("time", f"{m.get('wall_s', float('nan')):.1f} s")
+    st.caption(f"Run `{run.run_id}` · stop reason: {run.stop_reason or 'n/a'}. Metrics are "
+               "named part_metric: nrmse is the RMSE on the model's [0, 1] scale, rmse on the "
+               "rating scale.")
 
 
 def progress_panel() -> None:
@@ -174,15 +158,13 @@ def progress_panel() -> None:
         last = snap["last"] or {}
         text = f"{status}: iteration {snap['n_done']} of at most {snap['max_iter']}"
         if last:
-            text += (f" · objective {last.get('objective', float('nan')):.5g} · training RMSE "
-                     f"{last.get('train_rmse', float('nan')):.4f}")
-            if last.get("val_nrmse") is not None:
-                text += f" · validation NRMSE {last['val_nrmse']:.4f}"
+            text += f" · objective {last.get('objective', float('nan')):.5g}"
+            for k, v in last.items():
+                if k.startswith(("train_", "validation_")) and isinstance(v, (int, float)):
+                    text += f" · {metric_label(k)} {v:.4f}"
         text += f" · {snap['elapsed_s']:.1f} s"
         st.progress(1.0 if status == "done" else frac, text=text)
         if status == "queued":
-            from .training import background_warm_up
-
             if not background_warm_up().done.is_set():
                 st.info("Waiting for the Numba kernels to finish compiling (first start "
                         "after installing only); this fit starts as soon as they are ready.")
@@ -192,7 +174,7 @@ def progress_panel() -> None:
         if not job_now.done:
             if st.button("Stop", key="train_stop", icon=":material/stop:",
                          disabled=snap["stop_requested"],
-                         help="End training after the current BCD iteration; the model "
+                         help="End training after the current iteration; the model "
                               "learned so far is kept and saved."):
                 job_now.stop()
                 st.toast("Stopping after the current iteration ...")
@@ -224,57 +206,106 @@ def _failed(snap) -> None:
 
 
 # -------------------------------------------------------------------- runs of both kinds
+LIVE = "live"  # the option of the session's running fit in the run pickers
+
+
 def saved_runs_frame() -> pd.DataFrame:
     """The run store's listing (empty if it cannot be read; the error is shown once)."""
-    from kmviz.runs import RunStore
-
     try:
         return RunStore().list()
     except Exception as exc:  # noqa: BLE001 - a broken store must not break the page
         show_exception(exc, "reading the run store")
-        return pd.DataFrame(columns=["run_id", "label", "created"])
+        return pd.DataFrame(columns=["run_id", "label", "created", "family"])
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _saved_trace_dict(run_id: str, store_dir: str) -> dict:
-    from kmviz.runs import RunStore
-
     return RunStore(store_dir).load(run_id).trace.to_dict()
 
 
-def run_options() -> dict:
-    """run_id -> label, this session's runs first (newest first), then the saved ones."""
-    opts = {rid: f"{r.label} · {'saved' if r.reopened else 'this session'}" for rid, r in
-            sorted(session_runs().items(), key=lambda kv: -kv[1].created)}
+def running_job():
+    """This session's fit while it runs (None otherwise)."""
+    job = st.session_state.get(StateKeys.JOB)
+    return job if job is not None and not job.done else None
+
+
+def run_options(*, family: str | None = None, live: bool = False) -> dict:
+    """run_id -> label, the running fit first (``live``), this session's runs (newest
+    first), then the saved ones; only runs of ``family`` when given."""
+    opts = {}
+    job = running_job() if live else None
+    if job is not None and (family is None or job.family == family):
+        opts[LIVE] = f"{job.label} · training now"
+    for rid, r in sorted(session_runs().items(), key=lambda kv: -kv[1].created):
+        if family is None or r.family == family:
+            opts[rid] = f"{r.label} · {'saved' if r.reopened else 'this session'}"
     saved = saved_runs_frame()
     for row in saved.itertuples():
-        if row.run_id not in opts:
+        if row.run_id not in opts and (family is None or getattr(row, "family", None) == family):
             when = pd.Timestamp(row.created).strftime("%Y-%m-%d %H:%M")
             opts[row.run_id] = f"{row.label} · saved {when}"
     return opts
 
 
-def get_trace(run_id: str):
-    """The trace of a session run or a saved run."""
-    from kmviz.runs import default_runs_dir
-    from kmviz.trace import Trace
+def run_record(run_id: str):
+    """A session run, or a saved one opened into the session (None if it cannot be)."""
+    run = session_runs().get(run_id)
+    if run is None and run_id != LIVE:
+        try:
+            run = record_from_saved(run_id)
+        except Exception:  # noqa: BLE001 - the caller draws what it can without it
+            return None
+        runs = dict(session_runs())
+        runs[run.run_id] = run
+        st.session_state[StateKeys.RUNS] = runs
+    return run
 
+
+def mean_predictor_lines(run_id: str):
+    """(family, {trace column: value}) of the mean-predictor yardstick for a run's data:
+    the family's ``mean_predictor_metrics`` on the training and validation parts, named as
+    the trace's columns. Empty when the run has no data to compute it on."""
+    run = run_record(run_id)
+    if run is None:
+        return None, {}
+    fam = families.get(run.family)
+    if run.model is None or run.split is None or not hasattr(run.model,
+                                                             "mean_predictor_metrics"):
+        return fam, {}
+    out = {}
+    for part, ratings in run.split.parts().items():
+        if part == "test":
+            continue
+        for name, value in run.model.mean_predictor_metrics(run.split.train, ratings).items():
+            out[f"{part}_{name}"] = value
+    return fam, out
+
+
+def get_trace(run_id: str):
+    """The trace of the running fit, a session run or a saved run."""
+    if run_id == LIVE:
+        job = running_job()
+        return job.live_trace() if job is not None else Trace(solver="none")
     runs = session_runs()
     if run_id in runs:
         return runs[run_id].trace
     return Trace.from_dict(_saved_trace_dict(run_id, str(default_runs_dir())))
 
 
-def trace_picker(*, multi: bool, key: str):
-    """Pick runs (session + saved) and return {label: trace}; stop with a hint if none."""
-    opts = run_options()
+def trace_picker(*, multi: bool, key: str, family: str | None = None, live: bool = False):
+    """Pick runs (the running fit, session and saved runs) and return ``{label: trace}``
+    plus the chosen run ids; stop with a hint if there are none."""
+    opts = run_options(family=family, live=live)
     if not opts:
         st.info("No runs yet: train a model first.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
         st.stop()
     current = active_run()
-    first = current.run_id if current is not None and current.run_id in opts else next(iter(opts))
+    first = LIVE if LIVE in opts else (
+        current.run_id if current is not None and current.run_id in opts else next(iter(opts)))
     if multi:
+        if st.session_state.get(key) is not None:
+            st.session_state[key] = [r for r in st.session_state[key] if r in opts] or [first]
         chosen = st.multiselect("Runs to overlay", list(opts), default=[first], key=key,
                                 format_func=opts.get)
     else:
@@ -287,4 +318,4 @@ def trace_picker(*, multi: bool, key: str):
             out[f"{opts[rid]} [{rid[-8:]}]"] = get_trace(rid)
         except Exception as exc:  # noqa: BLE001
             show_exception(exc, f"loading run {rid}")
-    return out
+    return out, chosen

@@ -1,15 +1,25 @@
-"""Per-item diagnostics for the Explore pages: an item's BQP (S_i, v_i), C(u*), dual runs.
+"""What the KM Explore views compute, as plain functions of a fitted model and its split.
 
-The per-item statistics come from the fitted model itself
-(:meth:`kmviz.km.KolmogorovModel.item_problem`, the fit's own kernel); heavy results are
-cached per (run, item, settings) with bounded caches.
+No Streamlit here: the app's pages call these through thin cached wrappers
+(:mod:`kmviz.ui.km`), and they work the same from Python on a reopened run::
+
+    opened = kmviz.runs.open_run(run_id)
+    precision_table(opened.model, opened.split)
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import streamlit as st
+
+from .interpret import (
+    implication_precision,
+    implications_frame,
+    implied_by_liking,
+    implies,
+    relation_mining_accuracy,
+    support_matrix,
+)
 
 
 def items_by_count(ratings) -> list[int]:
@@ -19,21 +29,36 @@ def items_by_count(ratings) -> list[int]:
     return [int(i) for i in order if counts[i] > 0]
 
 
-def item_bqp_problem(run, item: int) -> tuple[np.ndarray, np.ndarray]:
-    """S_i and v_i of ``item``'s binary QP (4) at the run's theta, exactly as the fit builds
-    them (:meth:`kmviz.km.KolmogorovModel.item_problem` on the run's training ratings)."""
-    if run.model is None or not hasattr(run.model, "item_problem"):
-        raise ValueError(f"Run {run.label!r} has no fitted Kolmogorov model to rebuild the "
-                         "item's binary QP from.")
-    return run.model.item_problem(run.split.train, int(item))
+def typical_item(ratings, min_ratings: int = 10) -> int | None:
+    """The one default item of the per-item views: the median item by rating count among
+    those with at least ``min_ratings`` ratings, breaking ties toward the best mean rating
+    (a well-rated item with a typical amount of data; the paper's dual GD needs thousands of
+    iterations on the most rated items). None when no item has ratings."""
+    order = items_by_count(ratings)
+    if not order:
+        return None
+    counts = ratings.item_counts()
+    pool = [i for i in order if counts[i] >= min_ratings] or order
+    # the middle third by count, then the best mean rating among them
+    k = len(pool)
+    middle = pool[k // 3: max(k // 3 + 1, (2 * k) // 3)]
+    sums = np.bincount(np.asarray(ratings.items), weights=np.asarray(ratings.values),
+                       minlength=ratings.n_items)
+    means = sums / np.maximum(counts, 1)
+    return int(max(middle, key=lambda i: (means[i], counts[i], -i)))
 
 
-def item_dual_matrix(run, item: int) -> np.ndarray:
-    """C(u*) of eq. (12) for ``item``'s dual at the run's theta (the matrix Alg. 5 sees)."""
-    from kmviz.km.bqp import dual_matrix
+def item_names(ratings) -> list[str]:
+    """Display names of the items (titles when the data has them)."""
+    return [ratings.item_label(i) for i in range(ratings.n_items)]
 
-    S, v = item_bqp_problem(run, item)
-    return dual_matrix(S, v, optimal_dual(run, item, S, v))
+
+def item_dual_matrix(model, train, item: int, u_star) -> np.ndarray:
+    """C(u*) of eq. (12) for ``item``'s dual at the model's theta (the matrix Alg. 5 sees)."""
+    from .bqp import dual_matrix
+
+    S, v = model.item_problem(train, int(item))
+    return dual_matrix(S, v, u_star)
 
 
 def _frame(result: dict) -> pd.DataFrame:
@@ -44,11 +69,10 @@ def _frame(result: dict) -> pd.DataFrame:
     return pd.DataFrame(cols)
 
 
-@st.cache_data(max_entries=32, show_spinner="Running the dual gradient descent ...")
 def dual_trajectories(S: np.ndarray, v: np.ndarray, gamma: float) -> dict:
     """Fig. 1 (Alg. 1 vs Alg. 2) and Fig. 2 (Alg. 2 without / with the initial step of
     Sec. IV-A), all from the same start, plus u* of the item's dual."""
-    from kmviz.km.bqp import dual_trajectory
+    from .bqp import dual_trajectory
 
     gd = dual_trajectory(S, v, "gd", gamma)
     enh = dual_trajectory(S, v, "enhanced", gamma, initial_step=False)
@@ -63,16 +87,19 @@ def dual_trajectories(S: np.ndarray, v: np.ndarray, gamma: float) -> dict:
     }
 
 
-def optimal_dual(run, item: int, S, v) -> np.ndarray:
-    """u* of this item's dual at the run's final theta (a tight solve of the same S_i, v_i;
-    the fit's stored dual belongs to the theta before its last update)."""
-    return dual_trajectories(S, v, float(run.params.get("gamma", 100.0)))["u_star"]
+def dual_summary(traj: dict) -> pd.DataFrame:
+    """Iterations and EVDs per dual method (Alg. 1 and 2 share iterates, not EVD counts)."""
+    rows = {}
+    for label, df in {**traj["fig1"], **traj["fig2"]}.items():
+        rows[label] = {"dual iterations": max(len(df) - 1, 0),
+                       "EVDs": int(df["n_evd"].iloc[-1]) if "n_evd" in df and len(df) else None,
+                       "final gap": float(df["gap"].iloc[-1]) if len(df) else None}
+    return pd.DataFrame.from_dict(rows, orient="index")
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
 def lanczos_view(C: np.ndarray, a: float) -> dict:
     """Diagnostics of Alg. 5 on C for m = 1..D+1, and the Ritz values of every T_m."""
-    from kmviz.km.lanczos import lanczos_diagnostics
+    from .lanczos import lanczos_diagnostics
 
     d = lanczos_diagnostics(C, a=a)
     n = len(d["m"])
@@ -84,22 +111,7 @@ def lanczos_view(C: np.ndarray, a: float) -> dict:
 
 
 # ---------------------------------------------------------------------------- implications
-def item_names(run) -> list[str]:
-    """Display names of the run's items (titles when the data has them)."""
-    if run.split is not None:
-        train = run.split.train
-        return [train.item_label(i) for i in range(train.n_items)]
-    return [f"item {i}" for i in range(np.asarray(run.psi).shape[0])]
-
-
-@st.cache_data(max_entries=16, show_spinner="Building the implication graph ...")
-def implication_graph_cached(psi: np.ndarray, names: tuple):
-    from kmviz.km.interpret import implication_graph
-
-    return implication_graph(psi, list(names), transitive_reduction=False)
-
-
-#: Training ratings above which the Implications page hides rarely rated items by default.
+#: Training ratings above which the Implications view hides rarely rated items by default.
 LARGE_DATA_RATINGS = 10_000
 #: The default minimum number of training ratings per item on large data.
 LARGE_DATA_MIN_RATINGS = 20
@@ -112,7 +124,7 @@ MIN_RATINGS_HELP = (
 
 
 def default_min_ratings(train) -> int:
-    """The Implications page's default item filter: see :data:`MIN_RATINGS_HELP`."""
+    """The Implications view's default item filter: see :data:`MIN_RATINGS_HELP`."""
     return LARGE_DATA_MIN_RATINGS if train.n_ratings > LARGE_DATA_RATINGS else 1
 
 
@@ -122,7 +134,7 @@ def shown_items(train, min_ratings: int) -> np.ndarray:
 
 
 def influence_summary(scores: np.ndarray, keep: np.ndarray) -> dict:
-    """Counts for the page: items shown and hidden, and how many of each have ς = 1."""
+    """Counts for the view: items shown and hidden, and how many of each have ς = 1."""
     one = np.isclose(scores, 1.0)
     shown = np.flatnonzero(keep)
     top = shown[np.argsort(-scores[shown], kind="stable")[:3]]
@@ -159,19 +171,6 @@ def restrict_graph(G, keep: np.ndarray):
     return H
 
 
-def clicked_item(selection_state) -> int | None:
-    """The item of the node clicked in the implication graph, from the chart's selection
-    state (``st.session_state[<chart key>]``), or None when no node is selected."""
-    points = ((selection_state or {}).get("selection") or {}).get("points") or []
-    for point in points:
-        data = point.get("customdata")
-        if isinstance(data, list):  # some front-ends wrap a scalar customdata in a list
-            data = data[0] if data else None
-        if isinstance(data, (int, float)) and not isinstance(data, bool):
-            return int(data)
-    return None
-
-
 def node_of_item(G, item: int):
     for n, d in G.nodes(data=True):
         if int(item) in d.get("members", ()):
@@ -179,19 +178,26 @@ def node_of_item(G, item: int):
     return None
 
 
-def plain_words(run, item: int, names: list[str], limit: int = 15,
-                keep: np.ndarray | None = None) -> tuple[str, str]:
-    """What liking ``item`` implies, and what implies liking it, as sentences (only items
-    in ``keep`` are named; the others are counted)."""
-    from kmviz.km.interpret import implied_by_liking, implies
+def plain_words(psi, item: int, names: list[str], limit: int = 15,
+                keep: np.ndarray | None = None) -> tuple[list, list]:
+    """What liking ``item`` implies, and what implies liking it, as two sentences.
 
-    psi = np.asarray(run.psi)
+    Each sentence is a list of ``(text, bold)`` pieces, so that item names (user data) are
+    rendered as plain text by the caller, never as markup.
+    """
+    psi = np.asarray(psi)
     a = names[int(item)]
     hidden = {"out": 0, "in": 0}
 
     def listing(idx):
-        shown = ", ".join(f"**{names[j]}**" for j in idx[:limit])
-        return shown + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
+        pieces = []
+        for k, j in enumerate(idx[:limit]):
+            if k:
+                pieces.append((", ", False))
+            pieces.append((names[j], True))
+        if len(idx) > limit:
+            pieces.append((f" and {len(idx) - limit} more", False))
+        return pieces
 
     out = implied_by_liking(psi, item)
     inn = implies(psi, item)
@@ -199,43 +205,39 @@ def plain_words(run, item: int, names: list[str], limit: int = 15,
         hidden = {"out": int((~keep[out]).sum()), "in": int((~keep[inn]).sum())}
         out, inn = out[keep[out]], inn[keep[inn]]
     if not psi[int(item)].any():
-        msg = f"**{a}** has an empty support (no training ratings or never liked): no implications."
+        msg = [(a, True), (" has an empty support (no training ratings or never liked): no "
+                           "implications.", False)]
         return msg, msg
 
     def note(k):
-        return f" ({k} rarely rated item(s) hidden)" if k else ""
+        return [(f" ({k} rarely rated item(s) hidden)", False)] if k else []
 
-    s1 = (f"Everyone who likes **{a}** also likes {listing(out)}." if len(out) else
-          f"Liking **{a}** implies nothing about the items shown.") + note(hidden["out"])
-    s2 = (f"Everyone who likes any of {listing(inn)} also likes **{a}**." if len(inn) else
-          f"No other item shown implies liking **{a}**.") + note(hidden["in"])
-    return s1, s2
+    s1 = ([("Everyone who likes ", False), (a, True), (" also likes ", False), *listing(out),
+           (".", False)] if len(out) else
+          [("Liking ", False), (a, True), (" implies nothing about the items shown.", False)])
+    s2 = ([("Everyone who likes any of ", False), *listing(inn), (" also likes ", False),
+           (a, True), (".", False)] if len(inn) else
+          [("No other item shown implies liking ", False), (a, True), (".", False)])
+    return s1 + note(hidden["out"]), s2 + note(hidden["in"])
 
 
-def precision_table(run, *, threshold: float = 0.5, min_users: int = 3,
+def precision_table(model, split, *, threshold: float = 0.5, min_users: int = 3,
                     keep: np.ndarray | None = None) -> pd.DataFrame:
-    """Precision of each implication on the training and the held-out ratings, side by side
-    (cached per run, threshold and item filter); only pairs of items in ``keep`` when given."""
-    return _precision_table(run.run_id, float(threshold), int(min_users), keep, _run=run)
-
-
-@st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
-def _precision_table(run_id: str, threshold: float, min_users: int, keep, *, _run) -> pd.DataFrame:
-    run = _run
-    from kmviz.km.interpret import implication_precision
-
-    psi = np.asarray(run.psi)
-    mode = run.params.get("probability", "minmax")
-    kw = dict(threshold=threshold, probability=mode, names=item_names(run), subset=keep)
+    """Precision of each implication on the training and the held-out ratings, side by
+    side; only pairs of items in ``keep`` when given."""
+    psi = np.asarray(model.psi_)
+    kw = dict(threshold=threshold, probability=model.probability_,
+              names=item_names(split.train), subset=keep)
     key = ["antecedent", "consequent"]
-    train = implication_precision(psi, run.split.train, min_users=min_users, **kw)
+    train = implication_precision(psi, split.train, min_users=min_users, **kw)
     out = train.rename(columns={"n_users": "train_users", "precision": "train_precision",
                                 "lift": "train_lift", "base_rate": "train_base_rate"})
-    held = run.split.test if run.split.test is not None else run.split.validation
+    held = split.held_out()
     if held is not None:
-        test = implication_precision(psi, held, min_users=1, **kw)[key + ["n_users", "precision", "lift"]]
-        test = test.rename(columns={"n_users": "heldout_users", "precision": "heldout_precision",
-                                    "lift": "heldout_lift"})
+        test = implication_precision(psi, held, min_users=1, **kw)[
+            key + ["n_users", "precision", "lift"]]
+        test = test.rename(columns={"n_users": "heldout_users",
+                                    "precision": "heldout_precision", "lift": "heldout_lift"})
         out = out.merge(test, on=key, how="left")
     columns = ["antecedent_name", "consequent_name", "train_users", "train_precision",
                "train_lift", "heldout_users", "heldout_precision", "heldout_lift", "equivalent",
@@ -243,16 +245,13 @@ def _precision_table(run_id: str, threshold: float, min_users: int, keep, *, _ru
     return out[[c for c in columns if c in out]].reset_index(drop=True)
 
 
-def table_vi(run, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:
+def table_vi(model, train, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:
     """The paper's Table VI measure for the chosen items (and users, if given)."""
-    from kmviz.km.interpret import relation_mining_accuracy
-
-    names = item_names(run)
+    names = item_names(train)
     frames = []
     for i in items:
-        df = relation_mining_accuracy(np.asarray(run.psi), run.split.train, int(i),
-                                      threshold=threshold,
-                                      probability=run.params.get("probability", "minmax"))
+        df = relation_mining_accuracy(np.asarray(model.psi_), train, int(i),
+                                      threshold=threshold, probability=model.probability_)
         df.insert(1, "item_name", names[int(i)])
         frames.append(df)
     if not frames:
@@ -263,47 +262,27 @@ def table_vi(run, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:
     return out
 
 
-def dual_summary(traj: dict) -> pd.DataFrame:
-    """Iterations and EVDs per dual method (Alg. 1 and 2 share iterates, not EVD counts)."""
-    rows = {}
-    for label, df in {**traj["fig1"], **traj["fig2"]}.items():
-        rows[label] = {"dual iterations": max(len(df) - 1, 0),
-                       "EVDs": int(df["n_evd"].iloc[-1]) if "n_evd" in df and len(df) else None,
-                       "final gap": float(df["gap"].iloc[-1]) if len(df) else None}
-    return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def raters_of(run, items) -> list[int]:
+def raters_of(train, items) -> list[int]:
     """Users who rated any of ``items`` in the training ratings."""
-    train = run.split.train
     mask = np.isin(np.asarray(train.items), [int(i) for i in items])
     return [int(u) for u in np.unique(np.asarray(train.users)[mask])]
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def influence_cached(run_id: str, psi: np.ndarray) -> np.ndarray:
-    from kmviz.km.interpret import influence_scores
-
-    return influence_scores(psi)
 
 
 #: Largest item-level implications table offered for download (rows).
 MAX_EXPORT_ROWS = 1_000_000
 
 
-def implications_csv(run, names: list[str], keep_mask: np.ndarray | None = None
+def implications_csv(psi, names: list[str], train=None, keep_mask: np.ndarray | None = None
                      ) -> tuple[str, str]:
     """(CSV text, note) of the item-level implications among the items in ``keep_mask``
     (all by default); capped to the most rated items when the table would exceed
     :data:`MAX_EXPORT_ROWS` rows."""
-    from kmviz.km.interpret import implications_frame, support_matrix
-
-    psi = np.asarray(run.psi)
+    psi = np.asarray(psi)
     n = psi.shape[0]
     note = ""
     keep = np.arange(n) if keep_mask is None else np.flatnonzero(keep_mask)
-    if int(support_matrix(psi[keep]).sum()) > MAX_EXPORT_ROWS and run.split is not None:
-        counts = run.split.train.item_counts()
+    if int(support_matrix(psi[keep]).sum()) > MAX_EXPORT_ROWS and train is not None:
+        counts = train.item_counts()
         keep = np.sort(keep[np.argsort(-counts[keep], kind="stable")[:1000]])
         note = ("The full table is too large to download; this file covers the 1,000 most "
                 "rated items.")

@@ -1,25 +1,25 @@
-"""Lanczos: error bounds of the approximate EVD against m on one item's C(u*) (Fig. 6)."""
+"""KM · Lanczos: error bounds of the approximate EVD against m on one item's C(u*) (Fig. 6)."""
 
 import streamlit as st
 
-from kmviz.ui.analysis import item_dual_matrix, lanczos_view
+from kmviz.ui import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
-from kmviz.ui.views import collect_finished_job, item_picker, require_run
+from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import lanczos_bounds_figure, ritz_values_figure
 
 init_state()
 collect_finished_job()
 st.title("Approximate EVD by the modified Lanczos method")
-st.caption("Alg. 5 stops at the first m with β_{m+1} ≤ δ, the threshold (20) built from "
+st.caption("Alg. 5 stops at the first m with $\\beta_{m+1} \\le \\delta$, the threshold (20) built from "
            "traces and the normalized Minkowski ℓ1-norm of C (Lemma 3).")
-run = require_run(need_split=True)
-item = item_picker(run, key="lanczos_item")
+run = require_run(family="km", need_model=True)
+item = km.item_picker(run, key="lanczos_item")
 a = st.slider("a in (20)", 0.1, 10.0, float(run.params.get("lanczos_a", 1.0)), 0.1,
               key="lanczos_a", help="Larger a gives a smaller δ, so more iterations m.")
 with user_errors("building C(u*) and running Lanczos") as outcome:
-    C = item_dual_matrix(run, item)
-    view = lanczos_view(C, a)
+    C = km.item_dual_matrix(run, item)
+    view = km.lanczos_view(C, a)
 if outcome.ok:
     c = st.columns(4)
     c[0].metric("size of C(u*)", f"{C.shape[0]} × {C.shape[0]}")

@@ -6,6 +6,7 @@ from kmviz.ui import datasets as ds
 from kmviz.ui.errors import user_errors
 from kmviz.ui.forms import generator_options_form, split_form
 from kmviz.ui.state import StateKeys, init_state
+from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, dataset_metrics, side_information
 from kmviz.viz import count_distribution_figure, rating_histogram_figure
 
@@ -51,15 +52,18 @@ with user_errors("loading the dataset") as outcome:
         st.toast(f"Loaded {loaded.name}: {loaded.n_users:,} users × {loaded.n_items:,} items, "
                  f"{loaded.n_ratings:,} ratings")
 
-ratings = st.session_state.get(StateKeys.DATASET)
+ratings, _ = ds.ensure_dataset()
 if ratings is None:
     st.info("No dataset loaded yet.")
     st.stop()
 
 spec = st.session_state[StateKeys.DATASET_SPEC]
-st.subheader(spec.get("title") or ratings.name)
-st.caption(f"Provenance: {spec.get('provenance')} · licence: {spec.get('licence')} · "
-           f"fingerprint `{ratings.fingerprint()}`")
+st.subheader(md_escape(spec.get("title") or ratings.name))
+if spec.get("default"):
+    st.caption("This is the built-in default every new session starts with; load another "
+               "dataset above to change it.")
+st.caption(f"Provenance: {md_escape(spec.get('provenance'))} · licence: "
+           f"{md_escape(spec.get('licence'))} · fingerprint `{ratings.fingerprint()}`")
 dataset_metrics(ratings)
 
 c1, c2, c3 = st.columns(3)
@@ -85,4 +89,4 @@ c[1].metric("validation ratings", f"{sizes['validation']:,}")
 c[2].metric("test ratings", f"{sizes['test']:,}")
 st.caption(f"Split: {'random ratings' if sizes['by'] == 'random' else 'per user'}, "
            f"seed {sizes['seed']}; the model trains on the training part only.")
-st.page_link("pages/2_Train.py", label="Next: train a model", icon=":material/arrow_forward:")
+st.page_link("app_pages/train.py", label="Next: train a model", icon=":material/arrow_forward:")

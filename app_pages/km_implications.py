@@ -1,11 +1,13 @@
-"""Implications: influence scores (Fig. 8), the implication graph, Table VI, precision, CSV."""
+"""KM · Implications: influence scores (Fig. 8), the implication graph, Table VI, precision, CSV."""
 
 import numpy as np
 import streamlit as st
 
-from kmviz.ui import analysis as an
+from kmviz.km import analysis as an
+from kmviz.ui import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
+from kmviz.ui.text import pieces_markdown
 from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import implication_graph_figure, influence_figure
 from kmviz.viz.implications import filter_graph
@@ -13,12 +15,12 @@ from kmviz.viz.implications import filter_graph
 init_state()
 collect_finished_job()
 st.title("Implications between items")
-st.caption("If supp(ψ_j) ⊆ supp(ψ_i), every user who likes j also likes i under the model: "
-           "liking j implies liking i.")
-run = require_run(need_split=True)
+st.caption("If $\\mathrm{supp}(\\psi_j) \\subseteq \\mathrm{supp}(\\psi_i)$, every user who "
+           "likes j also likes i under the model: liking j implies liking i.")
+run = require_run(family="km", need_model=True)
 train = run.split.train
-psi, names = np.asarray(run.psi), an.item_names(run)
-scores = an.influence_cached(run.run_id, psi)
+psi, names = np.asarray(run.model.psi_), an.item_names(train)
+scores = km.influence(run.run_id, psi)
 
 c1, c2 = st.columns([1, 3], vertical_alignment="bottom")
 min_ratings = c1.number_input("minimum training ratings per item", min_value=1, step=1,
@@ -40,46 +42,47 @@ c1.metric("items shown with ς = 1", summary["one_shown"])
 c2.plotly_chart(influence_figure(scores, names, kind=kind, top=top, items=np.flatnonzero(keep)))
 
 st.subheader("Implication graph")
-G = an.restrict_graph(an.implication_graph_cached(psi, tuple(names)), keep)
+G = an.restrict_graph(km.implication_graph(psi, tuple(names)), keep)
 sizes = [d["support_size"] for _, d in G.nodes(data=True)] or [0]
 c1, c2, c3 = st.columns(3)
 min_infl = c1.slider("minimum influence ς", 0.0, 1.0, 0.0, 0.05, key="impl_min_infl")
 lo, hi = c2.slider("support size", 0, max(sizes) + 1, (min(sizes), max(sizes)),
                    key="impl_support")
 rated = [i for i in an.items_by_count(train) if keep[i]]
-clicked = an.clicked_item(st.session_state.get("impl_graph"))
+clicked = km.clicked_item(st.session_state.get("impl_graph"))
 if clicked is not None and clicked != st.session_state.get("impl_last_click"):
     st.session_state["impl_last_click"] = clicked  # a click selects once; the picker stays free
     if clicked in rated:
-        st.session_state["impl_item"] = clicked
-item = c3.selectbox("item", rated, key="impl_item", format_func=lambda i: f"{names[i]} [{i}]",
-                    help="Or click a node of the graph.")
+        km.set_item(run, clicked)
+        st.session_state.pop("impl_item", None)
+with c3:
+    item = km.item_picker(run, key="impl_item", label="item", restrict=keep)
 H = filter_graph(G, min_influence=min_infl, min_support=lo, max_support=hi)
 st.plotly_chart(implication_graph_figure(H, selected=an.node_of_item(H, item)),
                 key="impl_graph", on_select="rerun", selection_mode="points")
 if item is not None:
-    said, told = an.plain_words(run, item, names, keep=keep)
-    st.markdown(f"- {said}\n- {told}")
+    said, told = an.plain_words(psi, item, names, keep=keep)
+    st.markdown(f"- {pieces_markdown(said)}\n- {pieces_markdown(told)}")
 
 st.subheader("Checks against the ratings")
 threshold = st.slider("liked when p_ui ≥", 0.05, 0.95, 0.5, 0.05, key="impl_threshold")
 chosen = st.multiselect("items for the Table VI measure", rated, default=summary["top3"],
                         key="impl_table_items", format_func=lambda i: f"{names[i]} [{i}]")
-raters = an.raters_of(run, chosen)
+raters = an.raters_of(train, chosen)
 users = st.multiselect("users (empty = every user who rated the items)", raters,
                        key="impl_table_users")
 with user_errors("computing the relation-mining accuracy"):
-    tab = an.table_vi(run, chosen, threshold=threshold, users=users)
+    tab = an.table_vi(run.model, train, chosen, threshold=threshold, users=users)
     st.markdown("**Relation-mining accuracy: the paper's measure (Table VI)**: for each user "
                 "who rated the item, the share of their rated items that they like.")
     st.dataframe(tab, hide_index=True)
 with user_errors("computing the precision of the implications"):
-    prec = an.precision_table(run, threshold=threshold, keep=keep)
+    prec = km.precision_table(run, threshold=threshold, keep=keep)
     st.markdown("**Precision of each implication j ⇒ i**: among users who like j and rated i, "
                 "the share who like i, on training and on held-out ratings.")
     st.dataframe(prec.head(500), hide_index=True)
 st.download_button("Download the implications (CSV)",
-                   data=lambda: an.implications_csv(run, names, keep)[0],
+                   data=lambda: an.implications_csv(psi, names, train, keep)[0],
                    file_name=f"implications-{run.run_id}.csv", mime="text/csv",
                    key="impl_csv", icon=":material/download:")
 st.caption("One row per implication between the items shown, with its statement in words. "

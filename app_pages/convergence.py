@@ -1,0 +1,51 @@
+"""Convergence: the metrics of every outer iteration for one or several runs, following a
+running fit live, with the mean predictor as a yardstick."""
+
+import streamlit as st
+
+from kmviz import families
+from kmviz.ui.state import init_state
+from kmviz.ui.views import (LIVE, collect_finished_job, get_trace, mean_predictor_lines,
+                            running_job, trace_picker)
+from kmviz.viz import bcd_convergence_figure
+
+init_state()
+collect_finished_job()
+st.title("Convergence")
+st.caption("One line per run, one point per outer iteration (for KM, one BCD iteration of "
+           "Alg. 4). The dashed line is the mean predictor (every rating predicted by the "
+           "training mean): a model below it has learned something beyond the average.")
+
+c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
+with c1:
+    traces, chosen = trace_picker(multi=True, key="conv_runs", live=True)
+log_y = c2.toggle("log scale", key="conv_log")
+
+
+@st.fragment(run_every=1.0 if LIVE in chosen and running_job() is not None else None)
+def _panels():
+    shown = dict(traces)
+    for label, rid in zip(list(shown), chosen):
+        if rid == LIVE:
+            shown[label] = get_trace(LIVE)
+    first = next((r for r in chosen if r != LIVE), None)
+    family = None
+    labels, baselines = {}, {}
+    if first is not None:
+        family, baselines = mean_predictor_lines(first)
+    elif running_job() is not None:
+        family = families.get(running_job().family)
+    if family is not None:
+        labels = family.metric_labels()
+    st.plotly_chart(bcd_convergence_figure(shown, labels=labels, baselines=baselines,
+                                           log_y=log_y))
+    if LIVE in chosen:
+        job = running_job()
+        st.caption("Following the running fit: the chart updates every second." if job
+                   else "The fit has ended; pick its saved run to keep it on the chart.")
+
+
+_panels()
+if len(traces) == 1:
+    with st.expander("Trace table (one row per iteration)"):
+        st.dataframe(next(iter(traces.values())).to_frame(), hide_index=True)

@@ -1,0 +1,60 @@
+"""Home: what kmviz does, the model families, and a three-step path on built-in data."""
+
+import streamlit as st
+
+from kmviz import families
+from kmviz.ui.datasets import ensure_dataset, quick_start
+from kmviz.ui.errors import user_errors
+from kmviz.ui.state import init_state
+from kmviz.ui.text import md_escape
+from kmviz.ui.views import collect_finished_job
+
+init_state()
+collect_finished_job()
+
+st.title("kmviz: look inside interpretable factorization models")
+st.markdown(
+    "kmviz trains factorization models on a user × item matrix of ratings or 0/1 "
+    "interactions and shows what they learned: how the solver converged, where its time "
+    "went, and what the learned factors say about the items.")
+for fam in families.all_families():
+    with st.container(border=True):
+        st.markdown(f"**{fam.title}**: {fam.summary}")
+        st.caption("Explore pages: " + ", ".join(p.title for p in fam.explore))
+
+st.subheader("Try it in three steps")
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.markdown("**1. Data**: MovieLens latest-small (100k ratings) is loaded already. "
+                "Switch to a small synthetic set with a planted KM, or load your own file "
+                "on the Data page.")
+    planted = st.button("Use a planted KM set instead", key="home_planted",
+                        icon=":material/science:")
+    st.page_link("app_pages/data.py", label="Data", icon=":material/database:")
+with c2:
+    st.markdown("**2. Train**: pick a family and its settings (the defaults work), press "
+                "Train, watch the progress and stop whenever you like. The KM default is "
+                "the fast solver, a semismooth Newton method on the dual of each binary QP.")
+    st.page_link("app_pages/train.py", label="Train", icon=":material/model_training:")
+with c3:
+    st.markdown("**3. Explore** convergence and the family's own views (for KM: the dual "
+                "GD, phases, Lanczos bounds and the implication graph); compare saved runs.")
+    st.page_link("app_pages/convergence.py", label="Convergence", icon=":material/show_chart:")
+    st.page_link("app_pages/runs.py", label="Runs", icon=":material/history:")
+
+if planted:
+    with user_errors("loading the dataset") as outcome:
+        quick_start("planted-km")
+    if outcome.ok:
+        st.switch_page("app_pages/train.py")
+
+ratings, split = ensure_dataset()
+if ratings is not None:
+    st.caption(f"Data now: {md_escape(ratings.name)}, {ratings.n_users:,} users × "
+               f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings.")
+
+st.divider()
+st.markdown(
+    "Papers: *Kolmogorov model learning via dual gradient descent* (IEEE TSP 2022, "
+    "[doi:10.1109/TSP.2022.3150953](https://doi.org/10.1109/TSP.2022.3150953)). "
+    "Data: [MovieLens](https://grouplens.org/datasets/movielens/) by GroupLens.")

@@ -1,0 +1,67 @@
+"""Train: model family, its settings (from the estimator's declarations), a background fit
+with live progress and Stop."""
+
+import streamlit as st
+
+from kmviz import families
+from kmviz.ui.errors import user_errors
+from kmviz.ui.forms import params_form
+from kmviz.ui.state import StateKeys, active_run, init_state
+from kmviz.ui.text import md_escape
+from kmviz.ui.training import background_warm_up, start_job
+from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, progress_panel,
+                            require_dataset, run_metrics)
+
+init_state()
+collect_finished_job()
+st.title("Train")
+ratings, split = require_dataset()
+sizes = split.describe()
+spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
+default_note = " (the built-in default)" if spec.get("default") else ""
+st.caption(f"Data: **{md_escape(ratings.name)}**{default_note}, {sizes['train']:,} training / "
+           f"{sizes['validation']:,} validation / {sizes['test']:,} test ratings "
+           f"({sizes['by']} split, seed {sizes['seed']}). Change it on the Data page.")
+
+rerun = st.session_state.get(StateKeys.RERUN_CONFIG)
+notice = st.session_state.get(StateKeys.NOTICE)
+st.session_state[StateKeys.RERUN_CONFIG] = st.session_state[StateKeys.NOTICE] = None
+names = families.names()
+if rerun:
+    st.session_state["train_family"] = rerun[0]
+elif st.session_state.get("train_family") not in names:
+    st.session_state["train_family"] = st.session_state.get(StateKeys.FAMILY) or names[0]
+name = st.selectbox("Model family", names, key="train_family",
+                    format_func=lambda n: families.get(n).title)
+st.session_state[StateKeys.FAMILY] = name
+family = families.get(name)
+st.markdown(family.summary)
+if rerun:
+    st.info(f"Settings of the saved run loaded; press Train to run them again. {notice or ''}",
+            icon=":material/replay:")
+params, submitted = params_form(family, overrides=rerun[1] if rerun else None)
+
+if not background_warm_up().done.is_set():
+    st.info("Compiling the Numba kernels in the background. The first start after installing "
+            "takes about a minute; later starts load them from disk in a second. A fit you "
+            "start now begins as soon as it is done.", icon=":material/hourglass_top:")
+
+job = st.session_state.get(StateKeys.JOB)
+if submitted:
+    if job is not None and not job.done:
+        st.warning("A training run is in progress; stop it or wait for it to finish.")
+    else:
+        with user_errors("starting the training"):
+            start_job(name, params)
+
+progress_panel()
+
+run = active_run()
+if run is not None:
+    st.subheader(f"Result: {md_escape(run.label)}")
+    run_metrics(run)
+    fam = families.get(run.family)
+    cols = st.columns(1 + len(fam.explore))
+    cols[0].page_link(CONVERGENCE_PAGE, label="Convergence", icon=":material/show_chart:")
+    for col, page in zip(cols[1:], fam.explore):
+        col.page_link(page.path, label=page.title, icon=page.icon)

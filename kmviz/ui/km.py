@@ -1,0 +1,122 @@
+"""Streamlit glue of the KM Explore pages: cached calls into :mod:`kmviz.km.analysis`, the
+shared item picker, and reading the implication graph's click state."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from kmviz.km import analysis as an
+from kmviz.km.interpret import implication_graph as build_implication_graph
+from kmviz.km.interpret import influence_scores
+from kmviz.km.telemetry import PHASE_COUNT_LABELS
+from kmviz.viz.phases import phase_shares
+
+from .state import StateKeys
+
+
+def item_problem(run, item: int):
+    """S_i and v_i of ``item``'s binary QP (4) at the run's theta, exactly as the fit
+    builds them (:meth:`kmviz.km.KolmogorovModel.item_problem`)."""
+    return run.model.item_problem(run.split.train, int(item))
+
+
+@st.cache_data(max_entries=32, show_spinner="Running the dual gradient descent ...")
+def dual_trajectories(S: np.ndarray, v: np.ndarray, gamma: float) -> dict:
+    return an.dual_trajectories(S, v, gamma)
+
+
+def item_dual_matrix(run, item: int) -> np.ndarray:
+    """C(u*) of eq. (12) at the run's final theta, u* from a tight solve of the same dual
+    (the fit's stored dual belongs to the theta before its last update)."""
+    S, v = item_problem(run, item)
+    u_star = dual_trajectories(S, v, float(run.params.get("gamma", 100.0)))["u_star"]
+    return an.item_dual_matrix(run.model, run.split.train, item, u_star)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def lanczos_view(C: np.ndarray, a: float) -> dict:
+    return an.lanczos_view(C, a)
+
+
+@st.cache_data(max_entries=16, show_spinner="Building the implication graph ...")
+def implication_graph(psi: np.ndarray, names: tuple):
+    return build_implication_graph(psi, list(names), transitive_reduction=False)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def influence(run_id: str, psi: np.ndarray) -> np.ndarray:
+    return influence_scores(psi)
+
+
+@st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
+def _precision_table(run_id: str, threshold: float, min_users: int, keep, *, _run):
+    return an.precision_table(_run.model, _run.split, threshold=threshold, min_users=min_users,
+                              keep=keep)
+
+
+def precision_table(run, *, threshold: float = 0.5, min_users: int = 3, keep=None):
+    """Cached per run, threshold and item filter."""
+    return _precision_table(run.run_id, float(threshold), int(min_users), keep, _run=run)
+
+
+def clicked_item(selection_state) -> int | None:
+    """The item of the node clicked in the implication graph, from the chart's selection
+    state (``st.session_state[<chart key>]``), or None when no node is selected."""
+    points = ((selection_state or {}).get("selection") or {}).get("points") or []
+    for point in points:
+        data = point.get("customdata")
+        if isinstance(data, list):  # some front-ends wrap a scalar customdata in a list
+            data = data[0] if data else None
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return int(data)
+    return None
+
+
+def current_item(run) -> int | None:
+    """The item the per-item views of this run show: the one last picked on any KM page,
+    else a typical, well-rated item (:func:`kmviz.km.analysis.typical_item`)."""
+    chosen = (st.session_state.get(StateKeys.ITEM) or {}).get(run.run_id)
+    counts = run.split.train.item_counts()
+    if chosen is not None and 0 <= chosen < counts.size and counts[chosen] > 0:
+        return int(chosen)
+    return an.typical_item(run.split.train)
+
+
+def set_item(run, item) -> None:
+    items = dict(st.session_state.get(StateKeys.ITEM) or {})
+    items[run.run_id] = None if item is None else int(item)
+    st.session_state[StateKeys.ITEM] = items
+
+
+def item_picker(run, *, key: str, label: str = "Item", restrict=None):
+    """Select an item with training ratings (most rated first); starts from
+    :func:`current_item`, and the choice carries over to the other KM pages."""
+    train = run.split.train
+    order = an.items_by_count(train)
+    if restrict is not None:
+        order = [i for i in order if restrict[i]]
+    if not order:
+        st.info("No item has training ratings.")
+        st.stop()
+    counts = train.item_counts()
+    current = current_item(run)
+    if st.session_state.get(key) not in order:
+        st.session_state[key] = current if current in order else order[0]
+    item = st.selectbox(label, order, key=key,
+                        format_func=lambda i: f"{train.item_label(i)} [{i}] · {counts[i]} ratings",
+                        help="The same item is shown on every KM page until you pick another.")
+    set_item(run, item)
+    return item
+
+
+def phase_metrics(trace) -> None:
+    """One metric per phase of Alg. 2: its share of all dual iterations of the run."""
+    shares = phase_shares(trace, PHASE_COUNT_LABELS)
+    if not len(shares):
+        return
+    overall = shares.iloc[0].drop("iteration")
+    cols = st.columns(len(overall))
+    for c, (phase, share) in zip(cols, overall.items()):
+        c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}",
+                 help="Share of all dual GD iterations of the run spent in this phase.")
