@@ -1,4 +1,8 @@
-"""One look for every kmviz figure: template, colours, phase palette."""
+"""One look for every kmviz figure: template, palettes, labels for trace columns.
+
+Nothing model-specific here: a model family's names and colours (for KM,
+:mod:`kmviz.km.telemetry`) are passed to the figures as arguments.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,69 @@ import plotly.graph_objects as go
 TEMPLATE = "plotly_white"
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
           "#17becf", "#7f7f7f", "#bcbd22"]
-#: The enhanced GD phases of the paper (Alg. 2, Table II).
-PHASES = ["I-A", "I-B", "II-A", "II-B"]
-PHASE_COLORS = {"I-A": "#4c78a8", "I-B": "#72b7b2", "II-A": "#f58518", "II-B": "#e45756",
-                "GD": "#7f7f7f"}
-#: Timed parts of one BCD iteration (Trace columns t_<name>_s) and their display names.
-#: The BQP parts are non-overlapping pieces of t_bqp_s; t_bqp_dual_s (the sum of the four
-#: t_dual_*_s) is drawn only for traces without the per-phase split.
-TIMED_PARTS = {
-    "t_lcqp_s": "LCQP (Frank-Wolfe, θ)",
-    "t_build_s": "build S_i, v_i",
-    "t_dual_1a_s": "BQP dual GD, phase I-A",
-    "t_dual_1b_s": "BQP dual GD, phase I-B",
-    "t_dual_2a_s": "BQP dual GD, phase II-A",
-    "t_dual_2b_s": "BQP dual GD, phase II-B (EVD excluded)",
-    "t_bqp_dual_s": "BQP dual GD (all phases)",
-    "t_evd_s": "dense EVD (eigh)",
-    "t_lanczos_s": "Lanczos (Alg. 5)",
-    "t_randomization_s": "randomization (Alg. 3)",
-    "t_bqp_other_s": "other BQP work (set-up, draws)",
-    "t_objective_s": "objective and RMSE",
-}
+#: Line colours and dash styles for methods drawn over coloured markers: two methods never
+#: share both, so curves that coincide stay apart (see :func:`method_line`).
+LINE_COLORS = ["#9e9e9e", "#222222", "#9467bd", "#8c564b", "#17becf"]
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash"]
+#: Colours handed out after :data:`COLORS`, for figures with many parts.
+EXTRA_COLORS = ["#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#ff9da6", "#1f3b73", "#bab0ac",
+                "#4c78a8", "#72b7b2", "#f58518", "#e45756", "#637939", "#ad494a", "#6b6ecf",
+                "#e7ba52", "#843c39", "#5254a3", "#8ca252", "#bd9e39", "#7b4173"]
 
 
-#: Line colours for methods drawn over phase-coloured markers (none of the phase colours).
-LINE_COLORS = ["#222222", "#9467bd", "#8c564b", "#17becf"]
+def column_label(column: str) -> str:
+    """A readable name for a trace column: ``t_build_s`` -> "build", ``n_phase_1a`` ->
+    "phase 1a", ``train_rmse`` -> "train rmse"."""
+    name = str(column)
+    if name.startswith("t_") and name.endswith("_s") and len(name) > 4:
+        name = name[2:-2]
+    elif name.startswith("n_") and len(name) > 2:
+        name = name[2:]
+    return name.replace("_", " ").strip()
+
+
+def label_of(column: str, labels=None) -> str:
+    """``labels[column]`` when given (a string, or a tuple whose first item is the name),
+    else :func:`column_label`."""
+    if labels and column in labels:
+        value = labels[column]
+        return value[0] if isinstance(value, (tuple, list)) else str(value)
+    return column_label(column)
+
+
+def distinct_colors(keys, given=None, *, avoid=()) -> dict:
+    """One colour per key, no two alike: ``given[key]`` where set (unless an earlier key took
+    it), then the first palette colours neither used nor in ``avoid`` (:data:`COLORS`, then
+    :data:`EXTRA_COLORS`, then generated hues)."""
+    given = given or {}
+    out, used = {}, set()
+    for k in keys:
+        c = given.get(k)
+        if c is not None and c.lower() not in used:
+            out[k] = c
+            used.add(c.lower())
+    used |= {c.lower() for c in avoid}
+    free = (c for c in [*COLORS, *EXTRA_COLORS] if c.lower() not in used)
+    n_generated = 0
+    for k in keys:
+        if k in out:
+            continue
+        c = next(free, None)
+        while c is None or c.lower() in used:
+            # golden-angle hues: distinct for any number of keys
+            c = f"hsl({(n_generated * 137.508) % 360:.1f}, 60%, 45%)"
+            n_generated += 1
+        out[k] = c
+        used.add(c.lower())
+    return out
+
+
+def method_line(k: int, n: int) -> dict:
+    """Line style of method ``k`` of ``n``: its own colour and dash, and a width that shrinks
+    with k so that a later curve drawn over an earlier identical one leaves it visible."""
+    width = 4.0 - 2.5 * k / max(n - 1, 1) if n > 1 else 2.5
+    return dict(color=LINE_COLORS[k % len(LINE_COLORS)], dash=DASHES[k % len(DASHES)],
+                width=round(width, 2))
 
 
 def color(i: int) -> str:

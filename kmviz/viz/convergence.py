@@ -1,4 +1,8 @@
-"""Convergence views: BCD metrics per iteration (Fig. 4) and the dual GD gap (Figs. 1-2)."""
+"""Convergence views: metrics per BCD iteration (Fig. 4) and the dual GD gap (Figs. 1-2).
+
+Model-agnostic: panel titles and phase colours come from the caller (for KM,
+:data:`kmviz.km.telemetry.FIGURE_OPTIONS`), else from the trace column names.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,19 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ._theme import LINE_COLORS, PHASE_COLORS, PHASES, color, empty_figure, styled
+from ._theme import LINE_COLORS, color, column_label, distinct_colors, empty_figure, \
+    method_line, styled
 
-#: Trace columns shown per BCD iteration, with their panel titles and axis labels.
+#: Generic panel and axis titles of the usual trace metrics: column -> (title, y axis).
 BCD_METRICS = {
-    "train_rmse": ("Training RMSE", "RMSE (probability scale)"),
-    "objective": ("Objective of (2)", "sum of squared errors"),
-    "val_nrmse": ("Validation NRMSE", "NRMSE"),
+    "train_nrmse": ("Training NRMSE", "NRMSE"),
+    "train_rmse": ("Training RMSE", "RMSE"),
+    "objective": ("Objective", "objective value"),
+    "validation_nrmse": ("Validation NRMSE", "NRMSE"),
 }
+#: Old column names still read: old -> new (the new column wins where both have a value).
+METRIC_ALIASES = {"val_nrmse": "validation_nrmse"}
+MEAN_PREDICTOR = "mean predictor"
 
 
 def _frame(trace) -> pd.DataFrame:
@@ -27,7 +36,54 @@ def _frame(trace) -> pd.DataFrame:
     return pd.DataFrame(trace)
 
 
-def bcd_convergence_figure(traces: Mapping, *, metrics=tuple(BCD_METRICS),
+def _with_aliases(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every old metric column also under its new name."""
+    for old, new in METRIC_ALIASES.items():
+        if old in frame:
+            frame = frame.copy()
+            frame[new] = frame[new].combine_first(frame[old]) if new in frame else frame[old]
+    return frame
+
+
+def _metric_titles(metric: str, labels) -> tuple[str, str]:
+    if labels and metric in labels:
+        value = labels[metric]
+        if isinstance(value, (tuple, list)):
+            return (str(value[0]), str(value[1] if len(value) > 1 else value[0]))
+        return str(value), str(value)
+    if metric in BCD_METRICS:
+        return BCD_METRICS[metric]
+    name = column_label(metric)
+    return name, name
+
+
+def mean_predictor_rmse(train_values, held_values=None) -> float:
+    """RMSE of predicting the mean training value for every rating in ``held_values``.
+
+    The yardstick of a fit: a model that does not beat it has learned nothing beyond the
+    average. With ``held_values`` omitted, the training values themselves (their standard
+    deviation). Pass values on the scale of the metric (for KM, the probability scale).
+
+    Parameters
+    ----------
+    train_values : array-like
+        Values whose mean is the prediction.
+    held_values : array-like, optional
+        Values the prediction is scored on; default ``train_values``.
+
+    Returns
+    -------
+    float
+        NaN if either array is empty.
+    """
+    train = np.asarray(train_values, dtype=np.float64).ravel()
+    held = train if held_values is None else np.asarray(held_values, dtype=np.float64).ravel()
+    if train.size == 0 or held.size == 0:
+        return float("nan")
+    return float(np.sqrt(np.mean((held - train.mean()) ** 2)))
+
+
+def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=None,
                            log_y: bool = False) -> go.Figure:
     """One panel per metric, one line per run, x = BCD iteration (paper Fig. 4).
 
@@ -35,36 +91,67 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=tuple(BCD_METRICS),
     ----------
     traces : mapping label -> Trace or DataFrame
         Runs to overlay; each needs an ``iteration`` column.
-    metrics : sequence of str
-        Trace columns to show (panels for columns no run has are dropped).
+    metrics : sequence of str, optional
+        Trace columns to show, default those of :data:`BCD_METRICS` (``train_nrmse``,
+        ``train_rmse``, ``objective``, ``validation_nrmse``); panels for columns no run has
+        are dropped. ``val_nrmse`` is read as
+        ``validation_nrmse`` (the newer column wins where a row has both).
+    labels : mapping column -> str or (panel title, y-axis title), optional
+        Display names; default :data:`BCD_METRICS`, else the column name.
+    baselines : mapping column -> float, optional
+        The metric's value for the mean predictor (predict the training mean; see
+        :func:`mean_predictor_rmse`), drawn as a dashed horizontal line "mean predictor" in
+        that metric's panel.
+    log_y : bool, default=False
     """
-    frames = {label: _frame(t) for label, t in traces.items()}
+    alias = lambda m: METRIC_ALIASES.get(m, m)  # noqa: E731
+    metrics = [alias(m) for m in (metrics if metrics is not None else BCD_METRICS)]
+    metrics = list(dict.fromkeys(metrics))
+    baselines = {alias(k): float(v) for k, v in (baselines or {}).items()
+                 if v is not None and np.isfinite(v)}
+    frames = {label: _with_aliases(_frame(t)) for label, t in traces.items()}
     shown = [m for m in metrics if any(m in f and f[m].notna().any() for f in frames.values())]
     title = "Convergence per BCD iteration"
     if not frames or not shown:
         return empty_figure(title, "No iterations recorded yet.")
-    fig = make_subplots(rows=1, cols=len(shown),
-                        subplot_titles=[BCD_METRICS.get(m, (m, m))[0] for m in shown],
+    titles = {m: _metric_titles(m, labels) for m in shown}
+    fig = make_subplots(rows=1, cols=len(shown), subplot_titles=[titles[m][0] for m in shown],
                         horizontal_spacing=0.1)
     for k, (label, frame) in enumerate(frames.items()):
+        first = True
         for col, metric in enumerate(shown, start=1):
             if metric not in frame or not frame[metric].notna().any():
                 continue
             fig.add_trace(go.Scatter(
                 x=frame["iteration"], y=frame[metric], mode="lines+markers", name=label,
-                legendgroup=label, showlegend=col == 1 or metric == shown[0],
+                legendgroup=label, showlegend=first,
                 line=dict(color=color(k)), marker=dict(size=6),
                 hovertemplate=(f"<b>{label}</b><br>iteration %{{x}}<br>"
-                               f"{BCD_METRICS.get(metric, (metric,))[0]}: %{{y:.5g}}"
-                               "<extra></extra>")), row=1, col=col)
-            fig.update_xaxes(title_text="BCD iteration τ", row=1, col=col)
-            # the metrics are >= 0: keep a flat zero line (a converged noiseless fit) from
-            # getting a symmetric axis around 0
-            fig.update_yaxes(title_text=BCD_METRICS.get(metric, (metric, metric))[1],
-                             type="log" if log_y else "linear",
-                             rangemode="normal" if log_y else "nonnegative", row=1, col=col)
-    n_max = max((int(f["iteration"].max()) for f in frames.values() if len(f)), default=0)
-    if n_max <= 20:
+                               f"{titles[metric][0]}: %{{y:.5g}}<extra></extra>")),
+                row=1, col=col)
+            first = False
+    iterations = pd.concat([f["iteration"] for f in frames.values() if "iteration" in f
+                            and len(f)], ignore_index=True).dropna()
+    x0, x1 = (float(iterations.min()), float(iterations.max())) if len(iterations) else (0, 1)
+    legend_done = False
+    for col, metric in enumerate(shown, start=1):
+        if metric in baselines:
+            value = baselines[metric]
+            fig.add_trace(go.Scatter(
+                x=[x0, x1], y=[value, value], mode="lines" if x1 > x0 else "lines+markers",
+                name=MEAN_PREDICTOR, legendgroup=MEAN_PREDICTOR, showlegend=not legend_done,
+                line=dict(color="#7f7f7f", dash="dash", width=1.5),
+                marker=dict(symbol="line-ew-open", size=14, color="#7f7f7f"),
+                hovertemplate=(f"<b>{MEAN_PREDICTOR}</b> (predict the training mean)<br>"
+                               f"{titles[metric][0]}: %{{y:.5g}}<extra></extra>")),
+                row=1, col=col)
+            legend_done = True
+        fig.update_xaxes(title_text="BCD iteration τ", row=1, col=col)
+        # the metrics are >= 0: keep a flat zero line (a converged noiseless fit) from
+        # getting a symmetric axis around 0
+        fig.update_yaxes(title_text=titles[metric][1], type="log" if log_y else "linear",
+                         rangemode="normal" if log_y else "nonnegative", row=1, col=col)
+    if x1 <= 20:
         fig.update_xaxes(dtick=1)  # whole iterations only, no 1.5
     fig = styled(fig, title=title, height=450)
     fig.update_layout(margin=dict(t=100))
@@ -72,48 +159,96 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=tuple(BCD_METRICS),
     return fig
 
 
+#: Open marker symbols, one per method: markers of coinciding curves stay distinguishable.
+METHOD_SYMBOLS = ["circle-open", "diamond-open", "square-open", "triangle-up-open",
+                  "x-thin-open", "cross-thin-open"]
+
+
+#: At most about this many phase markers per curve (plus one at every phase change).
+MAX_MARKERS = 40
+
+
 def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
-                    subtitle: str = "") -> go.Figure:
-    """Optimality gap h(u_i) - h(u*) per dual iteration, log scale, markers coloured by phase.
+                    subtitle: str = "", phase_colors: Mapping[str, str] | None = None
+                    ) -> go.Figure:
+    """Optimality gap h(u_i) - h(u*) per dual iteration, log scale, phases as marker colours.
+
+    Each method is a line with its own colour, dash and width (the legend names it; a later,
+    thinner dashed line drawn over an earlier one leaves both visible when they coincide),
+    drawn over open markers of its own symbol coloured by phase: one at every phase change
+    and about :data:`MAX_MARKERS` in all, alternating between methods. The phase colours
+    have a separate legend ("phase").
 
     Parameters
     ----------
     trajectories : mapping label -> DataFrame
-        Columns ``iteration``, ``gap`` and ``phase`` (``I-A``, ``I-B``, ``II-A``, ``II-B``),
-        optionally ``h``, ``step`` and ``n_evd``.
+        Columns ``iteration`` and ``gap``, optionally ``phase`` (any labels) and ``h``,
+        ``step`` and ``n_evd`` (shown on hover).
+    title, subtitle : str
+    phase_colors : mapping phase -> colour, optional
+        Colours of the phases, in legend order (for KM,
+        :data:`kmviz.km.telemetry.PHASE_COLORS`); other phases get distinct palette colours.
     """
     full = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
     if not trajectories or all(len(df) == 0 for df in trajectories.values()):
         return empty_figure(full, "No dual iterations to show.")
+    phase_colors = dict(phase_colors or {})
+    seen = []
+    for df in trajectories.values():
+        if "phase" in df:
+            seen += [p for p in pd.unique(df["phase"].astype(str)) if p not in seen]
+    order = [p for p in phase_colors if p in seen] + [p for p in seen if p not in phase_colors]
+    colours = distinct_colors(order, phase_colors, avoid=LINE_COLORS)
     fig = go.Figure()
-    symbols = ["circle", "diamond", "square", "triangle-up"]
-    seen_phases = set()
+    n = len(trajectories)
+    lines = []
     for k, (label, df) in enumerate(trajectories.items()):
         gap = np.maximum(df["gap"].to_numpy(dtype=float), 1e-16)
-        fig.add_trace(go.Scatter(x=df["iteration"], y=gap, mode="lines", name=label,
-                                 line=dict(color=LINE_COLORS[k % len(LINE_COLORS)], width=2,
-                                           dash="solid" if k == 0 else "dash"),
-                                 legendgroup=label,
-                                 hoverinfo="skip"))
-        phases = df["phase"].astype(str) if "phase" in df else pd.Series(["GD"] * len(df))
+        it = df["iteration"].to_numpy()
         extra = [c for c in ("h", "step", "n_evd") if c in df]
-        for phase in [p for p in PHASES + ["GD"] if (phases == p).any()] + sorted(
-                set(phases) - set(PHASES) - {"GD"}):
-            sel = (phases == phase).to_numpy()
-            custom = np.column_stack([df[c].to_numpy()[sel] for c in extra]) if extra else None
-            hover = (f"<b>{label}</b><br>dual iteration %{{x}}<br>gap %{{y:.3e}}<br>"
-                     f"phase {phase}")
-            for j, c in enumerate(extra):
-                hover += f"<br>{c} %{{customdata[{j}]:.4g}}"
-            fig.add_trace(go.Scatter(
-                x=df["iteration"].to_numpy()[sel], y=gap[sel], mode="markers",
-                name=f"phase {phase}", legendgroup=f"phase {phase}",
-                showlegend=phase not in seen_phases, customdata=custom,
-                marker=dict(color=PHASE_COLORS.get(phase, "#333333"), size=6,
-                            symbol=symbols[k % len(symbols)],
-                            line=dict(width=0.5, color="white")),
-                hovertemplate=hover + "<extra></extra>"))
-            seen_phases.add(phase)
+        has_phase = "phase" in df
+        phases = df["phase"].astype(str).to_numpy() if has_phase else None
+        cols = ([phases.astype(object)] if has_phase else []) + [
+            df[c].to_numpy().astype(object) for c in extra]
+        custom = np.column_stack(cols) if cols else None
+        hover = f"<b>{label}</b><br>dual iteration %{{x}}<br>gap %{{y:.3e}}"
+        if has_phase:
+            hover += "<br>phase %{customdata[0]}"
+        for j, c in enumerate(extra, start=int(has_phase)):
+            hover += f"<br>{c} %{{customdata[{j}]:.4g}}"
+        # the lines go on top of every marker (added after them below)
+        lines.append(go.Scatter(
+            x=it, y=gap, mode="lines", name=label, legendgroup=label, legend="legend",
+            line=method_line(k, n), customdata=custom, hovertemplate=hover + "<extra></extra>"))
+        if not has_phase or len(df) == 0:
+            continue
+        # markers at every phase change and every `stride`-th iterate (shifted per method, so
+        # the symbols of coinciding curves alternate instead of covering each other)
+        stride = max(1, -(-len(df) // MAX_MARKERS))
+        keep = np.zeros(len(df), dtype=bool)
+        keep[(k * stride) // n::stride] = True
+        keep[0] = keep[-1] = True
+        keep[1:] |= phases[1:] != phases[:-1]
+        fig.add_trace(go.Scatter(
+            x=it[keep], y=gap[keep], mode="markers", name=f"{label}: phases",
+            legendgroup=label, legend="legend", showlegend=False, hoverinfo="skip",
+            customdata=phases[keep],
+            marker=dict(color=[colours[p] for p in phases[keep]], size=7,
+                        symbol=METHOD_SYMBOLS[k % len(METHOD_SYMBOLS)], line=dict(width=1.5))))
+    for line in lines:
+        fig.add_trace(line)
+    for phase in order:  # the colour key: legend entries only, no data
+        fig.add_trace(go.Scatter(
+            x=[None], y=[None], mode="markers", name=f"phase {phase}", legend="legend2",
+            legendgroup=f"phase {phase}", hoverinfo="skip",
+            marker=dict(color=colours[phase], size=9, symbol="square")))
     fig.update_yaxes(type="log", exponentformat="power")
-    return styled(fig, title=full, x="dual GD iteration i",
-                  y="optimality gap h_γ(u_i) − h_γ(u*)", height=420)
+    fig = styled(fig, title=full, x="dual GD iteration i",
+                 y="optimality gap h_γ(u_i) − h_γ(u*)", height=460)
+    fig.update_layout(
+        legend=dict(title=dict(text="method (line)"), orientation="h", yanchor="top",
+                    y=-0.18, x=0.0),
+        legend2=dict(title=dict(text="phase (marker colour)"), orientation="h",
+                     yanchor="top", y=-0.34, x=0.0, itemclick=False, itemdoubleclick=False),
+        margin=dict(b=130))
+    return fig

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kmviz.km.telemetry import FIGURE_OPTIONS
 from kmviz.trace import Trace
 from kmviz.viz import (
     bcd_convergence_figure,
@@ -35,7 +36,8 @@ def _trace(n=3, seed=0):
 
 
 def test_bcd_convergence_overlays_runs_per_metric():
-    fig = bcd_convergence_figure({"run A": _trace(3), "run B": _trace(4, seed=1)})
+    fig = bcd_convergence_figure({"run A": _trace(3), "run B": _trace(4, seed=1)},
+                                 **FIGURE_OPTIONS["bcd_convergence"])
     assert fig.layout.title.text == "Convergence per BCD iteration"
     assert len(fig.data) == 2 * 3  # two runs x three metrics
     names = {tr.name for tr in fig.data}
@@ -58,30 +60,41 @@ def test_bcd_convergence_drops_missing_metric_and_handles_empty():
 
 def test_dual_gap_figure_colours_phases_and_uses_log_axis():
     df = pd.DataFrame({"iteration": range(5), "gap": [1, 0.1, 0.01, 1e-3, 0.0],
-                       "phase": ["I-A", "I-B", "II-A", "II-B", "II-B"],
+                       "phase": ["II-B", "I-B", "I-A", "II-A", "II-B"],
                        "n_evd": [0, 0, 0, 1, 2], "step": [1.0] * 5})
-    fig = dual_gap_figure({"enhanced": df}, title="Fig. 1", subtitle="item x")
+    fig = dual_gap_figure({"enhanced": df}, title="Fig. 1", subtitle="item x",
+                          **FIGURE_OPTIONS["dual_gap"])
     assert fig.layout.yaxis.type == "log"
     assert fig.layout.xaxis.title.text == "dual GD iteration i"
-    phases = [tr.name for tr in fig.data if tr.mode == "markers"]
-    assert phases == ["phase I-A", "phase I-B", "phase II-A", "phase II-B"]
+    key = [tr for tr in fig.data if tr.legend == "legend2"]
+    assert [tr.name for tr in key] == ["phase I-A", "phase I-B", "phase II-A", "phase II-B"]
+    assert [tr.marker.color for tr in key] == ["#4c78a8", "#72b7b2", "#f58518", "#e45756"]
+    markers = [tr for tr in fig.data if tr.mode == "markers" and tr.legend != "legend2"][0]
+    assert list(markers.marker.color) == ["#e45756", "#72b7b2", "#4c78a8", "#f58518",
+                                          "#e45756"]
+    line = [tr for tr in fig.data if tr.mode == "lines"][0]
+    assert line.name == "enhanced"
+    assert list(line.customdata[:, 0]) == list(df["phase"])  # the phase is on hover
     assert min(fig.data[0].y) > 0  # a zero gap is clipped for the log axis
     assert "Fig. 1" in fig.layout.title.text
 
 
 def test_phase_figures():
     t = _trace(2)
-    shares = phase_shares(t)
+    shares = phase_shares(t, FIGURE_OPTIONS["phase_share"]["labels"])
     assert list(shares["iteration"]) == ["all", "1", "2"]
     assert shares.loc[0, "II-B"] == pytest.approx(0.6)
-    fig = phase_share_figure(t)
+    fig = phase_share_figure(t, **FIGURE_OPTIONS["phase_share"])
     assert len(fig.data) == 4 and fig.layout.barmode == "stack"
-    assert fig.data[3].y[0] == pytest.approx(60.0)
+    assert fig.data[3].y[0] == pytest.approx(60.0) and fig.data[3].name == "phase II-B"
     assert "Table II" in fig.layout.title.text
-    tf = phase_time_figure(t)  # a trace without the per-phase split: dual GD in one bar
+    # a trace without the per-phase split: the dual GD in one bar
+    tf = phase_time_figure(t, **FIGURE_OPTIONS["phase_time"])
     assert tf.layout.yaxis.title.text == "s per BCD iteration" and len(tf.data) == 5
-    ef = evd_savings_figure(t)
+    assert "BQP dual GD (all phases)" in [tr.name for tr in tf.data]
+    ef = evd_savings_figure(t, **FIGURE_OPTIONS["evd_savings"])
     assert len(ef.data) == 3 and "40% of dual iterations need no EVD" in ef.layout.title.text
+    assert ef.data[1].name == "iterations without EVD (I-A, I-B, II-A)"
     assert "no phase counts" in phase_share_figure(Trace(solver="x")).layout.annotations[0].text
 
 
@@ -91,7 +104,7 @@ def test_phase_time_figure_stacks_the_bqp_parts():
         t.record(objective=1.0, t_build_s=0.01, t_bqp_s=1.0, t_bqp_dual_s=0.3,
                  t_dual_1a_s=0.01, t_dual_1b_s=0.04, t_dual_2a_s=0.0, t_dual_2b_s=0.25,
                  t_evd_s=0.4, t_lanczos_s=0.2, t_randomization_s=0.05, t_lcqp_s=0.02)
-    fig = phase_time_figure(t)
+    fig = phase_time_figure(t, **FIGURE_OPTIONS["phase_time"])
     names = [tr.name for tr in fig.data]
     assert fig.layout.barmode == "stack" and fig.layout.yaxis.title.text == "s per BCD iteration"
     assert "BQP dual GD (all phases)" not in names  # drawn as its four phase parts
@@ -189,7 +202,10 @@ def test_bcd_convergence_axes_for_a_flat_zero_run():
 
 
 def test_graph_nodes_carry_their_first_item_for_clicks():
-    from kmviz.ui.analysis import clicked_item
+    try:
+        from kmviz.ui.km import clicked_item
+    except ImportError:  # before the UI's per-family split
+        from kmviz.ui.analysis import clicked_item
 
     fig = implication_graph_figure(_graph())
     nodes = [tr for tr in fig.data if tr.name == "item groups (same support)"][0]
