@@ -62,7 +62,7 @@ def write_interactions(out: Path, rng: np.random.Generator) -> None:
 
     A pair is listed when a planted-KM user would like the item (p >= 0.5) and it is sampled.
     """
-    _, truth = make_planted_km(50, 30, 6, random_state=rng)
+    _, truth = make_planted_km(50, 30, 6, noise=0.0, random_state=rng)
     liked = (truth.p >= 0.5) & (rng.random(truth.p.shape) < 0.6)
     # every user needs two items and every item one, as the planted generator guarantees
     for u in np.flatnonzero(liked.sum(axis=1) < 2):

@@ -341,6 +341,15 @@ def _ml_ratings(table: _Table, path, *, r_min, r_max, duplicates, name, **extra)
                                source=str(path), **extra)
 
 
+def _format_name(folder: str, fmt: str) -> str:
+    """The name of data read from a MovieLens layout: its folder, and the format.
+
+    Never "MovieLens ..." alone: the layout says nothing about where the values come from
+    (``sample_data/planted-ml100k`` is a planted model in MovieLens 100K format).
+    """
+    return f"{folder} ({fmt} format)" if folder else f"data in {fmt} format"
+
+
 # --------------------------------------------------------------------------- MovieLens 100K
 def load_movielens_100k(path, *, duplicates="error", max_bytes=None) -> Ratings:
     """Read a MovieLens 100K directory (``u.data``, and ``u.item`` / ``u.user`` if present).
@@ -357,9 +366,11 @@ def load_movielens_100k(path, *, duplicates="error", max_bytes=None) -> Ratings:
     Returns
     -------
     Ratings
-        Scale 1-5. ``item_names`` are the titles; ``item_features`` the 19 genre flags (names
-        from ``u.genre`` when present) plus ``year`` (release year, NaN when unknown);
-        ``user_features`` are ``age``, ``gender`` and ``occupation``.
+        Named after the folder, e.g. "ml-100k (MovieLens 100K format)": the layout does not
+        tell GroupLens's data from other data in it. Scale 1-5. ``item_names`` are the
+        titles; ``item_features`` the 19 genre flags (names from ``u.genre`` when present)
+        plus ``year`` (release year, NaN when unknown); ``user_features`` are ``age``,
+        ``gender`` and ``occupation``.
     """
     path = Path(path)
     directory = path if path.is_dir() else path.parent
@@ -379,7 +390,7 @@ def load_movielens_100k(path, *, duplicates="error", max_bytes=None) -> Ratings:
     if user_file is not None:
         extra["user_features"] = _read_u_user(user_file, max_bytes)
     return _ml_ratings(table, data, r_min=1.0, r_max=5.0, duplicates=duplicates,
-                       name=f"MovieLens 100K ({directory.name})", **extra)
+                       name=_format_name(directory.name, "MovieLens 100K"), **extra)
 
 
 def _genre_names(directory: Path, max_bytes) -> list[str]:
@@ -478,7 +489,8 @@ def load_movielens_dat(path, *, r_min=None, r_max=5.0, duplicates="error",
             "occupation": _numbers(ut, 3, "occupation").astype(np.int64),
         }, index=_ids(ut, 0, "user id"))
     return _ml_ratings(table, data, r_min=r_min, r_max=r_max, duplicates=duplicates,
-                       name=f"MovieLens ({directory.name or data.name})", **extra)
+                       name=_format_name(directory.name or data.name, "MovieLens 1M/10M"),
+                       **extra)
 
 
 def _require_separator(text: str, path, sep: str):
@@ -532,7 +544,8 @@ def load_movielens_csv(path, *, r_min=0.5, r_max=5.0, duplicates="error",
         mt = _read_table(mtext, movies, sep=",", skip=mh, n_fields=3)
         extra.update(_titles_and_genres(_ids(mt, 0, "movieId"), mt.frame[1], mt.frame[2]))
     return _ml_ratings(table, data, r_min=r_min, r_max=r_max, duplicates=duplicates,
-                       name=f"MovieLens ({data.parent.name or data.name})", **extra)
+                       name=_format_name(data.parent.name or data.name, "MovieLens latest"),
+                       **extra)
 
 
 def _check_header(text: str, path, names) -> int:
@@ -843,6 +856,8 @@ def load_zip(path, *, max_bytes=None, **options) -> Ratings:
                 else e.path
             raise type(e)(e.problem, path=f"{path}:{inner}" if inner else path, line=e.line,
                           expected=e.expected, fix=e.fix) from None
+    # files at the archive's top level: name the data after the archive, not the temp folder
+    ratings.name = str(ratings.name).replace(Path(tmp).name, path.stem)
     ratings.source = str(path)
     return ratings
 

@@ -30,6 +30,24 @@ def test_load_generators_with_options():
     assert data.load("planted-lowrank", rank=2).info["rank"] == 2
 
 
+def test_planted_presets_are_noisy_by_default():
+    km = data.get_dataset("planted-km")
+    assert 0.05 <= km.parameters["noise"] <= 0.1 and "noise" in km.description
+    r, t = data.make_planted_km(**km.parameters)
+    assert r.fingerprint() == data.load("planted-km").fingerprint()  # the same call
+    err = r.values - t.p[r.users, r.items]
+    inside = (t.p[r.users, r.items] > 0.2) & (t.p[r.users, r.items] < 0.8)  # not clipped
+    assert np.std(err[inside]) == pytest.approx(km.parameters["noise"], rel=0.15)
+    exact, t0 = data.make_planted_km(**{**km.parameters, "noise": 0})
+    np.testing.assert_allclose(exact.values, t0.p[exact.users, exact.items])
+    np.testing.assert_allclose(data.load("planted-km", noise=0).values, exact.values)
+    low = data.get_dataset("planted-lowrank")
+    assert low.parameters["noise"] > 0
+    r, t = data.make_planted_lowrank(**low.parameters)
+    resid = r.values - t.matrix[r.users, r.items]
+    assert np.std(resid) == pytest.approx(low.parameters["noise"], rel=0.15)
+
+
 def test_load_refuses_unknown_generator_option():
     with pytest.raises(InvalidParameterError, match="'planted-km' does not take the option "
                                                     "'d'; it takes n_users"):

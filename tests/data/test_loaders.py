@@ -43,6 +43,22 @@ def test_movielens_100k_directory(ml100k_dir):
     assert u.loc[3, "occupation"] == "writer"
 
 
+def test_movielens_formats_are_named_after_their_folder_not_movielens(ml100k_dir, write,
+                                                                     tmp_path):
+    # the layout does not make data MovieLens: the name says folder and format
+    assert load_movielens_100k(ml100k_dir).name == "ml (MovieLens 100K format)"
+    assert load(ml100k_dir / "u.data").name == "ml (MovieLens 100K format)"
+    dat = write("one-m/ratings.dat", "1::1::5::0\n2::2::4::0\n")
+    assert load(dat.parent).name == "one-m (MovieLens 1M/10M format)"
+    csv = write("latest/ratings.csv", "userId,movieId,rating\n1,1,4.0\n2,2,3.5\n")
+    assert load(csv).name == "latest (MovieLens latest format)"
+    flat = tmp_path / "my-export.zip"  # u.data at the archive's top level
+    with zipfile.ZipFile(flat, "w") as z:
+        for f in ml100k_dir.iterdir():
+            z.write(f, f.name)
+    assert load(flat).name == "my-export (MovieLens 100K format)"
+
+
 def test_movielens_100k_from_u_data_path_and_load(ml100k_dir):
     r = load(ml100k_dir / "u.data")
     assert r.item_names is not None and r.n_ratings == 5
@@ -191,7 +207,7 @@ def test_zipped_movielens_directory(ml100k_dir, tmp_path):
         z.writestr("__MACOSX/ml-100k/._u.data", "junk")
     r = load(path)
     assert r.n_ratings == 5 and r.item_names is not None and r.user_features is not None
-    assert r.source == str(path)
+    assert r.source == str(path) and r.name == "ml-100k (MovieLens 100K format)"
 
 
 def test_zipped_single_csv(tmp_path):

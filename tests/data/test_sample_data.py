@@ -18,6 +18,9 @@ def _make_samples(sample_dir):
 
 def test_planted_ml100k_sample(sample_dir):
     r = load(sample_dir / "planted-ml100k")
+    # planted data in MovieLens 100K format, not MovieLens 100K
+    assert r.name == "planted-ml100k (MovieLens 100K format)"
+    assert not r.name.startswith("MovieLens")
     assert (r.n_users, r.n_items) == (100, 80) and (r.r_min, r.r_max) == (1.0, 5.0)
     assert r.item_names[0].startswith("Planted item 1")
     assert "support 0" in r.item_features.columns and "year" in r.item_features.columns

@@ -33,7 +33,7 @@ def test_planted_km_theta_on_simplex_and_psi_binary():
 
 
 def test_planted_km_noiseless_values_are_theta_psi():
-    r, t = make_planted_km(40, 25, 6, random_state=1)
+    r, t = make_planted_km(40, 25, 6, noise=0.0, random_state=1)
     np.testing.assert_allclose(r.values, t.p[r.users, r.items])
     assert (r.r_min, r.r_max) == (0.0, 1.0)
 
