@@ -14,7 +14,7 @@ init_state()
 collect_finished_job()
 fam = families.get("km")
 st.title("Dual gradient descent on one item (Figs. 1 and 2)")
-st.caption("The item's S_i and v_i are built from the run's θ and training ratings; the dual "
+st.caption("The item's $S_i$ and $v_i$ are built from the run's $\\theta$ and training ratings; the dual "
            "(13) of its binary QP (4) is solved from scratch, once per method. Line style "
            "names the method; marker colour shows the phase of Alg. 2.")
 run = require_run(family="km", need_model=True)

@@ -33,19 +33,19 @@ if summary["shown"] == 0:
     st.info("No item has that many training ratings; lower the minimum.")
     st.stop()
 
-st.subheader("Normalized influence score ς_i, eq. (21)")
+st.subheader("Normalized influence score $\\varsigma_i$, eq. (21)")
 c1, c2 = st.columns([1, 3])
 kind = c1.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True)
 top = c1.slider("items shown", 1, max(2, min(100, summary["shown"])),
                 min(30, summary["shown"]), key="impl_top")
-c1.metric("items shown with ς = 1", summary["one_shown"])
+c1.metric("items shown with $\\varsigma_i = 1$", summary["one_shown"])
 c2.plotly_chart(influence_figure(scores, names, kind=kind, top=top, items=np.flatnonzero(keep)))
 
 st.subheader("Implication graph")
 G = an.restrict_graph(km.implication_graph(psi, tuple(names)), keep)
 sizes = [d["support_size"] for _, d in G.nodes(data=True)] or [0]
 c1, c2, c3 = st.columns(3)
-min_infl = c1.slider("minimum influence ς", 0.0, 1.0, 0.0, 0.05, key="impl_min_infl")
+min_infl = c1.slider("minimum influence $\\varsigma$", 0.0, 1.0, 0.0, 0.05, key="impl_min_infl")
 lo, hi = c2.slider("support size", 0, max(sizes) + 1, (min(sizes), max(sizes)),
                    key="impl_support")
 rated = [i for i in an.items_by_count(train) if keep[i]]
@@ -65,7 +65,7 @@ if item is not None:
     st.markdown(f"- {pieces_markdown(said)}\n- {pieces_markdown(told)}")
 
 st.subheader("Checks against the ratings")
-threshold = st.slider("liked when p_ui ≥", 0.05, 0.95, 0.5, 0.05, key="impl_threshold")
+threshold = st.slider("liked when $p_{ui} \\ge$", 0.05, 0.95, 0.5, 0.05, key="impl_threshold")
 chosen = st.multiselect("items for the Table VI measure", rated, default=summary["top3"],
                         key="impl_table_items", format_func=lambda i: f"{names[i]} [{i}]")
 raters = an.raters_of(train, chosen)

@@ -71,11 +71,12 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 2000})
             page.set_default_timeout(600_000)
             page.goto(url)
-            load = page.get_by_role("button", name="Load MovieLens latest-small")
-            expect(load).to_be_enabled()
+            expect(page.get_by_text("Try it in three steps")).to_be_visible()
             rows.append({"step": "first page interactive",
                          "s after streamlit run": time.perf_counter() - t0})
-            load.click()
+            # a fresh session has MovieLens latest-small loaded: straight to Train
+            page.locator('[data-testid="stSidebarNav"]').get_by_role(
+                "link", name="Train", exact=True).click()
             form = page.locator('[data-testid="stForm"]')
             expect(form).to_be_visible()
             form.get_by_role("spinbutton", name="max BCD iterations").fill("10")

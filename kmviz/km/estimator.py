@@ -224,14 +224,14 @@ class KolmogorovModel(IterativeEstimator):
         "tol": Param(float, low=0, step=1e-4, label="tol",
                      help="Stop when the objective's relative decrease in one BCD iteration "
                           "is below this."),
-        "lambda_theta": Param(float, low=0, step=1.0, label="λ_u (lambda_theta)",
-                              help="Regularizer λ_u on θ_u (Table V): adds λ‖θ_u‖² to the "
-                                   "simplex QP (3), pulling θ_u toward uniform."),
-        "mu_psi": Param(float, low=0, step=0.5, label="μ_i (mu_psi)",
-                        help="Regularizer μ_i on ψ_i (Table V): a penalty on the support size "
+        "lambda_theta": Param(float, low=0, step=1.0, label="λᵤ (lambda_theta)",
+                              help="Regularizer λᵤ on θᵤ (Table V): adds λ‖θᵤ‖² to the "
+                                   "simplex QP (3), pulling θᵤ toward uniform."),
+        "mu_psi": Param(float, low=0, step=0.5, label="μᵢ (mu_psi)",
+                        help="Regularizer μᵢ on ψᵢ (Table V): a penalty on the support size "
                              "in the binary QP (4)."),
         "probability": Param(str, options=PROBABILITY_MODES, label="probability mapping",
-                             help="Ratings to empirical probabilities p_ui: (r − r_min)/(r_max "
+                             help="Ratings to empirical probabilities pᵤᵢ: (r − r_min)/(r_max "
                                   "− r_min), the paper's r / r_max (eq. (6)), or as given."),
         "init": Param(str, options=INIT_MODES, label="init", advanced=True,
                       help="Initialization of θ: Dirichlet(1), uniform on the simplex."),

@@ -15,8 +15,11 @@ from kmviz.runs import RunStore, open_run
 
 from .state import RunRecord
 
-#: Columns of the runs table before the metrics, in display order.
-LEAD_COLUMNS = ["label", "family", "dataset", "created", "status", "n_iter", "duration_s"]
+#: Columns of the runs table after the name and the headline metrics, in display order.
+TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "family", "note",
+                "run_id"]
+#: Headline metrics the table shows (the rest are in Compare).
+TABLE_METRICS = 3
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
@@ -28,9 +31,10 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    """The runs table: name, family, data, when, status, metrics, note; run id last."""
-    cols = [c for c in LEAD_COLUMNS if c in df] + metric_columns(df)
-    cols += [c for c in ("note", "run_id") if c in df]
+    """The runs table: name and headline metrics first (visible without scrolling), then
+    data, status, iterations, time, when, family, note; the run id last."""
+    cols = ["label"] + metric_columns(df)[:TABLE_METRICS]
+    cols += [c for c in TAIL_COLUMNS if c in df]
     out = df[cols].copy()
     if "created" in out and len(out):
         out["created"] = pd.to_datetime(out["created"], utc=True).dt.tz_localize(None)
@@ -50,7 +54,9 @@ def table_config(df: pd.DataFrame) -> dict:
            "run_id": st.column_config.TextColumn("run id", width="small"),
            "note": st.column_config.TextColumn("note", width="medium")}
     for m in metric_columns(df):
-        cfg[m] = st.column_config.NumberColumn(m, format="%.4f")
+        part, _, metric = m.partition("_")
+        cfg[m] = st.column_config.NumberColumn(f"{part} {metric.upper()}", format="%.4f",
+                                               help=f"{m}: {metric} on the {part} part")
     return cfg
 
 

@@ -10,7 +10,7 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 def md_escape(text) -> str:
     """``text`` with every Markdown/HTML-significant character backslash-escaped, so that
     ``st.markdown`` shows it literally (no links, images, emphasis or math from user data)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", re.sub(r"\s+", " ", str(text)))
 
 
 def pieces_markdown(pieces) -> str:
