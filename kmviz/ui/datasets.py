@@ -44,7 +44,8 @@ def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
         ratings = _load(str(path), **dict(options))
     # The temporary path means nothing to the user: name the data after the upload.
     ratings.source = f"upload: {safe_name}"
-    if ratings.name in ("ratings", path.stem, safe_name, str(path)):
+    if ratings.name in ("ratings", path.stem, safe_name, str(path)) or (
+            Path(tmp).name in ratings.name):
         ratings.name = safe_name
     return ratings
 

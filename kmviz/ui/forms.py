@@ -107,7 +107,7 @@ GENERATOR_HELP = {
                 "the D events, and items along it have nested supports.",
     "max_support": "Largest support size of an item, at most D. 0 = the generator's "
                    "default, max(1, D // 2), so that no item is liked by everyone.",
-    "alpha": "Dirichlet concentration of θ_u; small values give users focused on few events.",
+    "alpha": "Dirichlet concentration of θᵤ; small values give users focused on few events.",
     "random_state": "Seed of the generator: the same seed gives the same data.",
     "rank": "Rank of the planted matrix.",
     "n_user_features": "Number of user side features.",

@@ -21,7 +21,7 @@ def _short(text: str, n: int = 40) -> str:
 
 def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
                      items=None) -> go.Figure:
-    """Normalized influence scores ς_i of (21): sorted bars of the top items, or a histogram.
+    """Normalized influence scores ςᵢ of (21): sorted bars of the top items, or a histogram.
 
     ``items`` restricts the view to these item indices (labels keep the original index);
     by default every item is shown.
@@ -35,24 +35,24 @@ def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
     else:
         items = np.arange(scores.size)
     if scores.size == 0:
-        return empty_figure("Normalized influence score ς_i (Fig. 8)", "No items to show.")
+        return empty_figure("Normalized influence score ςᵢ (Fig. 8)", "No items to show.")
     if kind == "histogram":
         fig = go.Figure(go.Histogram(
             x=scores, nbinsx=min(40, max(5, scores.size // 3)), marker_color=color(0),
             name="items", hovertemplate="ς in %{x}: %{y} items<extra></extra>"))
-        return styled(fig, title="Distribution of the normalized influence score ς_i (Fig. 8)",
-                      x="normalized influence score ς_i (share of items whose support lies "
+        return styled(fig, title="Distribution of the normalized influence score ςᵢ (Fig. 8)",
+                      x="normalized influence score ςᵢ (share of items whose support lies "
                         "inside item i's)", y="number of items")
     order = np.argsort(-scores, kind="stable")[: max(1, int(top))]
     labels = [f"{_short(names[i])} [{items[i]}]" for i in order]
     fig = go.Figure(go.Bar(
-        x=scores[order], y=labels, orientation="h", marker_color=color(0), name="ς_i",
+        x=scores[order], y=labels, orientation="h", marker_color=color(0), name="ςᵢ",
         customdata=np.array([[names[i], int(items[i])] for i in order], dtype=object),
         hovertemplate=("<b>%{customdata[0]}</b> (index %{customdata[1]})<br>ς = %{x:.3f}"
                        "<extra></extra>")))
     fig.update_yaxes(autorange="reversed")
-    return styled(fig, title=f"Normalized influence score ς_i (Fig. 8): top {len(order)} items",
-                  x="normalized influence score ς_i", y="item",
+    return styled(fig, title=f"Normalized influence score ςᵢ (Fig. 8): top {len(order)} items",
+                  x="normalized influence score ςᵢ", y="item",
                   height=max(360, 22 * len(order) + 120))
 
 
@@ -185,5 +185,5 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
             name=label, hoverinfo="skip",
             marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(width=3, color=colour))))
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(title_text="support size |supp(ψ_i)| (number of the D events)", dtick=1)
+    fig.update_yaxes(title_text="support size |supp(ψᵢ)| (number of the D events)", dtick=1)
     return styled(fig, title=title, height=620)
