@@ -70,7 +70,12 @@ class Param:
         if value is None and self.none_ok:
             return None
         if self.kind == RANDOM_STATE:
-            check_random_state(value)
+            try:  # numpy refuses negative seeds with its own ValueError
+                check_random_state(value)
+            except (InvalidParameterError, ValueError, TypeError):
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {owner} must be None, a non-negative int "
+                    f"or a numpy Generator. Got {value!r} instead.") from None
             return value
         if self.kind is bool:
             if not isinstance(value, bool):
