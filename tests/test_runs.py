@@ -352,7 +352,7 @@ def _edit_meta(store, run_id, **changes):
 def test_run_from_newer_format_is_refused_clearly(store):
     run_id = save_one(store)
     _edit_meta(store, run_id, format=RUN_FORMAT + 1)
-    with pytest.raises(RunStoreError, match=r"saved by a newer kmviz \(run format 2.*Upgrade"):
+    with pytest.raises(RunStoreError, match=rf"saved by a newer kmviz \(run format {RUN_FORMAT + 1}.*Upgrade"):
         store.load(run_id)
 
 

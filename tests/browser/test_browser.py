@@ -87,6 +87,21 @@ def _set_number(page, label: str, value) -> None:
     box.press("Enter")
 
 
+def _open_home(browser, server):
+    """A new tab on the app's Home page, settled; prints how soon it was interactive."""
+    from playwright.sync_api import expect
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page = browser.new_page(viewport={"width": 1400, "height": 2600})
+    page.set_default_timeout(60_000)
+    page.goto(server["url"])
+    expect(page.get_by_text("Try it in three steps")).to_be_visible()
+    interactive_s = time.perf_counter() - server["start"]
+    print(f"\nfirst page interactive after {interactive_s:.1f} s from `streamlit run`")
+    _settle(page)
+    return page
+
+
 #: The sidebar's links, in order: the shared pages, then KM's Explore section. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
@@ -96,17 +111,10 @@ NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases"
 def test_fresh_server_train_then_implications_without_data_step(server):
     from playwright.sync_api import expect, sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2600})
-            page.set_default_timeout(60_000)
-            page.goto(server["url"])
-            expect(page.get_by_text("Try it in three steps")).to_be_visible()
-            interactive_s = time.perf_counter() - server["start"]
-            print(f"\nfirst page interactive after {interactive_s:.1f} s from `streamlit run`")
-            _settle(page)
+            page = _open_home(browser, server)
             links = page.locator('[data-testid="stSidebarNav"] a')
             assert [t.split("\n")[-1].strip() for t in links.all_inner_texts()] == NAV_LINKS
             page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
@@ -145,17 +153,10 @@ def test_fresh_server_train_then_implications_without_data_step(server):
 def test_data_train_implications_runs(server):
     from playwright.sync_api import expect, sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 2600})
-            page.set_default_timeout(60_000)
-            page.goto(server["url"])
-            expect(page.get_by_text("Try it in three steps")).to_be_visible()
-            interactive_s = time.perf_counter() - server["start"]
-            print(f"\nfirst page interactive after {interactive_s:.1f} s from `streamlit run`")
-            _settle(page)
+            page = _open_home(browser, server)
             page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
 
             # Data: a small planted KM set
