@@ -12,11 +12,11 @@ from kmviz.viz import evd_savings_figure, phase_share_figure, phase_time_figure
 init_state()
 collect_finished_job()
 fam = families.get("km")
+st.title("Where the time goes")
 traces, _ = trace_picker(multi=False, key="phases_run", family="km")
 label, trace = next(iter(traces.items()))
 solver = trace.solver.removeprefix("km.")
 solver_text = KolmogorovModel.BQP_SOLVER_LABELS.get(solver, solver)
-st.title("Where the time goes")
 st.caption(f"Binary QP solver of this run: **{solver_text}**. Each BCD iteration builds the "
            "items' binary QPs (4), solves them, then updates θ by Frank-Wolfe.")
 

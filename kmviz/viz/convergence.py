@@ -244,11 +244,13 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
             marker=dict(color=colours[phase], size=9, symbol="square")))
     fig.update_yaxes(type="log", exponentformat="power")
     fig = styled(fig, title=full, x="dual GD iteration i",
-                 y="optimality gap h_γ(u_i) − h_γ(u*)", height=460)
+                 y="optimality gap h(uᵢ) − h(u*)", height=520)
+    # one method per line (long names never wrap under the phase key), the phase key below
     fig.update_layout(
-        legend=dict(title=dict(text="method (line)"), orientation="h", yanchor="top",
-                    y=-0.18, x=0.0),
+        legend=dict(title=dict(text="method (line)"), orientation="v", yanchor="top",
+                    y=-0.16, x=0.0),
         legend2=dict(title=dict(text="phase (marker colour)"), orientation="h",
-                     yanchor="top", y=-0.34, x=0.0, itemclick=False, itemdoubleclick=False),
-        margin=dict(b=130))
+                     yanchor="top", y=-0.16 - 0.07 * (n + 1), x=0.0, itemclick=False,
+                     itemdoubleclick=False),
+        margin=dict(b=110 + 28 * n))
     return fig
