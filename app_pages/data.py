@@ -49,8 +49,8 @@ with user_errors("loading the dataset") as outcome:
     if loaded is not None:
         if note := ds.set_dataset(loaded, spec):
             st.warning(note, icon=":material/warning:")
-        st.toast(f"Loaded {loaded.name}: {loaded.n_users:,} users × {loaded.n_items:,} items, "
-                 f"{loaded.n_ratings:,} ratings")
+        st.toast(f"Loaded {md_escape(loaded.name)}: {loaded.n_users:,} users × "
+                 f"{loaded.n_items:,} items, {loaded.n_ratings:,} ratings")
 
 ratings, _ = ds.ensure_dataset()
 if ratings is None:

@@ -85,7 +85,8 @@ with user_errors("reading the run"):
                    "model and saved data are removed; this cannot be undone.",
                    icon=":material/warning:")
         d1, d2 = st.columns(2)
-        if d1.button(f"Yes, delete {run.label[:40]}", key="runs_delete_yes", type="primary"):
+        if d1.button(f"Yes, delete {md_escape(run.label[:40])}", key="runs_delete_yes",
+                     type="primary"):
             with user_errors("deleting the run") as outcome:
                 RunStore().delete(rid)
             st.session_state["runs_confirm_delete"] = None
@@ -93,7 +94,7 @@ with user_errors("reading the run"):
                 forget_run(rid)
                 st.session_state.pop("runs_one", None)
                 st.session_state.pop("runs_selected", None)
-                st.toast(f"Deleted run {run.label[:60]} ({rid}).")
+                st.toast(f"Deleted run {md_escape(run.label[:60])} ({rid}).")
                 st.rerun()
         if d2.button("Cancel", key="runs_delete_no"):
             st.session_state["runs_confirm_delete"] = None

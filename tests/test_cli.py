@@ -33,11 +33,12 @@ def store(tmp_path):
     store = RunStore(tmp_path / "store")
     for i, label in enumerate(["first run", "second run"]):
         trace = Trace("km.enhanced", {"D": 3})
-        trace.record(objective=5.0 - i, train_rmse=0.25, val_nrmse=0.3)
+        trace.record(objective=5.0 - i, train_nrmse=0.25, validation_nrmse=0.3)
         trace.stop_reason = "max_iter"
         store.save("km", trace, {"theta": np.full((4, 3), 1 / 3), "psi": np.eye(3)},
                    dataset="toy", params={"D": 3, "gamma": 100.0},
-                   metrics={"val_nrmse": 0.3 + i / 100, "train_rmse": 0.25}, label=label)
+                   metrics={"validation_nrmse": 0.3 + i / 100, "train_nrmse": 0.25},
+                   label=label, note=f"note of the {label}")
     return store
 
 
@@ -68,8 +69,12 @@ def test_train_km_help_names_the_options(capsys):
     code, out, _ = run(capsys, "train", "km", "--help")
     assert code == 0
     for option in ("--data", "--D", "--bqp", "--evd", "--iters", "--gamma", "--lambda-theta",
-                   "--mu-psi", "--seed", "--test-size", "--save", "--dir"):
+                   "--mu-psi", "--seed", "--test-size", "--save", "--dir",
+                   # generated from the declared parameters, and the new split/run options
+                   "--bqp-solver", "--max-iter", "--n-rand", "--set", "--val-size", "--split",
+                   "--label", "--note", "--option"):
         assert option in out
+    assert "--random-state" not in out  # --seed sets it
 
 
 @pytest.mark.parametrize("entry", [["-m", "kmviz"], ["-c", "from kmviz.cli import main; "
@@ -92,7 +97,16 @@ def test_entry_points_in_a_subprocess(entry):
         (["data"], "the following arguments are required: ACTION"),
         (["runs", "list", "--colour"], "unrecognized arguments: --colour"),
         (["train", "km"], "the following arguments are required: --data"),
-        (["train", "km", "--data", "km-toy", "--D", "two"], "invalid int value: 'two'"),
+        (["train", "km", "--data", "km-toy", "--D", "two"],
+         "The 'D' parameter of KolmogorovModel must be an int"),
+        (["train", "km", "--data", "km-toy", "--set", "nope=1"],
+         "KolmogorovModel has no parameter 'nope'"),
+        (["train", "km", "--data", "km-toy", "--set", "D=0"],
+         "The 'D' parameter of KolmogorovModel"),
+        (["train", "km", "--data", "km-toy", "--set", "D"], "--set takes name=value"),
+        (["train", "nofamily", "--data", "km-toy"], "invalid choice: 'nofamily'"),
+        (["train", "km", "--data", "km-toy", "--val-size", "-0.1"], "-0.1 is not in [0, 1)"),
+        (["train", "km", "--data", "km-toy", "--split", "item"], "invalid choice: 'item'"),
         (["train", "km", "--data", "km-toy", "--test-size", "1.5"], "1.5 is not in [0, 1)"),
         (["app", "--port", "70000"], "invalid port 70000"),
     ],
@@ -176,10 +190,14 @@ def test_runs_list(capsys, store):
     code, out, _ = run(capsys, "runs", "list", "--dir", str(store.path))
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["RUN_ID", "CREATED"] and "VAL_NRMSE" in lines[0]
+    header = lines[0].split()
+    assert header[:2] == ["RUN_ID", "CREATED"]
+    # the registry's headline metrics that some run has, in the registry's order
+    assert [h for h in header if h.endswith(("_NRMSE", "_RMSE"))] == [
+        "VALIDATION_NRMSE", "TRAIN_NRMSE"]
     ids = store.list()["run_id"].tolist()
     assert [line.split()[0] for line in lines[2:4]] == ids
-    assert "second run" in lines[2] and "0.31" in lines[2]
+    assert "second run" in lines[2] and "0.31" in lines[2] and "0.25" in lines[2]
     assert "2 run(s)" in out
 
 
@@ -195,8 +213,9 @@ def test_runs_show(capsys, store):
     assert code == 0
     pairs = [line.split(None, 1) for line in out.splitlines() if line.startswith("  ")]
     assert ["run", run_id] in pairs and ["label", "first run"] in pairs
+    assert ["note", "note of the first run"] in pairs
     assert ["theta", "float64 (4, 3)"] in pairs
-    assert ["val_nrmse", "0.3"] in pairs and ["gamma", "100"] in pairs
+    assert ["validation_nrmse", "0.3"] in pairs and ["gamma", "100"] in pairs
     assert "1 iteration(s), stop reason max_iter" in out
 
 
@@ -212,6 +231,28 @@ def test_runs_export_zip_and_dir(capsys, store, tmp_path):
     code, _, _ = run(capsys, "runs", "export", run_id, str(tmp_path / "d"), "--dir",
                      str(store.path))
     assert code == 0 and (tmp_path / "d" / run_id / "arrays.npz").is_file()
+
+
+def test_runs_export_out_option_and_default_name(capsys, store, tmp_path, monkeypatch):
+    run_id = store.list()["run_id"].iloc[0]
+    d = str(store.path)
+    dest = tmp_path / "x.zip"
+    code, out, err = run(capsys, "runs", "export", run_id, "--out", str(dest), "--dir", d)
+    assert code == 0, err
+    assert str(dest) in out
+    with zipfile.ZipFile(dest) as zf:
+        names = zf.namelist()
+    assert {f"{run_id}/trace.csv", f"{run_id}/arrays.npz"} <= set(names)
+    code, _, err = run(capsys, "runs", "export", run_id, "-o", str(dest), "--dir", d)
+    assert_user_error(code, err, "already exists")
+    code, _, err = run(capsys, "runs", "export", run_id, "-o", str(dest), "--dir", d,
+                       "--overwrite")
+    assert code == 0, err
+    # no destination at all: RUN.zip in the working directory
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "runs", "export", run_id, "--dir", d)
+    assert code == 0, err
+    assert (tmp_path / f"{run_id}.zip").is_file()
 
 
 def test_runs_delete_needs_confirmation(capsys, store, monkeypatch):
@@ -273,36 +314,106 @@ def test_app_without_app_py(capsys, monkeypatch, tmp_path):
 # ----------------------------------------------------------------------------- train
 
 
+def _iter_lines(out):
+    return [line for line in out.splitlines() if " iter " in line]
+
+
+def _iter_metrics(line):
+    """The ``name value`` pairs of one progress line, by name."""
+    words = line.split()
+    return {w: float(words[k + 1]) for k, w in enumerate(words[:-1])
+            if w.startswith(("train_", "validation_"))}
+
+
+def _summary(out):
+    """The summary block after "Done.": key -> text."""
+    block = out.split("Done.", 1)[1].splitlines()[1:]
+    return {line.split(None, 1)[0]: line.split(None, 1)[1].strip()
+            for line in block if line.startswith("  ") and len(line.split(None, 1)) == 2}
+
+
 def test_train_km_prints_progress_and_saves(capsys, tmp_path):
+    """The old flags (--D --bqp --evd --iters) still work."""
     d = tmp_path / "store"
     code, out, err = run(capsys, "train", "km", "--data", "km-toy", "--D", "3", "--bqp",
                          "enhanced", "--evd", "lanczos", "--iters", "3", "--seed", "1",
-                         "--save", "--dir", str(d), "--label", "cli test")
+                         "--save", "--dir", str(d), "--label", "cli test", "--note", "why")
     assert code == 0, err
-    iter_lines = [line for line in out.splitlines() if " iter " in line]
+    iter_lines = _iter_lines(out)
     assert 1 <= len(iter_lines) <= 3
     assert iter_lines[0].startswith("[") and "iter 1/3" in iter_lines[0]
-    for key in ("objective", "train_rmse", "val_nrmse"):
+    for key in ("objective", "train_nrmse", "validation_nrmse"):
         assert key in iter_lines[0]
-    assert "validation NRMSE" in out and "Saved run" in out
+    assert "val_nrmse" not in out  # the old names are gone everywhere
+    assert "Saved run" in out
+    # the split is the app's: 10 % validation, 20 % test, random, seeded
+    assert "560 train / 80 validation / 160 test ratings (random split, seed 1)" in out
 
     store = RunStore(d)
     df = store.list()
-    assert len(df) == 1 and df["label"].iloc[0] == "cli test"
+    assert len(df) == 1 and df["label"].iloc[0] == "cli test" and df["note"].iloc[0] == "why"
     saved = store.load(df["run_id"].iloc[0])
     assert saved.params["D"] == 3 and saved.params["bqp_solver"] == "enhanced"
-    assert saved.params["split"] == {"seed": 1, "test_size": 0.2}
+    assert saved.params["evd"] == "lanczos" and saved.params["max_iter"] == 3
+    assert saved.params["random_state"] == 1  # --seed seeds the model too
+    assert "split" not in saved.params
+    assert {k: saved.meta["split"][k] for k in ("val_size", "test_size", "by", "seed")} == {
+        "val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 1}
+    assert saved.meta["provenance"]["writer"] == "cli"
     assert saved.arrays["theta"].shape == (20, 3) and saved.arrays["psi"].shape == (40, 3)
     np.testing.assert_allclose(saved.arrays["theta"].sum(axis=1), 1.0)
     assert saved.trace.n_iter == len(iter_lines)
-    assert saved.metrics["val_nrmse"] == pytest.approx(saved.trace.rows[-1]["val_nrmse"])
+    last = saved.trace.rows[-1]
+    assert saved.metrics["validation_nrmse"] == pytest.approx(last["validation_nrmse"])
+    assert saved.metrics["train_nrmse"] == pytest.approx(last["train_nrmse"])
+    assert {"test_nrmse", "test_rmse", "train_rmse", "validation_rmse"} <= set(saved.metrics)
+
+
+def test_train_progress_and_summary_share_the_metric_names(capsys):
+    code, out, err = run(capsys, "train", "km", "--data", "km-toy", "--D", "2", "--iters", "2")
+    assert code == 0, err
+    lines = _iter_lines(out)
+    progress = _iter_metrics(lines[-1])
+    assert {"train_nrmse", "validation_nrmse"} <= set(progress)
+    summary = _summary(out)
+    assert {"train_nrmse", "validation_nrmse", "test_nrmse", "iterations"} <= set(summary)
+    assert set(progress) <= set(summary)  # every name in a progress line is in the summary
+    # the last progress line and the summary report the same final values
+    for name, value in progress.items():
+        assert float(summary[name]) == pytest.approx(value, abs=1e-4)
+    assert "{part}_{metric}" in out
+
+
+def test_train_with_set_and_the_generated_flags(capsys, tmp_path):
+    d = tmp_path / "store"
+    code, out, err = run(capsys, "train", "km", "--data", "km-toy", "--set", "D=3", "--set",
+                         "max_iter=2", "--set", "evd=lanczos", "--bqp-solver", "gd",
+                         "--n-rand", "7", "--val-size", "0.2", "--test-size", "0.1",
+                         "--split", "user", "--seed", "4", "--save", "--dir", str(d))
+    assert code == 0, err
+    assert "iter 1/2" in out and "(user split, seed 4)" in out
+    store = RunStore(d)
+    saved = store.load(store.ids()[0])
+    p = saved.params
+    assert (p["D"], p["max_iter"], p["evd"], p["bqp_solver"], p["n_rand"]) == (
+        3, 2, "lanczos", "gd", 7)
+    assert saved.meta["split"]["by"] == "user" and saved.meta["split"]["val_size"] == 0.2
+    assert saved.meta["split"]["test_size"] == 0.1 and saved.meta["split"]["seed"] == 4
+    # --set wins over a flag given for the same parameter; --set random_state over --seed
+    code, out, err = run(capsys, "train", "km", "--data", "km-toy", "--D", "4", "--set", "D=2",
+                         "--set", "random_state=9", "--iters", "1", "--save", "--dir", str(d))
+    assert code == 0, err
+    newest = store.load(store.ids()[0])
+    assert newest.params["D"] == 2 and newest.params["random_state"] == 9
+    assert newest.label.startswith("KM D=2")  # the family's default label
 
 
 def test_train_km_without_validation_or_save(capsys, tmp_path):
     code, out, err = run(capsys, "train", "km", "--data", "km-toy", "--D", "2", "--iters", "1",
-                         "--test-size", "0")
+                         "--val-size", "0", "--test-size", "0")
     assert code == 0, err
-    assert "val_nrmse" not in out and "800 train / 0 validation" in out
+    assert "validation_nrmse" not in out and "800 train / 0 validation / 0 test" in out
+    assert "train_nrmse" in out
     assert "Not saved" in out
 
 
@@ -310,10 +421,26 @@ def test_train_km_without_validation_or_save(capsys, tmp_path):
     "argv, match",
     [
         (["--data", "km-toy", "--bqp", "nope"], "The 'bqp_solver' parameter of KolmogorovModel"),
+        (["--data", "km-toy", "--bqp-solver", "nope"],
+         "The 'bqp_solver' parameter of KolmogorovModel"),
         (["--data", "km-toy", "--gamma", "-1"], "The 'gamma' parameter of KolmogorovModel"),
+        (["--data", "km-toy", "--set", "gamma=-1"], "The 'gamma' parameter of KolmogorovModel"),
+        (["--data", "km-toy", "--set", "max_iter=0"],
+         "The 'max_iter' parameter of KolmogorovModel"),
         (["--data", "missing.csv"], "missing.csv: no such file"),
     ],
 )
 def test_train_km_errors(capsys, argv, match):
     code, _, err = run(capsys, "train", "km", *argv)
     assert_user_error(code, err, match)
+
+
+@pytest.mark.parametrize("pair, name", [("nope=1", "'nope'"), ("D=0", "'D'"),
+                                        ("D=two", "'D'"), ("evd=qr", "'evd'")])
+def test_train_set_errors_name_the_parameter(capsys, tmp_path, pair, name):
+    d = tmp_path / "store"
+    code, _, err = run(capsys, "train", "km", "--data", "km-toy", "--set", pair, "--save",
+                       "--dir", str(d))
+    assert_user_error(code, err, name)
+    assert "KolmogorovModel" in err
+    assert not d.exists() or len(RunStore(d)) == 0  # nothing trained, nothing saved

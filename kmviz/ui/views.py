@@ -71,7 +71,7 @@ def require_run(*, family: str | None = None, need_model: bool = False):
     if run is None:
         run = open_saved_run(rid)
     if need_model and (run.model is None or run.split is None):
-        st.info(run.problem or f"Run {run.label!r} cannot be reopened here.",
+        st.info(md_escape(run.problem or f"Run {run.label!r} cannot be reopened here."),
                 icon=":material/info:")
         st.page_link(CONVERGENCE_PAGE, label="See its convergence",
                      icon=":material/show_chart:")

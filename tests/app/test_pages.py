@@ -1,84 +1,49 @@
-"""Every page through AppTest: data -> train -> explore -> runs, bad input, the Stop button."""
+"""Every page through AppTest: data -> train -> explore -> runs, bad input, the Stop button.
+
+The pages live in app_pages/ (navigation built from the family registry in app.py); KM's
+Explore pages are km_dual (Figs. 1-2), km_phases, km_lanczos and km_implications.
+"""
 
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from kmviz.runs import RunStore, open_run
 from kmviz.ui.state import StateKeys
-
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
-TIMEOUT = 120  # Numba's first compile takes seconds
-
-
-def _app() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.run()
-    assert not at.exception
-    return at
-
-
-def _load_planted(at, n_users=30, n_items=20, D=3) -> AppTest:
-    at.switch_page("pages/1_Data.py").run()
-    at.selectbox(key="data_builtin").set_value("planted-km").run()
-    at.number_input(key="data_planted-km_n_users").set_value(n_users)
-    at.number_input(key="data_planted-km_n_items").set_value(n_items)
-    at.number_input(key="data_planted-km_D").set_value(D)
-    at.button(key="data_load_builtin").click().run()
-    assert not at.exception and not at.error
-    return at
-
-
-def _wait_job(at, timeout=TIMEOUT) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        job = at.session_state[StateKeys.JOB]
-        if job.done:
-            break
-        time.sleep(0.2)
-    at.run()
-    assert at.session_state[StateKeys.JOB].done
-
-
-def _train(at, *, D=3, max_iter=3, wait=True) -> AppTest:
-    at.switch_page("pages/2_Train.py").run()
-    assert not at.exception, at.exception
-    at.number_input(key="train_D").set_value(D)
-    at.number_input(key="train_max_iter").set_value(max_iter)
-    at.number_input(key="train_tol").set_value(0.0)
-    [b for b in at.button if b.label == "Train"][0].click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    if wait:
-        _wait_job(at)
-    return at
+from kmviz.ui.text import md_escape
+from kmviz.viz.convergence import MEAN_PREDICTOR
+from tests.app.apphelpers import (CONVERGENCE, DATA, KM_DUAL, KM_IMPLICATIONS, KM_LANCZOS,
+                                  KM_PHASES, RUNS, TIMEOUT, TRAIN, cli_train, goto,
+                                  load_planted, metrics, new_session, only_run, plotly_specs,
+                                  train, train_button, wait_job)
 
 
 @pytest.fixture()
 def trained():
-    at = _train(_load_planted(_app()))
+    """A session with a 3-iteration KM (enhanced dual GD, so Alg. 2's phases are recorded)
+    on a small planted set, saved to the test's run store."""
+    at = train(load_planted(new_session()), bqp_solver="enhanced")
     assert not at.exception
     return at
 
 
-def _metrics(at) -> dict:
-    return {m.label: m.value for m in at.metric}
-
-
 def test_home_quick_start_loads_data_and_opens_train():
-    at = _app()
+    at = new_session()
     assert "three steps" in " ".join(h.value for h in at.subheader)
     at.button(key="home_planted").click().run()
     assert not at.exception
     ratings = at.session_state[StateKeys.DATASET]
     assert ratings is not None and ratings.n_users == 200  # the catalogue defaults
     assert at.session_state[StateKeys.SPLIT].train.n_ratings > 0
+    assert not at.session_state[StateKeys.DATASET_SPEC].get("default")
+    assert [t.value for t in at.title] == ["Train"]  # st.switch_page went to Train
 
 
 def test_data_page_shows_counts_split_and_preview():
-    at = _load_planted(_app())
-    m = _metrics(at)
+    at = load_planted(new_session())
+    m = metrics(at)
     assert m["users"] == "30" and m["items"] == "20"
     ratings = at.session_state[StateKeys.DATASET]
     assert m["ratings"] == f"{ratings.n_ratings:,}"
@@ -95,12 +60,13 @@ def test_data_page_shows_counts_split_and_preview():
     assert not at.exception
     split = at.session_state[StateKeys.SPLIT]
     assert split.validation is None and split.by == "user"
-    assert _metrics(at)["validation ratings"] == "0"
+    assert metrics(at)["validation ratings"] == "0"
+    assert at.session_state[StateKeys.DATASET_SPEC]["split"]["by"] == "user"
 
 
 def test_bad_upload_shows_the_loader_message():
-    at = _app()
-    at.switch_page("pages/1_Data.py").run()
+    at = goto(new_session(), DATA)
+    default = at.session_state[StateKeys.DATASET]
     at.radio(key="data_source").set_value("Upload").run()
     at.file_uploader(key="data_upload").upload(
         "ratings.csv", b"user,item,rating\n1,10,4\n2,abc,5\n2,11,not-a-number\n", "text/csv")
@@ -111,12 +77,13 @@ def test_bad_upload_shows_the_loader_message():
     message = at.error[0].value
     assert "ratings.csv" in message and "line" in message
     assert "Traceback" not in message
-    assert at.session_state[StateKeys.DATASET] is None
+    # the session keeps the dataset it had (the built-in default)
+    assert at.session_state[StateKeys.DATASET] is default
+    assert at.session_state[StateKeys.DATASET_SPEC]["default"]
 
 
 def test_bad_local_path_and_bad_file_show_errors(tmp_path):
-    at = _app()
-    at.switch_page("pages/1_Data.py").run()
+    at = goto(new_session(), DATA)
     at.radio(key="data_source").set_value("Local path").run()
     at.text_input(key="data_path").input(str(tmp_path / "missing.csv"))
     at.button(key="data_load_path").click().run()
@@ -128,27 +95,39 @@ def test_bad_local_path_and_bad_file_show_errors(tmp_path):
     assert not at.exception and at.error and "empty.csv" in at.error[0].value
 
 
-def test_train_page_guards_without_data():
-    at = _app()
-    at.switch_page("pages/2_Train.py").run()
-    assert not at.exception
+def test_train_page_guards_when_no_dataset_can_be_loaded(monkeypatch):
+    """A fresh session gets the built-in default; if even that fails, Train points to Data."""
+    import kmviz.ui.datasets as ds
+
+    monkeypatch.setattr(ds, "DEFAULT_DATASET", "no-such-dataset")
+    at = goto(new_session(), TRAIN)
+    assert at.session_state[StateKeys.DATASET] is None
     assert "Load a dataset first" in at.info[0].value
+    assert not [b for b in at.button if b.label == "Train"]
 
 
 def test_train_shows_result_and_saves_the_run(trained):
     at = trained
-    runs = at.session_state[StateKeys.RUNS]
-    assert len(runs) == 1
-    run = next(iter(runs.values()))
-    assert run.trace.n_iter == 3 and run.psi.shape == (20, 3)
-    m = _metrics(at)
-    assert m["BCD iterations"] == "3"
-    assert float(m["training RMSE"]) == pytest.approx(run.metrics["final_train_rmse"], abs=1e-4)
+    run = only_run(at)
+    assert run.trace.n_iter == 3 and run.model.psi_.shape == (20, 3)
+    assert run.model.theta_.shape == (30, 3) and run.split is at.session_state[StateKeys.SPLIT]
+    m = metrics(at)
+    assert m["iterations"] == "3"
+    assert float(m["training NRMSE"]) == pytest.approx(run.metrics["train_nrmse"], abs=1e-4)
+    assert float(m["validation NRMSE"]) == pytest.approx(run.metrics["validation_nrmse"],
+                                                         abs=1e-4)
     assert not run.run_id.startswith("session-")  # it went to the run store
-    from kmviz.runs import RunStore
-
-    assert run.run_id in RunStore().list()["run_id"].tolist()
+    listing = RunStore().list().set_index("run_id")
+    assert run.run_id in listing.index
+    assert listing.loc[run.run_id, "validation_nrmse"] == pytest.approx(
+        run.metrics["validation_nrmse"])
+    assert listing.loc[run.run_id, "bqp_solver"] == "enhanced"
     assert any("Finished 3 iteration" in s.value for s in at.success)
+    assert [s.value for s in at.subheader if s.value.startswith("Result")] == [
+        f"Result: {md_escape(run.label)}"]
+    # links to Convergence and to each KM Explore page
+    links = {link.label for link in at.page_link}
+    assert {"Convergence", "Dual GD", "Phases", "Lanczos", "Implications"} <= links
 
 
 def test_errors_helper_shows_messages_not_tracebacks():
@@ -172,66 +151,97 @@ def test_errors_helper_shows_messages_not_tracebacks():
 
 
 def test_two_sessions_train_at_once_without_seeing_each_other():
-    one = _train(_load_planted(_app()), wait=False)
-    two = _train(_load_planted(_app(), n_users=40), wait=False)
-    _wait_job(one)
-    _wait_job(two)
+    one = train(load_planted(new_session()), wait=False)
+    two = train(load_planted(new_session(), n_users=40), wait=False)
+    wait_job(one)
+    wait_job(two)
     runs_one = one.session_state[StateKeys.RUNS]
     runs_two = two.session_state[StateKeys.RUNS]
     assert len(runs_one) == 1 and len(runs_two) == 1
     assert set(runs_one).isdisjoint(runs_two)
-    assert next(iter(runs_two.values())).theta.shape[0] == 40
+    assert next(iter(runs_one.values())).model.theta_.shape[0] == 30
+    assert next(iter(runs_two.values())).model.theta_.shape[0] == 40
     assert one.session_state[StateKeys.JOB] is not two.session_state[StateKeys.JOB]
+    assert len(RunStore().list()) == 2  # both saved
 
 
 def test_stop_button_ends_training_and_keeps_the_model():
-    at = _load_planted(_app(), n_users=150, n_items=80, D=6)
-    at = _train(at, D=6, max_iter=500, wait=False)
+    # the preloaded MovieLens latest-small: a few tenths of a second per BCD iteration, so
+    # 500 iterations cannot end before Stop is pressed
+    at = train(new_session(), D=4, max_iter=500, wait=False)
     job = at.session_state[StateKeys.JOB]
     end = time.time() + TIMEOUT
     while job.progress()["n_done"] < 1 and time.time() < end:
         time.sleep(0.1)
-    at.run()
+    # the running fit is on the Convergence page, picked by default ("live")
+    goto(at, CONVERGENCE)
+    assert not at.error
+    assert at.multiselect(key="conv_runs").value == ["live"]
+    assert any("Following the running fit" in c.value for c in at.caption)
+    goto(at, TRAIN)
     at.button(key="train_stop").click().run()
     assert not at.exception
-    _wait_job(at)
+    wait_job(at)
     assert job.status == "stopped"
-    run = next(iter(at.session_state[StateKeys.RUNS].values()))
+    run = only_run(at)
     assert 1 <= run.trace.n_iter < 500 and run.stop_reason == "callback"
-    assert run.psi is not None
+    assert run.model.psi_ is not None and run.model.psi_.shape[1] == 4
     assert any("Stopped after" in w.value for w in at.warning)
+    assert RunStore().list()["run_id"].tolist() == [run.run_id]  # a stopped run is saved too
 
 
 def test_convergence_page(trained):
-    at = trained.switch_page("pages/3_Convergence.py").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert len(at.multiselect(key="conv_runs").value) == 1
+    at = goto(trained, CONVERGENCE)
+    assert not at.error, [e.value for e in at.error]
+    run = only_run(at)
+    assert at.multiselect(key="conv_runs").value == [run.run_id]
+    assert len(at.dataframe[0].value) == 3  # the trace table: one row per BCD iteration
+    (spec,) = plotly_specs(at)
+    names = {t.get("name") for t in spec["data"]}
+    assert MEAN_PREDICTOR in names  # the dashed yardstick, from the run's own split
+    dashed = [t for t in spec["data"] if t.get("name") == MEAN_PREDICTOR]
+    assert all(t["line"]["dash"] == "dash" for t in dashed)
+    at.toggle(key="conv_log").set_value(True).run()
+    assert not at.exception and not at.error
+
+
+def test_dual_gd_page(trained):
+    at = goto(trained, KM_DUAL)
+    assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
     assert "original GD (Alg. 1)" in table.index
     assert (table["dual iterations"] > 0).all()
+    assert len(at.get("plotly_chart")) == 2  # Figs. 1 and 2
 
 
 def test_phases_page(trained):
-    at = trained.switch_page("pages/4_Phases.py").run()
-    assert not at.exception and not at.error
+    at = goto(trained, KM_PHASES)
+    assert not at.error
     shares = [float(m.value.rstrip("%")) for m in at.metric]
     assert len(shares) == 4 and sum(shares) == pytest.approx(100, abs=0.5)
     assert len(at.dataframe[0].value) == 3  # the trace table: one row per BCD iteration
+    # a run of a solver without the phases of Alg. 2 (exact enumeration): said, not drawn
+    exact = cli_train("--bqp-solver", "exact")
+    at.run()  # the picker lists the new run
+    at.selectbox(key="phases_run").set_value(exact).run()
+    assert not at.exception and not at.error
+    assert not at.metric and "does not go through the phases" in at.info[0].value
+    assert len(at.dataframe[0].value) == RunStore().load(exact).trace.n_iter
 
 
 def test_lanczos_page_and_slider(trained):
-    at = trained.switch_page("pages/5_Lanczos.py").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    m = _metrics(at)
+    at = goto(trained, KM_LANCZOS)
+    assert not at.error, [e.value for e in at.error]
+    m = metrics(at)
     assert m["size of C(u*)"] == "4 × 4"
     delta_1 = float(m["δ of (20)"])
     at.slider(key="lanczos_a").set_value(5.0).run()
-    assert float(_metrics(at)["δ of (20)"]) == pytest.approx(delta_1 / 5, rel=1e-3)
+    assert float(metrics(at)["δ of (20)"]) == pytest.approx(delta_1 / 5, rel=1e-3)
 
 
 def test_implications_page(trained):
-    at = trained.switch_page("pages/6_Implications.py").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+    at = goto(trained, KM_IMPLICATIONS)
+    assert not at.error, [e.value for e in at.error]
     text = " ".join(md.value for md in at.markdown)
     assert "likes" in text
     table_vi, precision = at.dataframe[0].value, at.dataframe[1].value
@@ -241,114 +251,138 @@ def test_implications_page(trained):
 
 
 def test_runs_page_compare_rerun_and_delete(trained):
-    at = trained.switch_page("pages/7_Runs.py").run()
-    assert not at.exception and not at.error
-    assert len(at.dataframe[0].value) == 1
+    run = only_run(trained)
+    at = goto(trained, RUNS)
+    assert not at.error
+    table = at.dataframe[0].value
+    assert len(table) == 1 and table["run_id"].tolist() == [run.run_id]
+    assert table["validation_nrmse"].iloc[0] == pytest.approx(run.metrics["validation_nrmse"])
     assert len(at.get("download_button")) == 5
+    assert at.multiselect(key="runs_selected").value == [run.run_id]
     at.button(key="runs_rerun").click().run()
     assert not at.exception
-    assert at.session_state["train_D"] == 3  # settings handed to the Train page
-    at.switch_page("pages/7_Runs.py").run()
-    at.checkbox(key="runs_confirm").check().run()
+    assert [t.value for t in at.title] == ["Train"]
+    assert at.session_state["train_km_D"] == 3  # settings handed to the Train page
+    assert at.session_state["train_km_bqp_solver"] == "enhanced"
+    assert "Settings of the saved run loaded" in at.info[0].value
+    goto(at, RUNS)
     at.button(key="runs_delete").click().run()
+    assert not at.exception and len(RunStore().list()) == 1  # not before the confirmation
+    at.button(key="runs_delete_yes").click().run()
     assert not at.exception
-    from kmviz.runs import RunStore
-
     assert len(RunStore().list()) == 0
     assert "No saved runs yet" in at.info[0].value
+    assert run.run_id not in at.session_state[StateKeys.RUNS]
 
 
 def test_explore_pages_guard_without_runs():
-    at = _app()
-    for page in ("pages/3_Convergence.py", "pages/4_Phases.py", "pages/5_Lanczos.py",
-                 "pages/6_Implications.py", "pages/7_Runs.py"):
-        at.switch_page(page).run()
-        assert not at.exception, page
+    at = new_session()
+    for page in (CONVERGENCE, KM_DUAL, KM_PHASES, KM_LANCZOS, KM_IMPLICATIONS, RUNS):
+        goto(at, page)
+        assert not at.error, page
         assert at.info, page
+        assert any(link.label == "Go to Train" for link in at.page_link), page
 
 
 # ------------------------------------------------------------------- saved runs, re-runs
-def _markdown(at) -> str:
-    return " ".join(md.value for md in at.markdown)
-
-
 def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained):
-    first = next(iter(trained.session_state[StateKeys.RUNS].values()))
-    lanczos = _metrics(trained.switch_page("pages/5_Lanczos.py").run())
-    impl = trained.switch_page("pages/6_Implications.py").run()
+    first = only_run(trained)
+    lanczos = metrics(goto(trained, KM_LANCZOS))
+    impl = goto(trained, KM_IMPLICATIONS)
     words = [md.value for md in impl.markdown if "likes" in md.value]
-    influence = _metrics(impl)
+    influence = metrics(impl)
+    dual = goto(trained, KM_DUAL).dataframe[0].value
 
-    fresh = _app()  # a new browser session: no data, no runs in session state
-    assert fresh.session_state[StateKeys.DATASET] is None
-    at = fresh.switch_page("pages/5_Lanczos.py").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert at.selectbox(key="explore_run").value == first.run_id
-    m = _metrics(at)
+    fresh = new_session()  # a new browser session: no runs in session state
+    assert fresh.session_state[StateKeys.RUNS] == {}
+    assert fresh.session_state[StateKeys.DATASET_SPEC]["default"]  # not the run's data
+    at = goto(fresh, KM_LANCZOS)
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="explore_run_km").value == first.run_id
+    m = metrics(at)
     assert m["size of C(u*)"] == "4 × 4"
     assert m["δ of (20)"] == lanczos["δ of (20)"] and m["m chosen"] == lanczos["m chosen"]
     reopened = at.session_state[StateKeys.RUNS][first.run_id]
     assert reopened.reopened and reopened.split.train.fingerprint() == \
         first.split.train.fingerprint()
-    np.testing.assert_array_equal(reopened.theta, first.theta)
+    np.testing.assert_array_equal(reopened.model.theta_, first.model.theta_)
+    np.testing.assert_array_equal(reopened.model.psi_, first.model.psi_)
 
-    at.switch_page("pages/6_Implications.py").run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    assert _metrics(at) == influence
+    goto(at, KM_IMPLICATIONS)
+    assert not at.error, [e.value for e in at.error]
+    assert metrics(at) == influence
     assert [md.value for md in at.markdown if "likes" in md.value] == words
-    assert "(support {" in words[0]  # the planted items' names came back with the run
-    at.switch_page("pages/3_Convergence.py").run()
-    assert not at.exception and not at.error
-    assert (at.dataframe[0].value["dual iterations"] > 0).all()
+    # the planted items' names came back with the run (escaped: they are user data)
+    assert "\\(support \\{" in words[0]
+    goto(at, KM_DUAL)
+    assert not at.error
+    table = at.dataframe[0].value
+    assert (table["dual iterations"] > 0).all()
+    assert table["dual iterations"].tolist() == dual["dual iterations"].tolist()
+    goto(at, KM_PHASES)
+    assert not at.error and len(at.dataframe[0].value) == 3
+    goto(at, CONVERGENCE)
+    assert not at.error
+    assert at.multiselect(key="conv_runs").value == [first.run_id]
 
 
-def test_run_saved_without_its_data_still_opens_where_possible(trained):
-    from kmviz.runs import RunStore
-
-    run = next(iter(trained.session_state[StateKeys.RUNS].values()))
-    old_id = RunStore().save("km", run.trace, {"theta": run.theta, "psi": run.psi},
+def test_run_saved_without_its_data_explains_why_on_the_km_pages(trained):
+    run = only_run(trained)
+    old_id = RunStore().save("km", run.trace,
+                             {"theta": run.model.theta_, "psi": run.model.psi_},
                              dataset="old planted", params=dict(run.params),
                              metrics=run.metrics, label="old run")
-    at = _app()
-    at.switch_page("pages/5_Lanczos.py").run()
-    at.selectbox(key="explore_run").set_value(old_id).run()
+    problem = open_run(old_id).problem
+    assert "old run" in problem and "without its training data" in problem
+    at = new_session()
+    goto(at, KM_DUAL)
+    at.selectbox(key="explore_run_km").set_value(old_id).run()
     assert not at.exception and not at.error
-    assert "saved without its training data" in at.info[0].value
-    at.switch_page("pages/6_Implications.py").run()
-    assert not at.exception and "saved without its training data" in at.info[0].value
-    at.switch_page("pages/4_Phases.py").run()
+    assert at.info[0].value == md_escape(problem)  # OpenedRun.problem, shown as text
+    for page in (KM_LANCZOS, KM_IMPLICATIONS):  # the chosen run carries over
+        goto(at, page)
+        assert at.selectbox(key="explore_run_km").value == old_id, page
+        assert not at.error, page
+        assert at.info[0].value == md_escape(problem), page
+        assert any(link.label == "See its convergence" for link in at.page_link), page
+    # the views that need only the trace still work
+    goto(at, KM_PHASES)
     at.selectbox(key="phases_run").set_value(old_id).run()
     assert not at.exception and not at.error
     assert len(at.dataframe[0].value) == 3
-    at.switch_page("pages/3_Convergence.py").run()
-    assert not at.exception and "saved without its training data" in at.info[0].value
-    at.switch_page("pages/7_Runs.py").run()
-    assert not at.exception and len(at.dataframe[0].value) == 2
-    at.button(key="runs_rerun").click().run()  # the newest (old) run: settings only
+    goto(at, CONVERGENCE)
+    at.multiselect(key="conv_runs").set_value([old_id]).run()
+    assert not at.exception and not at.error
+    (spec,) = plotly_specs(at)
+    assert any(t.get("x") for t in spec["data"])  # its curves are drawn ...
+    assert MEAN_PREDICTOR not in {t.get("name") for t in spec["data"]}  # ... no data, no line
+    assert len(at.dataframe[0].value) == 3
+    goto(at, RUNS)
+    assert len(at.dataframe[0].value) == 2
+    assert at.selectbox(key="runs_one").value == old_id  # the newest run
+    at.button(key="runs_rerun").click().run()  # settings only
     assert not at.exception
-    assert "saved without its data" in at.session_state[StateKeys.NOTICE]
+    assert "saved without its data" in " ".join(i.value for i in at.info)
+    assert at.session_state[StateKeys.DATASET_SPEC]["default"]  # the data loaded is kept
 
 
 def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained):
-    first = next(iter(trained.session_state[StateKeys.RUNS].values()))
+    first = only_run(trained)
     objectives = [row["objective"] for row in first.trace.rows]
-    at = _app()  # new session, nothing loaded
-    at.switch_page("pages/7_Runs.py").run()
+    at = goto(new_session(), RUNS)  # new session: only the default data loaded
     at.button(key="runs_rerun").click().run()
     assert not at.exception and not at.error
     assert "Data restored" in at.info[0].value
-    assert at.session_state["train_D"] == 3 and at.session_state["train_random_state"] == 0
+    assert at.session_state["train_km_D"] == 3 and at.session_state["train_km_random_state"] == 0
     split = at.session_state[StateKeys.SPLIT]
     assert split.train.fingerprint() == first.split.train.fingerprint()
-    # AppTest reruns the page it was on after an st.switch_page; a browser follows it
-    at.switch_page("pages/2_Train.py").run()
-    [b for b in at.button if b.label == "Train"][0].click().run()
+    goto(at, TRAIN)
+    train_button(at).click().run()
     assert not at.exception and not at.error
-    _wait_job(at)
-    again = at.session_state[StateKeys.RUNS]
-    assert len(again) == 1
-    rerun = next(iter(again.values()))
+    wait_job(at)
+    rerun = only_run(at)
     assert rerun.run_id != first.run_id
+    assert rerun.params == first.params
     assert [row["objective"] for row in rerun.trace.rows] == objectives
 
 
@@ -357,16 +391,15 @@ def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path)
                                    for u in range(12) for i in range(8) if (u + i) % 3]
     path = tmp_path / "ratings.csv"
     path.write_text("\n".join(rows) + "\n")
-    at = _app()
-    at.switch_page("pages/1_Data.py").run()
+    at = goto(new_session(), DATA)
     at.radio(key="data_source").set_value("Local path").run()
     at.text_input(key="data_path").input(str(path))
     at.button(key="data_load_path").click().run()
     assert not at.exception and not at.error
-    at = _train(at, D=2, max_iter=2)
-    first = next(iter(at.session_state[StateKeys.RUNS].values()))
+    at = train(at, D=2, max_iter=2)
+    first = only_run(at)
     path.unlink()  # the file is gone: only the run's own copy can bring the data back
-    fresh = _app().switch_page("pages/7_Runs.py").run()
+    fresh = goto(new_session(), RUNS)
     fresh.button(key="runs_rerun").click().run()
     assert not fresh.exception and "split saved with the run" in fresh.info[0].value
     split = fresh.session_state[StateKeys.SPLIT]
@@ -374,19 +407,19 @@ def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path)
     whole = fresh.session_state[StateKeys.DATASET]
     assert whole.fingerprint() == at.session_state[StateKeys.DATASET].fingerprint()
     assert list(whole.item_ids) == list(range(8))
-    fresh.switch_page("pages/2_Train.py").run()
-    [b for b in fresh.button if b.label == "Train"][0].click().run()
-    _wait_job(fresh)
-    rerun = next(iter(fresh.session_state[StateKeys.RUNS].values()))
+    goto(fresh, TRAIN)
+    train_button(fresh).click().run()
+    wait_job(fresh)
+    rerun = only_run(fresh)
     assert [r["objective"] for r in rerun.trace.rows] == [
         r["objective"] for r in first.trace.rows]
 
 
 def test_implications_minimum_ratings_filter(trained):
-    at = trained.switch_page("pages/6_Implications.py").run()
+    at = goto(trained, KM_IMPLICATIONS)
     assert at.number_input(key="impl_min_ratings").value == 1  # small data: show every item
-    train = next(iter(at.session_state[StateKeys.RUNS].values())).split.train
-    counts = train.item_counts()
+    train_part = only_run(at).split.train
+    counts = train_part.item_counts()
     cut = int(np.median(counts)) + 1
     at.number_input(key="impl_min_ratings").set_value(cut).run()
     assert not at.exception and not at.error
@@ -394,7 +427,9 @@ def test_implications_minimum_ratings_filter(trained):
     assert f"{hidden:,} hidden with fewer than {cut} training ratings" in " ".join(
         c.value for c in at.caption)
     shown = set(np.flatnonzero(counts >= cut).tolist())
-    offered = {int(o.rsplit("[", 1)[1].rstrip("]")) for o in at.selectbox(key="impl_item").options}
+    # options read "name [index] · n ratings"
+    offered = {int(o.rsplit("[", 1)[1].split("]")[0])
+               for o in at.selectbox(key="impl_item").options}
     assert offered == shown
     prec = at.dataframe[1].value
     assert set(prec["antecedent"]) <= shown and set(prec["consequent"]) <= shown
@@ -403,7 +438,7 @@ def test_implications_minimum_ratings_filter(trained):
 
 
 def test_data_page_generator_widgets():
-    at = _app().switch_page("pages/1_Data.py").run()
+    at = goto(new_session(), DATA)
     at.selectbox(key="data_builtin").set_value("planted-km").run()
     scale = at.selectbox(key="data_planted-km_scale")
     assert scale.options == ["unit (probabilities in [0, 1])", "stars (1-5)"]
@@ -427,7 +462,7 @@ def test_data_page_generator_widgets():
 
 
 def test_too_small_for_the_split_loads_with_everything_in_training():
-    at = _app().switch_page("pages/1_Data.py").run()
+    at = goto(new_session(), DATA)
     at.selectbox(key="data_builtin").set_value("planted-km").run()
     for name, value in {"n_users": 2, "n_items": 2, "D": 1}.items():
         at.number_input(key=f"data_planted-km_{name}").set_value(value)

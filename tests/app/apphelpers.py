@@ -1,0 +1,138 @@
+"""Shared steps of the AppTest suites: sessions, loading data, training, reading the page.
+
+Every test gets its own run store (tests/conftest.py sets KMVIZ_RUNS_DIR per test); the app,
+the command line and RunStore() all read that variable, so runs saved by one are seen by the
+others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from kmviz.ui.state import StateKeys
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+TIMEOUT = 180  # Numba's first compile takes a while on a cold cache
+
+HOME = "app_pages/home.py"
+DATA = "app_pages/data.py"
+TRAIN = "app_pages/train.py"
+RUNS = "app_pages/runs.py"
+CONVERGENCE = "app_pages/convergence.py"
+KM_DUAL = "app_pages/km_dual.py"
+KM_PHASES = "app_pages/km_phases.py"
+KM_LANCZOS = "app_pages/km_lanczos.py"
+KM_IMPLICATIONS = "app_pages/km_implications.py"
+KM_PAGES = (KM_DUAL, KM_PHASES, KM_LANCZOS, KM_IMPLICATIONS)
+
+
+def new_session() -> AppTest:
+    """A new browser session on the Home page."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, (page, at.exception)
+    return at
+
+
+def load_planted(at, n_users=30, n_items=20, D=3) -> AppTest:
+    goto(at, DATA)
+    at.selectbox(key="data_builtin").set_value("planted-km").run()
+    at.number_input(key="data_planted-km_n_users").set_value(n_users)
+    at.number_input(key="data_planted-km_n_items").set_value(n_items)
+    at.number_input(key="data_planted-km_D").set_value(D)
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    return at
+
+
+def wait_job(at, timeout=TIMEOUT) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if at.session_state[StateKeys.JOB].done:
+            break
+        time.sleep(0.2)
+    at.run()
+    assert at.session_state[StateKeys.JOB].done
+
+
+def train_button(at):
+    return [b for b in at.button if b.label == "Train"][0]
+
+
+def train(at, *, D=3, max_iter=3, tol=0.0, bqp_solver=None, wait=True) -> AppTest:
+    """Set the KM form's main settings on the Train page and press Train."""
+    goto(at, TRAIN)
+    at.number_input(key="train_km_D").set_value(D)
+    at.number_input(key="train_km_max_iter").set_value(max_iter)
+    if tol is not None:
+        at.number_input(key="train_km_tol").set_value(tol)
+    if bqp_solver is not None:
+        at.selectbox(key="train_km_bqp_solver").set_value(bqp_solver)
+    train_button(at).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    if wait:
+        wait_job(at)
+    return at
+
+
+def only_run(at):
+    runs = at.session_state[StateKeys.RUNS]
+    assert len(runs) == 1, list(runs)
+    return next(iter(runs.values()))
+
+
+def metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def button(at, label: str):
+    found = [b for b in at.button if b.label == label]
+    assert found, (label, [b.label for b in at.button])
+    return found[0]
+
+
+def plotly_specs(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def texts(at) -> list[str]:
+    """Every string the page renders as Markdown: text elements, alerts, toasts, and the
+    labels of buttons, metrics and page links."""
+    out = []
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning",
+                 "error", "success", "toast"):
+        out += [str(e.value) for e in getattr(at, kind)]
+    for kind in ("button", "metric", "page_link", "download_button"):
+        out += [str(e.label) for e in getattr(at, kind)]
+    return out
+
+
+def cli_train(*extra, label=None, n_users=30, n_items=20, data_D=3, D=3, max_iter=2) -> str:
+    """Train and save a KM run with ``kmviz train km`` in the test's run store; its id.
+
+    The data is planted-km with ``n_users``, ``n_items`` and ``data_D`` (same arguments,
+    same data); the model has dimension ``D``."""
+    from kmviz.cli import main
+    from kmviz.runs import RunStore
+
+    store = os.environ["KMVIZ_RUNS_DIR"]
+    argv = ["train", "km", "--data", "planted-km", "--option", f"n_users={n_users}",
+            "--option", f"n_items={n_items}", "--option", f"D={data_D}", "--D", str(D),
+            "--max-iter", str(max_iter), "--save", "--dir", store, *extra]
+    if label is not None:
+        argv += ["--label", label]
+    before = set(RunStore(store).ids())
+    assert main(argv) == 0
+    (new,) = set(RunStore(store).ids()) - before
+    return new
