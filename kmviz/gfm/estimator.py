@@ -1,0 +1,605 @@
+"""The generalized factorization machine estimator: Algorithm 1 (One-Pass gFM) on a stream.
+
+``GeneralizedFM`` runs the shared outer loop of :class:`kmviz._base.IterativeEstimator` with
+one mini-batch per outer iteration: the first batch initializes (Lanczos), every later one
+is one noisy power step (:mod:`kmviz.gfm.onepass`). ``partial_fit`` feeds one batch at a
+time through the same code, so a stream of any length fits in O(kd) memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._base import IterativeEstimator
+from .._params import RANDOM_STATE, Param
+from .._validation import check_random_state
+from ..exceptions import InvalidParameterError
+from ..trace import Trace
+from . import onepass
+from .data import RegressionData, as_regression
+from .operators import ENGINES, ChunkedBatch, Standardizer, check_rows, project
+from .recovery import as_truth, recovery_errors
+
+
+class GeneralizedFM(IterativeEstimator):
+    """Generalized factorization machine ``y = b + x^T w + x^T M x`` (Lin & Ye, eq. (1)).
+
+    M is symmetric of rank at most 2k, kept as ``M = (U V^T + V U^T)/2`` with U, V of size
+    d x k: no PSD constraint and no zero diagonal (the "generalized" of gFM), so indefinite
+    interaction matrices are representable. Learned by Algorithm 1 (One-Pass gFM): the first
+    mini-batch initializes U by Lanczos, every later FRESH batch makes one noisy power step
+    ``U <- QR((H_1 - h_2/2 I + M) U)`` and updates w and V; each batch is used once, only
+    matrix-vector products touch the data and the state is O(kd). See
+    :mod:`kmviz.gfm.onepass` for the steps.
+
+    Parameters
+    ----------
+    rank : int, default=2
+        k, the rank of the target M* (Alg. 1's "desired rank k"); at most d.
+    batch_size : int or None, default=None
+        n, instances per mini-batch (Alg. 1). None: the data's rows divided by
+        ``n_batches``. The theory asks n >= C k^3 d; in practice n ~ 10-20 k d gives a clean
+        linear rate (digest, Part B5).
+    n_batches : int or None, default=11
+        Mini-batches a :meth:`fit` consumes, the initialization batch included (T + 1 in the
+        paper's terms: T = n_batches - 1 power steps). None: every full batch in the data.
+    standardize : bool, default=True
+        Fit the model on ``z = (x - mean) / std`` with the mean and standard deviation of
+        the FIRST batch, frozen for the rest of the stream (the theory assumes x ~ N(0, I)).
+        The scaling is applied inside the products, so X is never copied and sparse X stays
+        sparse; the fitted ``coef_``, ``U_``, ``V_`` and ``intercept_`` are mapped back to the
+        original feature units.
+    fit_intercept : bool, default=True
+        Learn an intercept b (not in the paper; see :mod:`kmviz.gfm.onepass`). With
+        ``standardize=False, fit_intercept=False`` the steps are exactly Algorithm 1.
+    engine : {"auto", "numba", "numpy"}, default="auto"
+        The per-batch products: fused Numba sweeps, NumPy/BLAS, or Numba for dense data
+        with d >= 128 (measured crossover, bench/gfm_kernels.py).
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the Lanczos start vector of the initialization (the only random choice).
+
+    Attributes
+    ----------
+    coef_ : ndarray (d,)
+        w, the first-order coefficients, in the original feature units.
+    intercept_ : float
+        b in the original units (nonzero even without ``fit_intercept`` when standardizing).
+    U_, V_ : ndarray (d, k)
+        Factors of ``M = (U V^T + V U^T)/2`` in the original feature units.
+    n_iter_ : int
+        Batches consumed (the trace's rows).
+    n_seen_ : int
+        Instances consumed.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str or None
+    trace_ : Trace
+        One row per batch: ``t`` (the paper's t; 0 = initialization), ``n_seen``,
+        ``batch_size``, ``objective`` (eq. (3)'s loss ``||r||^2/2n`` on the fresh batch
+        under the model before the step), ``train_rmse`` (``||r||/sqrt(n)``, the same residual:
+        a progressive-validation error, as the batch is fresh), ``h2``, ``h3_norm``,
+        ``n_matvec`` (Lanczos products, initialization only), phase times ``t_init_s``,
+        ``t_residual_s``, ``t_qr_s``, ``t_v_update_s``; with ``validation``,
+        ``validation_rmse`` and ``validation_nmse``; with ``truth``, the paper's error
+        quantities (:func:`kmviz.gfm.recovery.recovery_errors`: ``err_w``, ``err_M``,
+        ``err_M_spec``, ``eps``, ``eps_spec``, ``rel_err``, ``tan_theta``) and
+        ``contraction = eps_t / eps_{t-1}``.
+
+    Notes
+    -----
+    Data: instances are ROWS (n_samples, n_features), the transpose of the paper's X.
+    ``fit`` takes ``fit(X, y)``, ``fit((X, y))``, ``fit(RegressionData(X, y))`` or
+    ``fit(stream)`` with ``stream`` a sequence of batches (``(X_b, y_b)`` pairs or
+    :class:`~kmviz.gfm.operators.ChunkedBatch`, for example a
+    :class:`~kmviz.gfm.synthetic.GFMStream`); arrays are cut into consecutive batches, the
+    rows beyond ``n_batches * batch_size`` are unused (a trace event says how many).
+    ``validation=(X_val, y_val)`` adds ``validation_rmse``/``validation_nmse`` to every row;
+    ``truth=(w_star, M_star)`` (or ``(w_star, (U_star, lambda_star))``, a
+    :class:`~kmviz.gfm.recovery.Truth`, a synthetic problem) adds the recovery errors,
+    computed from the low-rank factors without forming d x d matrices (M_star itself, if
+    given dense, is eigendecomposed once).
+
+    ``fit`` always starts a new stream; ``partial_fit(X, y)`` continues the current one (or
+    starts one) with one batch. Feeding the same batches to ``partial_fit`` one by one gives
+    the same model as ``fit`` on them.
+
+    References
+    ----------
+    M. Lin, J. Ye, "A Non-convex One-Pass Framework for Generalized Factorization Machine and
+    Rank-One Matrix Sensing", NIPS 2016: Alg. 1, eq. (1)-(3), Theorem 1, Lemmas 10-12.
+    """
+
+    _parameter_constraints = {
+        "rank": Param(int, low=1, form_high=20, label="k (rank)",
+                      help="Rank k of the second-order matrix M* (eq. (1), Alg. 1's desired "
+                           "rank k); at most the number of features d."),
+        "batch_size": Param(int, low=1, none_ok=True, step=500, label="n (batch size)",
+                            help="Instances per mini-batch n (Alg. 1); empty: rows / "
+                                 "n_batches. Theory: n ≥ C k³ d; in practice 10-20 k d."),
+        "n_batches": Param(int, low=1, none_ok=True, form_high=200,
+                           label="T + 1 (batches)",
+                           help="Mini-batches consumed: one initialization batch (line 2) "
+                                "plus T power steps (lines 3-9); empty: all full batches."),
+        "standardize": Param(bool, label="standardize features",
+                             help="Fit on z = (x − mean)/std with the first batch's mean and "
+                                  "std (the theory assumes x ~ N(0, I)); coefficients are "
+                                  "reported in the original units."),
+        "fit_intercept": Param(bool, label="intercept b",
+                               help="Learn an intercept b (not in the paper; it cancels in "
+                                    "H₁ − h₂/2 I). Off, with standardize off: exactly Alg. 1."),
+        "engine": Param(str, options=ENGINES, advanced=True, label="engine",
+                        help="Per-batch products: fused Numba sweeps, NumPy/BLAS, or auto "
+                             "(Numba for dense d ≥ 128, measured in bench/gfm_kernels.py)."),
+        "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
+                              help="Seed of the Lanczos start vector of the initialization "
+                                   "(same seed, same model)."),
+    }
+    _numerical_hint = ("the residual diverged; check that the features are roughly "
+                       "standardized, raise batch_size or lower rank.")
+
+    def __init__(self, rank=2, *, batch_size=None, n_batches=11, standardize=True,
+                 fit_intercept=True, engine="auto", random_state=None):
+        self.rank = rank
+        self.batch_size = batch_size
+        self.n_batches = n_batches
+        self.standardize = standardize
+        self.fit_intercept = fit_intercept
+        self.engine = engine
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, *, callback=None, validation=None, truth=None):
+        """Fit on a stream of fresh batches cut from ``(X, y)`` or given as a sequence.
+
+        Parameters
+        ----------
+        X : array (n, d), sparse matrix, (X, y) tuple, RegressionData or sequence of batches
+        y : array (n,), optional
+            Targets when X is an array.
+        callback : callable, optional
+            ``callback(row)`` after every batch; returning False or raising StopIteration
+            stops cleanly with the model learned so far.
+        validation : (X_val, y_val) or RegressionData, optional
+            Held-out data: ``validation_rmse`` and ``validation_nmse`` in every row.
+        truth : (w_star, M_star), (w_star, (U_star, lambda_star)), Truth or GFMProblem
+            Ground truth (synthetic data): the recovery errors in every row.
+
+        Returns
+        -------
+        self
+        """
+        data = _as_fit_data(X, y)
+        return super().fit(data, callback=callback, validation=validation, truth=truth)
+
+    def _solver_name(self, params):
+        return "gfm.onepass"
+
+    def _fit_start(self, data, params, *, validation=None, truth=None):
+        batches, n_unused = self._cut(data, params)
+        # One outer iteration per batch, and no stopping on the objective: the objective is
+        # measured on fresh data each time, so it may rise by chance (noise, or the first
+        # step, where M is still 0) without anything being wrong.
+        params["max_iter"] = len(batches)
+        params["tol"] = -math.inf
+        st = self._new_stream(params)
+        st.batches = batches
+        st.n_unused = n_unused
+        st.check = not isinstance(data, RegressionData)  # arrays were checked whole
+        if truth is not None:
+            st.truth = as_truth(truth, d=self._first_d(batches))
+        self._fit_validation = None
+        if validation is not None:
+            self._fit_validation = as_regression(validation).checked("validation X")
+        self._stream = st
+        return st
+
+    def _new_stream(self, params):
+        return SimpleNamespace(prm=dict(params), model=None, truth=None, prev_eps=math.nan,
+                               rng=check_random_state(self.random_state), batches=None,
+                               n_unused=0, trace=None)
+
+    def _trace_metrics(self, validation):
+        data = self._fit_validation if self._fit_validation is not None else validation
+        return self.evaluate(data)
+
+    def _fit_step(self, st, trace, it):
+        if it == 1 and st.n_unused:
+            trace.event("info", f"{st.n_unused} rows beyond n_batches x batch_size were not "
+                        "used", rows_unused=st.n_unused)
+        return self._consume(st, st.batches[it - 1], trace, check=st.check)
+
+    def _consume(self, st, batch, trace, *, check=True) -> dict:
+        """One batch: the initialization (first) or one power step (later); the row.
+
+        ``check=False`` skips the per-chunk checks of data already checked as a whole."""
+        prm = st.prm
+        engine = prm["engine"]
+        if st.model is None:
+            with trace.phase("init"):
+                st.model, info = onepass.initialize(
+                    batch, prm["rank"], standardize=prm["standardize"],
+                    fit_intercept=prm["fit_intercept"], rng=st.rng, engine=engine,
+                    check=check)
+        else:
+            if st.model.rank != prm["rank"]:
+                raise InvalidParameterError(
+                    f"The 'rank' parameter of {type(self).__name__} was changed from "
+                    f"{st.model.rank} to {prm['rank']} during a stream; call fit to restart.")
+            info = onepass.update(st.model, batch, engine=engine, timer=trace.phase,
+                                  check=check)
+        m = st.model
+        self._watch_divergence(st, info, trace)
+        row = {"t": m.n_batches - 1, "n_seen": m.n_seen, "batch_size": info["n"],
+               "objective": info["objective"], "train_rmse": info["rmse"], "h2": info["h2"],
+               "h3_norm": info["h3_norm"], "n_matvec": int(info.get("n_matvec", 0))}
+        if st.truth is not None:
+            with trace.phase("truth"):
+                w, U, V, _ = _raw_factors(m)
+                basis = U if m.std.is_identity else np.linalg.qr(U)[0]
+                errs = recovery_errors(st.truth, w, U, V, basis=basis)
+            row.update(errs)
+            prev = st.prev_eps
+            row["contraction"] = errs["eps"] / prev if prev > 0 else math.nan
+            st.prev_eps = errs["eps"]
+        return row
+
+    #: A batch residual this many times the initialization batch's is reported as diverging.
+    _DIVERGENCE_FACTOR = 1e3
+
+    def _watch_divergence(self, st, info, trace):
+        """One trace warning when the residual grows far beyond the first batch's."""
+        first = getattr(st, "first_rmse", None)
+        if first is None:
+            st.first_rmse = info["rmse"]
+            return
+        rmse = info["rmse"]
+        if not getattr(st, "warned", False) and math.isfinite(rmse) and \
+                rmse > self._DIVERGENCE_FACTOR * max(first, 1e-300):
+            st.warned = True
+            trace.event("warning", f"the batch residual grew {rmse / first:.3g}-fold since the "
+                        "first batch: the iteration diverges. The method assumes roughly "
+                        "Gaussian, standardized features; use standardize=True, larger batches "
+                        "or a lower rank.", growth=rmse / first)
+
+    def _fit_publish(self, st, n_iter, trace):
+        m = st.model
+        w, U, V, b = _raw_factors(m)
+        self.coef_ = w
+        self.U_ = U
+        self.V_ = V
+        self.intercept_ = float(b)
+        self.n_seen_ = int(m.n_seen)
+        self.n_features_in_ = int(m.d)
+        names = getattr(self, "_feature_names", None)
+        self.feature_names_in_ = None if names is None else np.asarray(names, dtype=str)
+        self.n_iter_ = int(trace.n_iter)
+        self.trace_ = trace
+        st.trace = trace
+
+    # ------------------------------------------------------------------ streaming
+    def partial_fit(self, X, y=None, *, truth=None):
+        """Consume one fresh batch: the initialization if the stream is new, else one step.
+
+        Parameters
+        ----------
+        X : array (n, d), sparse matrix, (X, y) tuple, RegressionData or ChunkedBatch
+        y : array (n,), optional
+        truth : optional
+            As in :meth:`fit`; kept for the following batches.
+
+        Returns
+        -------
+        self
+        """
+        params = self._validate_params()
+        st = getattr(self, "_stream", None)
+        if st is None or st.model is None:
+            st = self._new_stream(params)
+            st.trace = Trace(solver=self._solver_name(params), params=_json(self))
+            self._stream = st
+        st.prm = dict(params)
+        batch, checked = _as_batch(X, y, d=None if st.model is None else st.model.d)
+        if truth is not None:
+            d = st.model.d if st.model is not None else self._first_d([batch])
+            st.truth = as_truth(truth, d=d)
+        self._check_batch_size(batch, params)
+        trace = st.trace
+        row = self._consume(st, batch, trace, check=not checked)
+        if not math.isfinite(row["objective"]):
+            from ..exceptions import NumericalError
+
+            trace.stop_reason = "numerical_error"
+            raise NumericalError(f"{type(self).__name__}.partial_fit: the objective is "
+                                 f"{row['objective']} at batch {trace.n_iter + 1}; "
+                                 f"{self._numerical_hint}")
+        trace.record(**row)
+        trace.stop_reason = "partial_fit"
+        self._fit_publish(st, trace.n_iter, trace)
+        return self
+
+    # ------------------------------------------------------------------ data plumbing
+    def _cut(self, data, prm):
+        """The list of batches of a fit and the number of rows left unused."""
+        k = prm["rank"]
+        size, count = prm["batch_size"], prm["n_batches"]
+        if isinstance(data, RegressionData):
+            data = data.checked()
+            n, d = data.n_samples, data.n_features
+            self._check_rank(k, d)
+            if size is None and count is None:
+                raise InvalidParameterError(
+                    f"{type(self).__name__}: set batch_size or n_batches (both are None), so "
+                    "the data can be cut into batches.")
+            if size is None:
+                size = n // count
+                if size < k:
+                    raise ValueError(
+                        f"X has {n} rows: n_batches={count} batches would hold {size} rows "
+                        f"each, fewer than rank={k}; lower n_batches or pass more rows.")
+            elif size < k:
+                raise InvalidParameterError(
+                    f"The 'batch_size' parameter of {type(self).__name__} must be at least "
+                    f"rank={k} (each step orthonormalizes k vectors from the batch). Got "
+                    f"{size} instead.")
+            if count is None:
+                count = n // size
+            if count < 1 or size * count > n:
+                raise ValueError(
+                    f"X has {n} rows but batch_size={size} x n_batches={count} needs "
+                    f"{size * count}; lower n_batches or batch_size, or set n_batches=None "
+                    "to use every full batch.")
+            self._feature_names = data.feature_names
+            batches = [ChunkedBatch.from_arrays(data.X[i * size:(i + 1) * size],
+                                                data.y[i * size:(i + 1) * size])
+                       for i in range(count)]
+            return batches, n - size * count
+        # a stream: a sequence of batches
+        self._feature_names = None
+        n_avail = len(data)
+        if count is None:
+            count = n_avail
+        if n_avail < count:
+            raise ValueError(f"the stream holds {n_avail} batches but n_batches={count}; "
+                             "lower n_batches or set it to None to use every batch.")
+        if count < 1:
+            raise ValueError("the stream holds no batches.")
+        batches = _LazyBatches(data, count)
+        self._check_rank(k, self._first_d(batches))
+        if size is not None and size < k:
+            raise InvalidParameterError(
+                f"The 'batch_size' parameter of {type(self).__name__} must be at least "
+                f"rank={k}. Got {size} instead.")
+        return batches, 0
+
+    def _check_rank(self, k, d):
+        if k > d:
+            raise InvalidParameterError(
+                f"The 'rank' parameter of {type(self).__name__} must be at most the number of "
+                f"features d={d}. Got {k} instead.")
+
+    def _check_batch_size(self, batch, prm):
+        n = batch.n_rows
+        if n is not None and n < prm["rank"]:
+            raise ValueError(f"the batch has {n} rows, fewer than rank={prm['rank']}; pass "
+                             "batches of at least rank rows.")
+        if self._stream.model is None and n is not None:
+            d = self._first_d([batch])
+            self._check_rank(prm["rank"], d)
+
+    @staticmethod
+    def _first_d(batches) -> int:
+        for Xc, _ in batches[0]:
+            return int(Xc.shape[1]) if hasattr(Xc, "shape") and len(Xc.shape) == 2 else \
+                int(np.asarray(Xc).reshape(len(Xc), -1).shape[1])
+        raise ValueError("the first batch is empty.")
+
+    # ------------------------------------------------------------------ prediction
+    def _check_fitted(self):
+        super()._check_fitted("coef_")
+
+    def predict(self, X) -> np.ndarray:
+        """``b + x^T w + x^T M x`` for every row of X (n x d, dense or sparse)."""
+        self._check_fitted()
+        X, _ = check_rows(X, None, d=self.n_features_in_, check_y=False)
+        m = self._stream.model
+        k = m.rank
+        P = project(X, np.hstack([m.U, m.V, m.w[:, None]]), m.std)
+        return m.b + P[:, 2 * k] + np.einsum("ij,ij->i", P[:, :k], P[:, k:2 * k])
+
+    def evaluate(self, data) -> dict:
+        """``{"rmse": ..., "nmse": ...}`` on ``(X, y)`` (a tuple, RegressionData, problem).
+
+        ``nmse`` is the mean squared error over the variance of y (1.0: no better than
+        predicting the mean of y; NaN for constant y).
+        """
+        self._check_fitted()
+        data = as_regression(data)
+        X, y = check_rows(data.X, data.y, d=self.n_features_in_)
+        err = self.predict(X) - y
+        mse = float(np.mean(err * err))
+        var = float(np.var(y))
+        return {"rmse": math.sqrt(mse), "nmse": mse / var if var > 0 else math.nan}
+
+    def score(self, X, y=None) -> float:
+        """Coefficient of determination R^2 = 1 - nmse (scikit-learn's regressor score)."""
+        return 1.0 - self.evaluate(as_regression(X, y))["nmse"]
+
+    # ------------------------------------------------------------------ the learned M
+    def M_apply(self, Z) -> np.ndarray:
+        """``M Z`` for a d x m block (or a d-vector), original feature units, O(dkm)."""
+        self._check_fitted()
+        Z = np.asarray(Z, dtype=np.float64)
+        return 0.5 * (self.U_ @ (self.V_.T @ Z) + self.V_ @ (self.U_.T @ Z))
+
+    def spectrum(self):
+        """Nonzero eigenvalues and eigenvectors of M (at most 2k), by |eigenvalue| descending.
+
+        From a QR of ``[U, V]``: ``M = Q (R C R^T) Q^T``, O(dk^2).
+        """
+        self._check_fitted()
+        k = self.U_.shape[1]
+        Q, R = np.linalg.qr(np.hstack([self.U_, self.V_]))
+        C = np.zeros((2 * k, 2 * k))
+        C[:k, k:] = 0.5 * np.eye(k)
+        C[k:, :k] = 0.5 * np.eye(k)
+        vals, E = np.linalg.eigh(R @ C @ R.T)
+        order = np.argsort(-np.abs(vals), kind="stable")
+        return vals[order], Q @ E[:, order]
+
+    def interaction_matrix(self) -> np.ndarray:
+        """The dense d x d M (O(d^2) memory: for small d, heat maps and tests)."""
+        self._check_fitted()
+        M = self.U_ @ self.V_.T
+        return 0.5 * (M + M.T)
+
+    def top_interactions(self, n: int = 20, *, feature_names=None, include_diagonal=True):
+        """The n largest ``|M_ab|`` (a <= b) as a DataFrame, scanning M in row blocks.
+
+        Columns: ``a``, ``b``, ``feature_a``, ``feature_b``, ``M_ab`` (the coefficient of
+        ``x_a x_b`` in ``x^T M x`` is ``M_ab`` on the diagonal and ``2 M_ab`` off it).
+        Memory O(block x d), never the whole M.
+        """
+        import pandas as pd
+
+        self._check_fitted()
+        d = self.n_features_in_
+        names = feature_names if feature_names is not None else \
+            getattr(self, "feature_names_in_", None)
+        block = max(1, min(d, 4_000_000 // max(d, 1)))
+        best_v = np.empty(0)
+        best_a = np.empty(0, dtype=np.int64)
+        best_b = np.empty(0, dtype=np.int64)
+        for start in range(0, d, block):
+            stop = min(d, start + block)
+            Mb = 0.5 * (self.U_[start:stop] @ self.V_.T + self.V_[start:stop] @ self.U_.T)
+            a, b = np.meshgrid(np.arange(start, stop), np.arange(d), indexing="ij")
+            keep = (b >= a) if include_diagonal else (b > a)
+            vals, aa, bb = Mb[keep], a[keep], b[keep]
+            if vals.size > n:
+                idx = np.argpartition(-np.abs(vals), n - 1)[:n]
+                vals, aa, bb = vals[idx], aa[idx], bb[idx]
+            best_v = np.concatenate([best_v, vals])
+            best_a = np.concatenate([best_a, aa])
+            best_b = np.concatenate([best_b, bb])
+            if best_v.size > n:
+                idx = np.argpartition(-np.abs(best_v), n - 1)[:n]
+                best_v, best_a, best_b = best_v[idx], best_a[idx], best_b[idx]
+        order = np.argsort(-np.abs(best_v), kind="stable")
+        best_v, best_a, best_b = best_v[order], best_a[order], best_b[order]
+        label = (lambda i: str(names[i])) if names is not None else (lambda i: f"x{i}")
+        return pd.DataFrame({"a": best_a, "b": best_b,
+                             "feature_a": [label(i) for i in best_a],
+                             "feature_b": [label(i) for i in best_b], "M_ab": best_v})
+
+    # ------------------------------------------------------------------ runs
+    def _fitted_arrays(self) -> dict:
+        """The O(kd) state: w, U, V (standardized coordinates), b, the scaling, counters."""
+        self._check_fitted()
+        m = self._stream.model
+        return {"w": m.w, "U": m.U, "V": m.V, "intercept": np.array([m.b]),
+                "mean": m.std.mean, "scale": m.std.scale,
+                "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64)}
+
+    @classmethod
+    def _from_fitted_arrays(cls, arrays, params, trace, train=None):
+        """A fitted model (that :meth:`partial_fit` can continue) from :meth:`_fitted_arrays`."""
+        model = cls(**params)
+        prm = model._validate_params()
+        U = np.array(arrays["U"], dtype=np.float64)
+        counts = np.asarray(arrays["counts"], dtype=np.int64)
+        state = onepass.OnePassState(
+            w=np.array(arrays["w"], dtype=np.float64), U=U,
+            V=np.array(arrays["V"], dtype=np.float64),
+            b=float(np.asarray(arrays["intercept"]).ravel()[0]),
+            std=Standardizer(np.array(arrays["mean"], dtype=np.float64),
+                             np.array(arrays["scale"], dtype=np.float64)),
+            fit_intercept=bool(prm["fit_intercept"]), n_batches=int(counts[0]),
+            n_seen=int(counts[1]))
+        st = model._new_stream(prm)
+        st.model = state
+        trace = trace if trace is not None else Trace(solver="gfm.onepass",
+                                                      params=_json(model))
+        model._stream = st
+        model._fit_publish(st, trace.n_iter, trace)
+        return model
+
+
+# ----------------------------------------------------------------------------- helpers
+def _json(model):
+    from .._params import json_safe
+
+    return json_safe(model.get_params())
+
+
+def _raw_factors(m: onepass.OnePassState):
+    """(w, U, V, b) in the original feature units from the standardized state.
+
+    With ``z = (x - mu)/s``: ``M_x = S^-1 M S^-1`` (so ``U_x = U/s``, ``V_x = V/s``),
+    ``w_x = w/s - 2 M_x mu`` and ``b_x = b - mu^T (w/s) + mu^T M_x mu``.
+    """
+    if m.std.is_identity:
+        return m.w.copy(), m.U.copy(), m.V.copy(), float(m.b)
+    s, mu = m.std.scale, m.std.mean
+    U, V, ws = m.U / s[:, None], m.V / s[:, None], m.w / s
+    Mmu = 0.5 * (U @ (V.T @ mu) + V @ (U.T @ mu))
+    return ws - 2.0 * Mmu, U, V, float(m.b - mu @ ws + mu @ Mmu)
+
+
+def _is_array(x) -> bool:
+    return sp.issparse(x) or (isinstance(x, np.ndarray) and x.ndim == 2) or (
+        hasattr(x, "__array__") and not isinstance(x, (tuple, list, ChunkedBatch))
+        and np.ndim(x) == 2)
+
+
+def _as_fit_data(X, y):
+    """RegressionData for array data, else a sequence of batches (a stream)."""
+    if y is not None or isinstance(X, RegressionData) or _is_array(X):
+        return as_regression(X, y)
+    if isinstance(X, (tuple, list)) and len(X) == 2 and _is_array(X[0]):
+        return as_regression(X)
+    if hasattr(X, "X") and hasattr(X, "y") and not isinstance(X, Sequence):
+        return as_regression(X)
+    if isinstance(X, ChunkedBatch):
+        return [X]
+    if hasattr(X, "__len__") and hasattr(X, "__getitem__"):
+        return X
+    raise TypeError(f"fit takes X and y arrays, an (X, y) tuple, a RegressionData or a "
+                    f"sequence of batches; got {type(X).__name__}.")
+
+
+def _as_batch(X, y, d=None):
+    """(ChunkedBatch, already checked) from partial_fit's arguments."""
+    if isinstance(X, ChunkedBatch):
+        if y is not None:
+            raise TypeError("pass y inside the ChunkedBatch's chunks, not separately.")
+        return X, False
+    data = as_regression(X, y)
+    X, y = check_rows(data.X, data.y, d=d)
+    return ChunkedBatch.from_arrays(X, y), True
+
+
+class _LazyBatches:
+    """The first ``count`` batches of a stream, each turned into a ChunkedBatch on access."""
+
+    def __init__(self, stream, count):
+        self._stream = stream
+        self._count = count
+
+    def __len__(self):
+        return self._count
+
+    def __getitem__(self, i):
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        b = self._stream[i]
+        if isinstance(b, ChunkedBatch):
+            return b
+        if isinstance(b, RegressionData) or (isinstance(b, (tuple, list)) and len(b) == 2):
+            data = as_regression(b).checked()
+            return ChunkedBatch.from_arrays(data.X, data.y)
+        raise TypeError(f"batch {i} of the stream is a {type(b).__name__}; expected an "
+                        "(X, y) pair, a RegressionData or a ChunkedBatch.")
