@@ -40,6 +40,7 @@ __all__ = [
     "recall_at_k",
     "ndcg_at_k",
     "map_at_k",
+    "capped_precision_at_k",
     "ranking_metrics",
 ]
 
@@ -363,6 +364,36 @@ def map_at_k(recommended, relevant, k: int, *, per_user: bool = False):
         return total / min(k, len(rel))
 
     return _per_user(recommended, relevant, k, per_user, score)
+
+
+def capped_precision_at_k(recommended, relevant, k: int, *, per_user: bool = False):
+    """Precision at k as the ``implicit`` library computes it (its ``precision``).
+
+    ``implicit.evaluation.ranking_metrics_at_k`` divides by min(k, |R_u|) instead of k and
+    pools the users before dividing::
+
+        capped P@k = sum_u |L_u[:k] ∩ R_u| / sum_u min(k, |R_u|)
+
+    over users with |R_u| >= 1. A perfect ranking scores 1 even for users with fewer than k
+    held-out positives, and the value can rise with k (implicit issue #713), so it is NOT
+    comparable with :func:`precision_at_k` (LightFM's and the OCMF paper's convention, the
+    one kmviz reports as "p@k"); it is here to line numbers up with implicit's.
+
+    With ``per_user=True`` the per-user ratios ``|L_u[:k] ∩ R_u| / min(k, |R_u|)`` are
+    returned (NaN for users without held-out positives); their mean is not the pooled value.
+    Parameters, returns and errors as in :func:`precision_at_k`.
+    """
+    hits = _per_user(recommended, relevant, k, True,
+                     lambda top, rel, k: float(sum(x in rel for x in top)))
+    caps = _per_user(recommended, relevant, k, True, lambda top, rel, k: float(min(k, len(rel))))
+    if per_user:
+        return hits / caps
+    if np.isnan(caps).all():
+        raise ValueError(
+            "no user has a held-out positive, so the metric is undefined; check the split."
+        )
+    ok = ~np.isnan(caps)
+    return float(hits[ok].sum() / caps[ok].sum())
 
 
 def rank_items(scores, k: int, *, exclude=None) -> np.ndarray:

@@ -1,0 +1,345 @@
+"""All m x n pairs of a dot-product model, in O(|Omega| k + (m + n) k^2), never O(mn).
+
+The model scores pair (i, j) by ``s_ij = p_i . q_j`` with embeddings P (m x k) and Q (n x k).
+Over ALL pairs the loss is
+
+    L(P, Q) = sum_{(i,j) in Omega} l(y_ij, s_ij)
+              + sum_{(i,j) not in Omega} a_i b_j (a_bar - s_ij)^2                      (OCMF (2)-(3))
+
+with a convex loss l on the observed set Omega, and on every other pair a squared loss toward
+the constant ``a_bar`` weighted by the rank-one weights ``a_i b_j`` (the OCMF paper's
+``p_i q_j``; a constant rho by default). The split of eqs. (6)-(7) pretends every pair is an
+unobserved one and corrects the observed pairs:
+
+    L = L+ + L-,   L+ = sum_{Omega} [l(y_ij, s_ij) - a_i b_j (a_bar - s_ij)^2]         O(|Omega| k)
+                   L- = sum_{all i, j} a_i b_j (a_bar - s_ij)^2
+                      = a_bar^2 (sum a)(sum b) - 2 a_bar (a^T P)(Q^T b) + <P^T A P, Q^T B Q>
+                                                                                       O((m + n) k^2)
+
+with A = diag(a), B = diag(b) (kept as vectors). The Gramians ``P_c = P^T A P`` and
+``Q_c = Q^T B Q`` (k x k) carry every m x n sum. The constant ``a_bar^2 (sum a)(sum b)``
+(about rho m n) is kept apart (:attr:`AllPairsLoss.constant`): it does not change gradients
+or Hessians, and adding it to a small L+ would lose digits.
+
+Derivatives in EMBEDDING space (an m x k or n x k matrix; a model maps them back to its own
+variables by the adjoint of its embedding map: ``X^T G`` for the linear ``P = X W`` of OCMF,
+a vector-Jacobian product for a network, as in the extreme-similarity paper, Sec. 3):
+
+    dL/dP = D+ Q + 2 A (P Q_c - a_bar 1 (Q^T b)^T)       D+_ij = l+'_ij on Omega   (OCMF (14))
+    dL/dQ = D+^T P + 2 B (Q P_c - a_bar 1 (P^T a)^T)
+
+Second order, with ``l+''_ij = l''(y_ij, s_ij) - 2 a_i b_j`` on Omega:
+
+- one block (Q fixed, the alternating methods of OCMF): the exact Hessian of the block,
+  ``H_P N = U+ Q + 2 A N Q_c`` with ``U+_ij = l+''_ij (n_i . q_j)``                (OCMF (15));
+- both blocks (the Gauss-Newton matrix of the extreme-similarity paper, (31)-(40)): for a
+  direction (dP, dQ), ``z_ij = l+''_ij (dp_i . q_j + p_i . dq_j)`` on Omega and
+  ``G_P = Z Q + 2 A (dP Q_c + P H_c)``, ``G_Q = Z^T P + 2 B (dQ P_c + Q W_c)`` with
+  ``W_c = dP^T A P``, ``H_c = dQ^T B Q``.
+
+:class:`BlockTerms` serves the alternating (block) methods, :class:`AllPairsLoss` the joint
+ones. The observed-pair sums run in Numba kernels (:mod:`kmviz.ocmf._kernels`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _kernels as K
+from .losses import LOSS_CODES
+
+
+def _f64(a):
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def weighted_gram(E, w) -> np.ndarray:
+    """``E^T diag(w) E`` (k x k) in O(rows k^2)."""
+    E = np.asarray(E, dtype=np.float64)
+    return E.T @ (E * np.asarray(w, dtype=np.float64)[:, None])
+
+
+# ----------------------------------------------------------------------------- pairs
+class ObservedPairs:
+    """The observed set Omega as index arrays, in row-major and column-major order.
+
+    Attributes
+    ----------
+    n_rows, n_cols, nnz : int
+    rows, cols : ndarray of int64, shape (nnz,)
+        The pairs, sorted by row then column (row-major order; all per-pair arrays of the
+        kernels are in this order).
+    labels : ndarray of float64, shape (nnz,)
+        y_ij (+1 for the positives of one-class data).
+    row_ptr : ndarray of int64, shape (n_rows + 1,)
+        Row i's pairs are ``row_ptr[i]:row_ptr[i + 1]`` (CSR, column indices ``cols``).
+    col_ptr, col_rows, col_perm : ndarray of int64
+        Column-major view: column j's pairs are ``col_ptr[j]:col_ptr[j + 1]`` with row
+        indices ``col_rows`` and row-major positions ``col_perm``.
+    """
+
+    def __init__(self, rows, cols, n_rows, n_cols, labels=None):
+        rows = np.asarray(rows, dtype=np.int64).ravel()
+        cols = np.asarray(cols, dtype=np.int64).ravel()
+        if rows.shape != cols.shape:
+            raise ValueError(f"rows and cols must have the same length; got {rows.size} and "
+                             f"{cols.size}.")
+        n_rows, n_cols = int(n_rows), int(n_cols)
+        if rows.size and (rows.min() < 0 or rows.max() >= n_rows or cols.min() < 0
+                          or cols.max() >= n_cols):
+            raise ValueError(f"pair indices must lie in [0, {n_rows}) x [0, {n_cols}).")
+        labels = np.ones(rows.size) if labels is None else _f64(labels).ravel()
+        if labels.shape != rows.shape:
+            raise ValueError(f"labels has {labels.size} entries for {rows.size} pairs.")
+        order = np.lexsort((cols, rows))
+        rows, cols, labels = rows[order], cols[order], labels[order]
+        if rows.size > 1:
+            dup = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
+            if dup.any():
+                k = int(np.flatnonzero(dup)[0])
+                raise ValueError(f"pair ({rows[k]}, {cols[k]}) occurs more than once.")
+        self.n_rows, self.n_cols, self.nnz = n_rows, n_cols, int(rows.size)
+        self.rows = np.ascontiguousarray(rows)
+        self.cols = np.ascontiguousarray(cols)
+        self.labels = np.ascontiguousarray(labels)
+        self.row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=self.row_ptr[1:])
+        perm = np.lexsort((rows, cols))
+        self.col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cols, minlength=n_cols), out=self.col_ptr[1:])
+        self.col_rows = np.ascontiguousarray(rows[perm])
+        self.col_perm = np.ascontiguousarray(perm.astype(np.int64))
+
+    @classmethod
+    def from_matrix(cls, Y) -> "ObservedPairs":
+        """The nonzeros of a 0/1 (sparse or dense) matrix as positives (label 1)."""
+        Y = sp.coo_matrix(Y)
+        keep = Y.data != 0
+        return cls(Y.row[keep], Y.col[keep], Y.shape[0], Y.shape[1])
+
+    def transpose(self) -> "ObservedPairs":
+        """Omega^T (columns become rows), labels carried along."""
+        return ObservedPairs(self.cols, self.rows, self.n_cols, self.n_rows, self.labels)
+
+    def to_csr(self) -> sp.csr_matrix:
+        """The pairs as an n_rows x n_cols CSR matrix of labels."""
+        return sp.csr_matrix((self.labels, self.cols, self.row_ptr),
+                             shape=(self.n_rows, self.n_cols))
+
+    def row_counts(self) -> np.ndarray:
+        return np.diff(self.row_ptr)
+
+    def col_counts(self) -> np.ndarray:
+        return np.diff(self.col_ptr)
+
+
+# ----------------------------------------------------------------------------- one block
+class BlockTerms:
+    """The all-pairs loss as a function of ONE side's embedding E, the other side's O fixed.
+
+    Built by :meth:`AllPairsLoss.block`. "Rows" are the varying side (users in the W-step,
+    items in the H-step); ``pairs`` is read in that side's major order. All methods work in
+    embedding space (rows x k).
+
+    Methods
+    -------
+    value(E) -> (l_plus, l_minus_var)
+        L+ and L- without the constant; caches the pair scores for :meth:`gradient`.
+    gradient(E) -> rows x k
+        dL/dE; caches ``l+''`` on Omega for :meth:`hvp`.
+    hvp(N) -> rows x k
+        The block Hessian (exact: scores are linear in E) times N, at the last gradient point.
+    """
+
+    def __init__(self, row_ptr, idx, labels, w_rows, w_other, a_bar, code, O):
+        self.row_ptr, self.idx, self.labels = row_ptr, idx, labels
+        self.w, self.wo = _f64(w_rows), _f64(w_other)
+        self.a_bar, self.code = float(a_bar), int(code)
+        self.O = _f64(O)
+        self.k = self.O.shape[1]
+        self.n_rows = row_ptr.shape[0] - 1
+        self.nnz = idx.shape[0]
+        # the Gramian of the fixed side: every m x n sum goes through it
+        self.Oc = weighted_gram(self.O, self.wo)          # O^T B O, k x k
+        self.ov = self.O.T @ self.wo                        # O^T b, k
+        self.scores = np.empty(self.nnz)
+        self.d2 = np.empty(self.nnz)
+        self._row = np.empty(self.n_rows)
+
+    # -- value -----------------------------------------------------------------------
+    def l_minus_var(self, E) -> float:
+        """``<E^T A E, O_c> - 2 a_bar (a^T E) . (O^T b)``: L- without its constant."""
+        Ew = E * self.w[:, None]
+        return float(np.sum((E.T @ Ew) * self.Oc)) - 2.0 * self.a_bar * float(
+            (self.w @ E) @ self.ov)
+
+    def l_plus(self, E) -> float:
+        """L+ at E; fills :attr:`scores`."""
+        K.observed_value(self.row_ptr, self.idx, self.labels, _f64(E), self.O, self.w,
+                         self.wo, self.a_bar, self.code, self.scores, self._row)
+        return float(self._row.sum())
+
+    def value(self, E):
+        return self.l_plus(E), self.l_minus_var(E)
+
+    def l_plus_shifted(self, s0, ds, alpha) -> float:
+        """L+ at the pair scores ``s0 + alpha ds`` (O(|Omega|): scores are linear)."""
+        K.observed_value_shifted(self.row_ptr, self.idx, self.labels, s0, ds, float(alpha),
+                                 self.w, self.wo, self.a_bar, self.code, self._row)
+        return float(self._row.sum())
+
+    def pair_scores(self, E, out=None):
+        out = np.empty(self.nnz) if out is None else out
+        K.pair_scores(self.row_ptr, self.idx, _f64(E), self.O, out)
+        return out
+
+    # -- first order -------------------------------------------------------------------
+    def gradient_observed(self, scores=None) -> np.ndarray:
+        """D+ O (rows x k) at the given (default: cached) pair scores; caches l+''."""
+        G = np.empty((self.n_rows, self.k))
+        K.observed_gradient(self.row_ptr, self.idx, self.labels,
+                            self.scores if scores is None else scores, self.O, self.w,
+                            self.wo, self.a_bar, self.code, G, self.d2)
+        return G
+
+    def gradient_dense(self, E) -> np.ndarray:
+        """``2 A (E O_c - a_bar 1 (O^T b)^T)``: the gradient of L- (rows x k)."""
+        return 2.0 * (self.w[:, None] * (E @ self.Oc - self.a_bar * self.ov[None, :]))
+
+    def gradient(self, E) -> np.ndarray:
+        """dL/dE at E (recomputes the scores)."""
+        self.l_plus(E)
+        return self.gradient_observed() + self.gradient_dense(E)
+
+    # -- second order ------------------------------------------------------------------
+    def hvp_observed(self, N) -> np.ndarray:
+        """U+ O with ``U+_ij = l+''_ij (n_i . o_j)`` (at the last gradient point)."""
+        U = np.empty((self.n_rows, self.k))
+        K.observed_hvp(self.row_ptr, self.idx, _f64(N), self.O, self.d2, U)
+        return U
+
+    def hvp_dense(self, N) -> np.ndarray:
+        """``2 A N O_c``: L-'s part of the block Hessian times N."""
+        return 2.0 * (self.w[:, None] * (N @ self.Oc))
+
+    def hvp(self, N) -> np.ndarray:
+        return self.hvp_observed(N) + self.hvp_dense(N)
+
+
+# ----------------------------------------------------------------------------- both sides
+@dataclass
+class AllPairsValue:
+    """L = l_plus + l_minus_var + constant (see the module docstring)."""
+
+    l_plus: float
+    l_minus_var: float
+    constant: float
+
+    @property
+    def l_minus(self) -> float:
+        return self.l_minus_var + self.constant
+
+    @property
+    def total(self) -> float:
+        return self.l_plus + self.l_minus
+
+
+class AllPairsLoss:
+    """The all-pairs loss ``L(P, Q)`` of a dot-product model (module docstring).
+
+    Parameters
+    ----------
+    pairs : ObservedPairs
+        Omega with its labels.
+    loss : {"squared", "logistic", "squared_hinge"}
+        l on Omega (:mod:`kmviz.ocmf.losses`).
+    a, b : array-like, shape (m,) and (n,)
+        Rank-one weights of the unobserved pairs (OCMF's p and q).
+    a_bar : float
+        The value unobserved pairs are pulled toward (OCMF's a-bar; -1 or 0 in the paper).
+
+    Both-side methods (:meth:`value`, :meth:`gradients`, :meth:`gauss_newton`) serve joint
+    methods such as a Gauss-Newton over two towers; :meth:`block` serves alternating ones.
+    """
+
+    def __init__(self, pairs: ObservedPairs, loss: str, a, b, a_bar: float):
+        if loss not in LOSS_CODES:
+            raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSS_CODES)}")
+        self.pairs = pairs
+        self.loss = loss
+        self.code = LOSS_CODES[loss]
+        self.a, self.b = _f64(a), _f64(b)
+        if self.a.shape != (pairs.n_rows,) or self.b.shape != (pairs.n_cols,):
+            raise ValueError(f"weights a {self.a.shape} and b {self.b.shape} must match the "
+                             f"pairs' shape ({pairs.n_rows}, {pairs.n_cols}).")
+        self.a_bar = float(a_bar)
+        self.labels_t = np.ascontiguousarray(pairs.labels[pairs.col_perm])
+        self._d2 = None
+
+    @property
+    def constant(self) -> float:
+        """``a_bar^2 (sum a)(sum b)``: the part of L- that depends on no variable."""
+        return self.a_bar ** 2 * float(self.a.sum()) * float(self.b.sum())
+
+    def block(self, side: str, other) -> BlockTerms:
+        """Terms with ``side`` ("rows" = P varies, "cols" = Q varies) and ``other`` fixed."""
+        p = self.pairs
+        if side == "rows":
+            return BlockTerms(p.row_ptr, p.cols, p.labels, self.a, self.b, self.a_bar,
+                              self.code, other)
+        if side == "cols":
+            return BlockTerms(p.col_ptr, p.col_rows, self.labels_t, self.b, self.a,
+                              self.a_bar, self.code, other)
+        raise ValueError(f"side must be 'rows' or 'cols'; got {side!r}")
+
+    # -- joint -------------------------------------------------------------------------
+    def value(self, P, Q) -> AllPairsValue:
+        P, Q = _f64(P), _f64(Q)
+        rows = self.block("rows", Q)
+        return AllPairsValue(rows.l_plus(P), rows.l_minus_var(P), self.constant)
+
+    def gradients(self, P, Q):
+        """``(dL/dP, dL/dQ)``; caches ``l+''`` on Omega for :meth:`gauss_newton`."""
+        P, Q = _f64(P), _f64(Q)
+        p = self.pairs
+        rows = self.block("rows", Q)
+        rows.l_plus(P)
+        GP = rows.gradient_observed() + rows.gradient_dense(P)
+        # D+ in row-major order: l+' = (G row sums are not enough), recompute per pair
+        dplus = np.empty(p.nnz)
+        self._dplus_and_d2(rows.scores, dplus)
+        GQ = np.empty_like(Q)
+        K.rows_combine(p.col_ptr, p.col_rows, dplus, P, GQ, perm=p.col_perm)
+        Pc = weighted_gram(P, self.a)
+        GQ += 2.0 * (self.b[:, None] * (Q @ Pc - self.a_bar * (P.T @ self.a)[None, :]))
+        return GP, GQ
+
+    def _dplus_and_d2(self, scores, dplus):
+        from .losses import numpy_loss
+
+        p = self.pairs
+        _, d1, d2 = numpy_loss(self.loss, p.labels, scores)
+        c = self.a[p.rows] * self.b[p.cols]
+        dplus[:] = d1 - 2.0 * c * (scores - self.a_bar)
+        self._d2 = d2 - 2.0 * c
+
+    def gauss_newton(self, P, Q, dP, dQ):
+        """The Gauss-Newton matrix at (P, Q) times (dP, dQ), after :meth:`gradients`."""
+        if self._d2 is None:
+            raise RuntimeError("call gradients(P, Q) before gauss_newton")
+        P, Q, dP, dQ = _f64(P), _f64(Q), _f64(dP), _f64(dQ)
+        p = self.pairs
+        z = np.empty(p.nnz)
+        GP = np.empty_like(P)
+        K.observed_joint_gn(p.row_ptr, p.cols, P, Q, dP, dQ, self._d2, z, GP)
+        GQ = np.empty_like(Q)
+        K.rows_combine(p.col_ptr, p.col_rows, z, P, GQ, perm=p.col_perm)
+        Pc, Qc = weighted_gram(P, self.a), weighted_gram(Q, self.b)
+        Wc = dP.T @ (P * self.a[:, None])   # dP^T A P
+        Hc = dQ.T @ (Q * self.b[:, None])   # dQ^T B Q
+        GP += 2.0 * (self.a[:, None] * (dP @ Qc + P @ Hc))
+        GQ += 2.0 * (self.b[:, None] * (dQ @ Pc + Q @ Wc))
+        return GP, GQ

@@ -1,0 +1,790 @@
+"""The one-class MF estimator with side information: alternating TRON over W and H.
+
+``OneClassMF`` runs the shared outer loop of :class:`kmviz._base.IterativeEstimator`; one
+outer iteration is a W-step (users) then an H-step (items), each a convex block solved by
+TRON or gradient descent (:mod:`kmviz.ocmf.tron`) on :class:`kmviz.ocmf.problem.BlockProblem`,
+whose function, gradient and Hessian-vector products never touch the m x n matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+from .._base import IterativeEstimator
+from .._params import RANDOM_STATE, Param
+from .._threads import single_blas_thread
+from .._validation import check_random_state
+from ..exceptions import DataError, EmptyDataError, InvalidParameterError
+from ..trace import Trace
+from . import _kernels as K
+from .allpairs import AllPairsLoss, ObservedPairs
+from .features import (
+    SideMatrix,
+    check_feature_matrix,
+    cointeraction_graph,
+    encode_features,
+    knn_graph,
+    laplacian,
+)
+from .losses import LOSSES
+from .problem import PHASES, BlockProblem
+from .tron import gradient_descent, tron
+
+SOLVERS = ("tron", "gd")
+SIDE_FEATURES = ("none", "user", "item", "both")
+GRAPHS = ("none", "cointeraction", "features", "ratings")
+SMALL_D = ("auto", "on", "off")
+#: CG steps per Newton iteration at most (LIBLINEAR has no cap; this only guards against a
+#: badly conditioned block spending minutes in one CG run).
+MAX_CG = 200
+#: The cut-offs ``evaluate`` reports.
+EVAL_KS = (1, 3, 5)
+#: Columns of ``inner_trace_`` (one row per Newton / GD iteration of every block).
+INNER_COLUMNS = ("iteration", "block", "step", "f", "gnorm", "delta", "cg_iter", "boundary",
+                 "prered", "actred", "accepted", "f_new", "alpha", "trials")
+
+
+@dataclass
+class Explanation:
+    """A score split into side-feature terms (:meth:`OneClassMF.explain`).
+
+    ``score = sum(user_terms.contribution) = sum(item_terms.contribution)``: the user split is
+    ``s_ij = sum_f x_if (W h_j)_f`` over the columns of the user's row of X (its identity
+    column, shown as one "identity" row, and its features), the item split the same over
+    the item's row of Z. ``rule`` says how an entity without data was embedded.
+    """
+
+    user: int
+    item: int
+    score: float
+    user_terms: pd.DataFrame
+    item_terms: pd.DataFrame
+    user_rule: str
+    item_rule: str
+
+
+class OneClassMF(IterativeEstimator):
+    """One-class matrix factorization with side information over all m x n pairs.
+
+    The model of Yu, Huang, Dhillon & Lin (AAAI 2017): user i is embedded as
+    ``b_i = W^T x_i`` (X: m x d user matrix), item j as ``h_j = W_2^T z_j`` (Z = I gives the
+    paper's free H), the score is ``s_ij = b_i^T h_j``, and training minimizes eq. (2)
+
+        sum_{(i,j) in Omega+} l(1, s_ij) + sum_{(i,j) not in Omega+} rho (a_bar - s_ij)^2
+          + lambda_w (||W||^2 + lambda_g tr(B^T L B)) + lambda_h ||W_2||^2,    B = X W,
+
+    a convex loss l on the observed positives and a rho-weighted squared loss toward a_bar on
+    EVERY other entry of the m x n matrix, computed through the loss split (6)-(7) in
+    O(nnz(X) k + |Omega+| k + nnz(L) k + (m + n) k^2) per function, gradient or
+    Hessian-vector product (:mod:`kmviz.ocmf.allpairs`). Alternating minimization: each outer
+    iteration solves the W block, then the H block, by TRON (LIBLINEAR's trust-region Newton-
+    CG) or gradient descent with backtracking.
+
+    Parameters
+    ----------
+    k : int, default=32
+        Rank k of the factorization (latent dimension).
+    loss : {"logistic", "squared", "squared_hinge"}, default="logistic"
+        l on Omega+: ``log(1 + exp(-s))`` (LR-wSQ), ``(1 - s)^2`` (SQ-wSQ; with a_bar=0 and
+        rho=1, SQ-SQ), ``max(0, 1 - s)^2``.
+    rho : float, default=0.0625
+        Weight ``p_i q_j = rho`` of every unobserved entry (eq. (3)); the paper's grid is
+        log2(rho) in {-9, -7, -5, -3, -1, 0}.
+    a_bar : float, default=-1.0
+        The value unobserved entries are pulled toward (-1 for the weighted methods, 0 for
+        SQ-SQ, Supp-2.2).
+    lambda_w, lambda_h : float, default=1.0
+        L2 weights on W (users) and on H (items, W_2 with item features).
+    lambda_g : float, default=0.0
+        Graph weight: the user term is lambda_w (||W||^2 + lambda_g tr(B^T L B)), so the
+        Laplacian term's weight is ``lambda_w * lambda_g`` (the paper grids log2 of that
+        product). Needs a user graph (``user_graph=`` in fit, or ``graph``).
+    solver : {"tron", "gd"}, default="tron"
+        Inner solver of each block: TRON with LIBLINEAR's constants, or gradient descent with
+        the O(|Omega+|)-per-trial backtracking of Alg. 6.
+    max_iter : int, default=15
+        Outer alternating iterations (the paper validates over 15).
+    tol : float, default=0.0
+        Stop when the objective's relative decrease in one outer iteration is below tol
+        (0: run max_iter iterations).
+    inner_max_iter : int, default=5
+        Newton (or GD) iterations per block at most.
+    inner_tol : float, default=0.01
+        A block stops when ``||grad|| <= inner_tol ||grad at W = 0||`` (LIBLINEAR's eps).
+    side_features : {"none", "user", "item", "both"}, default="none"
+        Which of the interactions' OWN side information (``Ratings.user_features`` /
+        ``item_features``) to use when ``fit`` is not given features explicitly. DataFrames
+        are encoded by :func:`kmviz.ocmf.encode_features` (one-hot text columns,
+        standardized numbers, a missing number -> the column mean, counted in a trace event).
+    user_identity, item_identity : bool, default=True
+        Give every user (item) with training positives its own identity column in X (Z)
+        beside its features: ``X = [I | F]``. Without features the identity is always used
+        (the paper's X = I); False with features gives a purely inductive side.
+    graph : {"none", "cointeraction", "features", "ratings"}, default="none"
+        The user graph when ``fit`` gets no ``user_graph``: kNN on shared training positives
+        (:func:`kmviz.ocmf.cointeraction_graph`), kNN on the user features
+        (:func:`kmviz.ocmf.knn_graph`) or the interactions' own ``user_graph``.
+    graph_neighbors : int, default=10
+        Neighbours per user of the built graphs.
+    threshold : float or None, default=None
+        Entries with value >= threshold are the positives (the paper's r >= 4 on MovieLens);
+        None: every entry is a positive (one-class data). Applied to fit, validation and
+        :meth:`evaluate` data alike.
+    small_d : {"auto", "on", "off"}, default="auto"
+        Use the small-d variant of Supp-1.2 (a d x d matrix X^T A X instead of m x k
+        products) when ``d^2 + d k < m k`` ("auto"), always, or never.
+    init_scale : float, default=0.1
+        Standard deviation of the Gaussian initial W and W_2 (the paper does not say).
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the initialization; the same int gives the same model and trace.
+
+    Attributes
+    ----------
+    user_factors_ : ndarray (n_users, k)
+        B = X W, with the rule below for users without data.
+    item_factors_ : ndarray (n_items, k)
+        H = Z W_2, likewise.
+    W_user_, W_item_ : ndarray (d, k), (d_2, k)
+        The variables: rows of the identity columns first, then one row per feature.
+    known_users_, known_items_ : ndarray of bool
+        Users / items with at least one training positive.
+    user_side_, item_side_ : SideMatrix
+        X and Z (identity rows, features, feature names).
+    inner_trace_ : DataFrame
+        One row per Newton (GD) iteration of every block: :data:`INNER_COLUMNS`.
+    n_iter_ : int
+    trace_ : Trace
+        One row per outer iteration: ``objective`` and its split ``l_plus``, ``l_minus``,
+        ``reg_w``, ``reg_graph``, ``reg_h``; per block (``w_``, ``h_``) the final gradient
+        norm ``*_grad_norm`` and its ratio to the norm at 0 ``*_grad_ratio``, the trust radius
+        ``*_trust_radius``, counts ``n_*_newton``, ``n_*_cg``, ``n_*_rejected`` (GD:
+        ``n_*_backtrack``, ``*_step_size``) and the stop reason ``*_stop``; phase times
+        ``t_w_<phase>_s`` and ``t_h_<phase>_s`` for the phases precompute, function,
+        gradient, hessian_vector, line_search; with validation, ``validation_<metric>`` of
+        :meth:`evaluate`.
+
+    Notes
+    -----
+    Users and items without data are handled by these rules:
+
+    - a user (item) with training positives has an identity column; its embedding is its
+      identity part plus its feature part;
+    - a user (item) without training positives has no identity column (no parameters would
+      see a positive): it is embedded from its features alone, ``b_i = W_F^T f_i`` -- the
+      cold-start path;
+    - a user (item) with neither (no positives and no feature value: a row of zeros) gets
+      the mean embedding of the users (items) with training positives, so it is ranked like
+      an average user (a learned popularity order). ``explain`` says which rule applied;
+    - indices outside the training index space are refused (the model is tied to it).
+
+    Feature matrices passed to ``fit`` must be finite with one row per user (item) in index
+    order; a row of zeros means "no features". DataFrames are encoded by
+    :func:`~kmviz.ocmf.encode_features` and must have no missing numbers.
+
+    ``fit(interactions, *, user_features=None, item_features=None, user_graph=None,
+    callback=None, validation=None)``: ``interactions`` is a :class:`~kmviz.data.Ratings`;
+    ``validation`` held-out interactions in the same index space add the metrics of
+    :meth:`evaluate` to every trace row. The objective never rises (each block only accepts
+    decreasing steps); ``objective_increase`` records rounding-level changes.
+
+    References
+    ----------
+    H.-F. Yu, H.-Y. Huang, I. S. Dhillon, C.-J. Lin, "A Unified Algorithm for One-class
+    Structured Matrix Factorization with Side Information", AAAI 2017: eqs. (2)-(15),
+    Alg. 1-6, Supp-1 and Supp-2.
+    """
+
+    _parameter_constraints = {
+        "k": Param(int, low=1, form_high=256, label="k (rank)",
+                   help="Rank k of W (d × k) and H (n × k), eq. (2)."),
+        "loss": Param(str, options=LOSSES, label="loss on Ω⁺",
+                      option_labels={"logistic": "logistic (LR-wSQ)",
+                                     "squared": "squared (SQ-wSQ / SQ-SQ)",
+                                     "squared_hinge": "squared hinge"},
+                      help="The convex loss l on observed positives (Table 1); unobserved "
+                           "entries always get the weighted squared loss ρ(ā − s)²."),
+        "rho": Param(float, low=0, closed="neither", step=0.01, label="ρ (rho)",
+                     help="Weight pᵢq_j = ρ of every unobserved entry, eq. (3); the paper "
+                          "grids log₂ρ in {−9, −7, −5, −3, −1, 0}."),
+        "a_bar": Param(float, low=-1e6, high=1e6, step=0.5, label="ā (a_bar)",
+                       help="Target ā of unobserved entries, eq. (3): −1 for the weighted "
+                            "methods, 0 for SQ-SQ (Supp-2.2)."),
+        "lambda_w": Param(float, low=0, closed="neither", step=0.5, label="λ_w (lambda_w)",
+                          help="L2 weight on W (users), eq. (2)."),
+        "lambda_h": Param(float, low=0, closed="neither", step=0.5, label="λ_h (lambda_h)",
+                          help="L2 weight on H (items; W₂ with item features), eq. (2)."),
+        "lambda_g": Param(float, low=0, step=0.5, label="λ_g (lambda_g)",
+                          help="Graph weight: R(W) = tr(WᵀW + λ_g BᵀLB), eq. (2); needs a "
+                               "user graph."),
+        "solver": Param(str, options=SOLVERS, label="block solver",
+                        option_labels={"tron": "TRON (trust-region Newton-CG, Alg. 4-5)",
+                                       "gd": "gradient descent + backtracking (Alg. 6)"},
+                        help="Solver of each W / H block: TRON with LIBLINEAR's constants or "
+                             "gradient descent with the O(|Ω⁺|)-per-trial line search."),
+        "max_iter": Param(int, low=1, form_high=100, label="outer iterations",
+                          help="Alternating W/H iterations (the paper validates over 15)."),
+        "tol": Param(float, low=0, step=1e-4, label="tol",
+                     help="Stop when the objective's relative decrease in one outer "
+                          "iteration is below this (0: run all iterations)."),
+        "inner_max_iter": Param(int, low=1, form_high=50, label="Newton steps per block",
+                                advanced=True,
+                                help="Newton (or GD) iterations per W or H block at most."),
+        "inner_tol": Param(float, low=0, closed="neither", high=1, label="block tolerance ε",
+                           advanced=True,
+                           help="A block stops at ‖∇g‖ ≤ ε ‖∇g(0)‖ (LIBLINEAR's eps)."),
+        "side_features": Param(str, options=SIDE_FEATURES, label="side features",
+                               help="Which of the dataset's own side features to use: user "
+                                    "features X, item features Z (H = Z W₂), both or none."),
+        "user_identity": Param(bool, label="user identity columns", advanced=True,
+                               help="X = [I | F]: each user with positives gets its own "
+                                    "column beside its features (always on without "
+                                    "features: the paper's X = I)."),
+        "item_identity": Param(bool, label="item identity columns", advanced=True,
+                               help="Z = [I | F] for items, as for users."),
+        "graph": Param(str, options=GRAPHS, label="user graph",
+                       option_labels={"none": "none",
+                                      "cointeraction": "co-interaction kNN",
+                                      "features": "kNN on user features",
+                                      "ratings": "the dataset's user graph"},
+                       help="The user graph S of the regularizer tr(BᵀLB), L = D − S, when "
+                            "fit gets none."),
+        "graph_neighbors": Param(int, low=1, form_high=100, label="graph neighbours",
+                                 advanced=True, help="Neighbours per user in a built graph."),
+        "threshold": Param(float, none_ok=True, step=0.5, label="positive threshold",
+                           help="Entries with value ≥ threshold are positives (the paper's "
+                                "r ≥ 4); empty: every entry is a positive."),
+        "small_d": Param(str, options=SMALL_D, label="small-d variant", advanced=True,
+                         help="Use M̄ = XᵀAX (d × d) when d² + dk < mk (Supp-1.2)."),
+        "init_scale": Param(float, low=0, closed="neither", label="init scale",
+                            advanced=True,
+                            help="Standard deviation of the Gaussian initial W and W₂."),
+        "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
+                              help="Seed of the initialization (same seed, same model)."),
+    }
+    _monotone_objective = True
+    _numerical_hint = "lower rho or raise lambda_w / lambda_h, and check the features' scale."
+
+    def __init__(self, k=32, *, loss="logistic", rho=0.0625, a_bar=-1.0, lambda_w=1.0,
+                 lambda_h=1.0, lambda_g=0.0, solver="tron", max_iter=15, tol=0.0,
+                 inner_max_iter=5, inner_tol=0.01, side_features="none", user_identity=True,
+                 item_identity=True, graph="none", graph_neighbors=10, threshold=None,
+                 small_d="auto", init_scale=0.1, random_state=None):
+        self.k = k
+        self.loss = loss
+        self.rho = rho
+        self.a_bar = a_bar
+        self.lambda_w = lambda_w
+        self.lambda_h = lambda_h
+        self.lambda_g = lambda_g
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_max_iter = inner_max_iter
+        self.inner_tol = inner_tol
+        self.side_features = side_features
+        self.user_identity = user_identity
+        self.item_identity = item_identity
+        self.graph = graph
+        self.graph_neighbors = graph_neighbors
+        self.threshold = threshold
+        self.small_d = small_d
+        self.init_scale = init_scale
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, interactions, *, user_features=None, item_features=None, user_graph=None,
+            callback=None, validation=None):
+        """Fit on ``interactions`` (a Ratings); see the class docstring.
+
+        Parameters
+        ----------
+        interactions : kmviz.data.Ratings
+            Training data; its positives are every entry, or those >= ``threshold``.
+        user_features : DataFrame, array or sparse matrix (n_users x d_u), optional
+            Side features of the users, one row per user index (a zero row: no features).
+            Overrides ``side_features``.
+        item_features : DataFrame, array or sparse matrix (n_items x d_v), optional
+            Side features of the items (H = Z W_2).
+        user_graph : array or sparse matrix (n_users x n_users), optional
+            Symmetric nonnegative similarities S; the regularizer uses L = D - S.
+        callback : callable, optional
+            ``callback(row)`` after each outer iteration; False or StopIteration stops.
+        validation : Ratings, optional
+            Held-out interactions in the same index space (``validation_<metric>`` columns).
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(interactions, callback=callback, validation=validation,
+                           user_features=user_features, item_features=item_features,
+                           user_graph=user_graph)
+
+    def _solver_name(self, prm):
+        return f"ocmf.{prm['solver']}"
+
+    def _trace_metrics(self, validation):
+        return self.evaluate(validation)
+
+    def _fit_context(self, prm):
+        # Numba's threads run the pair sums; BLAS only sees (m x k) x (k x k) products, and a
+        # multi-threaded OpenBLAS next to Numba's OpenMP threads oversubscribes the cores
+        return single_blas_thread()
+
+    @staticmethod
+    def _check_interactions(ratings, what="interactions"):
+        for attr in ("users", "items", "values", "n_users", "n_items"):
+            if not hasattr(ratings, attr):
+                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
+                                f"{type(ratings).__name__} (no {attr!r}).")
+
+    def _positives(self, ratings, threshold, what):
+        """(users, items) of the positives of ``ratings``."""
+        users = np.asarray(ratings.users, dtype=np.int64)
+        items = np.asarray(ratings.items, dtype=np.int64)
+        values = np.asarray(ratings.values, dtype=np.float64)
+        if threshold is not None:
+            keep = values >= threshold
+            users, items = users[keep], items[keep]
+        return users, items
+
+    def _fit_start(self, data, prm, *, validation=None, user_features=None,
+                   item_features=None, user_graph=None):
+        self._check_interactions(data)
+        m, n = int(data.n_users), int(data.n_items)
+        events = []
+        thr = prm["threshold"]
+        users, items = self._positives(data, thr, "interactions")
+        if users.size == 0:
+            total = len(np.asarray(data.values))
+            raise EmptyDataError(
+                f"the interactions hold no positives ({total} entries"
+                + (f", none with value >= threshold={thr:g})" if thr is not None else ")"),
+                expected="at least one positive (user, item) pair",
+                fix="lower threshold or check the data" if thr is not None else
+                    "check the split or the file")
+        values = np.asarray(data.values, dtype=np.float64)
+        if thr is None and not getattr(data, "implicit", True) and values.size and \
+                float(values.min()) != float(values.max()):
+            events.append(("warning", f"all {values.size} entries are used as positives; "
+                                      "set threshold (e.g. 4) to keep only high ratings"))
+        pairs = ObservedPairs(users, items, m, n)
+        known_users = pairs.row_counts() > 0
+        known_items = pairs.col_counts() > 0
+        if validation is not None:
+            self._check_interactions(validation, "validation")
+            if (int(validation.n_users), int(validation.n_items)) != (m, n):
+                raise DataError(
+                    f"validation has shape ({validation.n_users}, {validation.n_items}) but the "
+                    f"interactions have ({m}, {n})",
+                    fix="split one Ratings so both parts share the index space")
+
+        # -- side matrices X = [I | F_u], Z = [I | F_v]
+        Fu, names_u = self._side_features(data, user_features, "user", m, prm, events)
+        Fv, names_v = self._side_features(data, item_features, "item", n, prm, events)
+        X = self._side_matrix(m, known_users, Fu, names_u, prm["user_identity"], "user")
+        Z = self._side_matrix(n, known_items, Fv, names_v, prm["item_identity"], "item")
+
+        # -- the user graph
+        L = self._user_laplacian(data, user_graph, Fu, pairs, m, prm, events)
+
+        rng = check_random_state(self.random_state)
+        k = prm["k"]
+        Wu = rng.normal(0.0, prm["init_scale"], size=(X.d, k))
+        Wv = rng.normal(0.0, prm["init_scale"], size=(Z.d, k))
+        weights_u = np.full(m, prm["rho"])   # p = rho 1_m, q = 1_n: p_i q_j = rho
+        weights_v = np.ones(n)
+        loss = AllPairsLoss(pairs, prm["loss"], weights_u, weights_v, prm["a_bar"])
+        return SimpleNamespace(
+            prm=prm, m=m, n=n, pairs=pairs, loss=loss, X=X, Z=Z, L=L, Wu=Wu, Wv=Wv,
+            known_users=known_users, known_items=known_items, events=events, inner=[],
+            lam_graph=prm["lambda_w"] * prm["lambda_g"] if L is not None else 0.0)
+
+    def _side_features(self, data, given, who, n_rows, prm, events):
+        what = f"{who}_features"
+        if given is not None:
+            F, names = check_feature_matrix(given, n_rows, what, n_users_word=f"{who}s")
+            return F, names
+        if prm["side_features"] not in (who, "both"):
+            return None, []
+        df = getattr(data, what, None)
+        if df is None:
+            raise DataError(
+                f"side_features={prm['side_features']!r} asks for the {who} features of the "
+                f"interactions, but they have none",
+                fix=f"pass {what}= to fit, or choose side_features without '{who}'")
+        if not isinstance(df, pd.DataFrame):
+            F, names = check_feature_matrix(df, n_rows, what, n_users_word=f"{who}s")
+            return F, names
+        if len(df) != n_rows:
+            raise DataError(f"the interactions' {what} have {len(df)} rows for {n_rows} {who}s")
+        F, names, info = encode_features(df, missing="zero", what=what)
+        if info["n_missing_filled"]:
+            events.append(("info", f"{what}: {info['n_missing_filled']} missing number(s) "
+                                   "set to the column mean"))
+        if info["n_rows_without_features"]:
+            events.append(("info", f"{what}: {info['n_rows_without_features']} {who}(s) "
+                                   "without features"))
+        return F, names
+
+    @staticmethod
+    def _side_matrix(n_rows, known, F, names, identity, who):
+        if F is None or F.shape[1] == 0:
+            if F is not None and F.shape[1] == 0 and not identity:
+                raise DataError(f"{who}_features has no columns and {who}_identity=False "
+                                f"leaves the {who}s without any variable")
+            return SideMatrix(n_rows, np.flatnonzero(known))
+        if not identity and F.nnz == 0:
+            raise DataError(f"{who}_features is all zeros and {who}_identity=False",
+                            fix=f"give features or set {who}_identity=True")
+        return SideMatrix(n_rows, np.flatnonzero(known) if identity else None, F, names)
+
+    def _user_laplacian(self, data, user_graph, Fu, pairs, m, prm, events):
+        kind = prm["graph"]
+        S = None
+        if user_graph is not None:
+            S = user_graph
+        elif kind == "cointeraction":
+            S = cointeraction_graph(pairs.to_csr(), prm["graph_neighbors"])
+        elif kind == "features":
+            if Fu is None or Fu.shape[1] == 0:
+                raise DataError("graph='features' builds a kNN graph on the user features, "
+                                "but there are none",
+                                fix="pass user_features= or set side_features to 'user' or "
+                                    "'both'")
+            S = knn_graph(Fu, prm["graph_neighbors"])
+        elif kind == "ratings":
+            S = getattr(data, "user_graph", None)
+            if S is None:
+                raise DataError("graph='ratings' asks for the interactions' user graph, but "
+                                "they have none", fix="pass user_graph= to fit")
+        if S is None:
+            if prm["lambda_g"] > 0:
+                raise InvalidParameterError(
+                    f"lambda_g={prm['lambda_g']:g} weights a user graph, but there is none: "
+                    "pass user_graph= to fit, set graph= or set lambda_g=0.")
+            return None
+        L = laplacian(S, m)
+        if prm["lambda_g"] == 0:
+            events.append(("info", "a user graph is given but lambda_g = 0: it is unused"))
+            return None
+        return L
+
+    # ------------------------------------------------------------------ one outer iteration
+    def _solve_block(self, problem, x0, prm):
+        if prm["solver"] == "tron":
+            return tron(problem, x0, eps=prm["inner_tol"], max_iter=prm["inner_max_iter"],
+                        max_cg=MAX_CG)
+        return gradient_descent(problem, x0, eps=prm["inner_tol"],
+                                max_iter=prm["inner_max_iter"])
+
+    def _fit_step(self, st, trace, it):
+        prm = st.prm
+        for kind, message in st.events:
+            trace.event(kind, message)
+        st.events = []
+        row = {}
+        # W-step: users vary, items fixed
+        timer_w = {}
+        Q = st.Z.apply(st.Wv)
+        prob_w = BlockProblem(st.loss.block("rows", Q), st.X, prm["lambda_w"], st.L,
+                              st.lam_graph, prm["small_d"], timer_w)
+        res_w = self._solve_block(prob_w, st.Wu.ravel(), prm)
+        st.Wu = res_w.x.reshape(st.X.d, prm["k"])
+        # H-step: items vary, users fixed
+        timer_h = {}
+        P = st.X.apply(st.Wu)
+        prob_h = BlockProblem(st.loss.block("cols", P), st.Z, prm["lambda_h"], None, 0.0,
+                              prm["small_d"], timer_h)
+        res_h = self._solve_block(prob_h, st.Wv.ravel(), prm)
+        st.Wv = res_h.x.reshape(st.Z.d, prm["k"])
+        for name in PHASES:
+            for block, timer in (("w", timer_w), ("h", timer_h)):
+                if name in timer:
+                    trace.add_time(f"{block}_{name}", timer[name])
+        # the objective at (W, H): the H block's parts + the W terms that block held fixed
+        with trace.phase("objective"):
+            parts = res_h.parts
+            reg_w = prm["lambda_w"] * float(np.sum(st.Wu * st.Wu))
+            reg_graph = 0.0
+            if st.L is not None:
+                reg_graph = st.lam_graph * float(np.sum(P * (st.L @ P)))
+            l_minus = parts["l_minus_var"] + st.loss.constant
+            objective = parts["l_plus"] + l_minus + reg_w + reg_graph + parts["reg"]
+        row.update(objective=objective, l_plus=parts["l_plus"], l_minus=l_minus, reg_w=reg_w,
+                   reg_graph=reg_graph, reg_h=parts["reg"])
+        for block, res in (("w", res_w), ("h", res_h)):
+            row[f"{block}_grad_norm"] = res.gnorm
+            row[f"{block}_grad_ratio"] = res.gnorm / res.gnorm0 if res.gnorm0 > 0 else 0.0
+            row[f"n_{block}_newton"] = res.n_iter
+            row[f"n_{block}_rejected"] = res.n_rejected
+            row[f"{block}_stop"] = res.stop
+            if prm["solver"] == "tron":
+                row[f"{block}_trust_radius"] = res.delta
+                row[f"n_{block}_cg"] = res.n_cg
+            else:
+                row[f"n_{block}_backtrack"] = res.n_backtrack
+                row[f"{block}_step_size"] = res.step_size
+            for s, step in enumerate(res.steps, start=1):
+                st.inner.append((it, 0 if block == "w" else 1, s, step.get("f", math.nan),
+                                 step.get("gnorm", math.nan), step.get("delta", math.nan),
+                                 step.get("cg_iter", 0), float(step.get("boundary", False)),
+                                 step.get("prered", math.nan), step.get("actred", math.nan),
+                                 float(step["accepted"]), step.get("f_new", math.nan),
+                                 step.get("alpha", math.nan), step.get("trials", 0)))
+        row["n_fun"] = prob_w.n_fun + prob_h.n_fun
+        row["n_grad"] = prob_w.n_grad + prob_h.n_grad
+        row["n_hess_vec"] = prob_w.n_hv + prob_h.n_hv
+        return row
+
+    # ------------------------------------------------------------------ publish
+    def _fit_publish(self, st, n_iter, trace):
+        inner = np.array(st.inner, dtype=np.float64).reshape(-1, len(INNER_COLUMNS))
+        self._set_fitted(st.Wu, st.Wv, st.X, st.Z, st.known_users, st.known_items,
+                         st.pairs.row_ptr, st.pairs.cols, inner, n_iter, trace)
+
+    def _set_fitted(self, Wu, Wv, X, Z, known_users, known_items, seen_ptr, seen_idx, inner,
+                    n_iter, trace):
+        self.W_user_ = np.array(Wu, dtype=np.float64)
+        self.W_item_ = np.array(Wv, dtype=np.float64)
+        self.user_side_, self.item_side_ = X, Z
+        self.known_users_ = np.array(known_users, dtype=bool)
+        self.known_items_ = np.array(known_items, dtype=bool)
+        self.user_factors_, self._user_mean_rule, self._user_mean = _embed(
+            X, self.W_user_, self.known_users_)
+        self.item_factors_, self._item_mean_rule, self._item_mean = _embed(
+            Z, self.W_item_, self.known_items_)
+        self._seen_ptr = np.ascontiguousarray(seen_ptr, dtype=np.int64)
+        self._seen_idx = np.ascontiguousarray(seen_idx, dtype=np.int64)
+        self.inner_trace_ = pd.DataFrame(np.asarray(inner, dtype=np.float64).reshape(
+            -1, len(INNER_COLUMNS)), columns=list(INNER_COLUMNS))
+        self.n_iter_ = int(n_iter)
+        self.trace_ = trace
+
+    def _check_fitted(self):
+        super()._check_fitted("user_factors_")
+
+    # ------------------------------------------------------------------ prediction
+    def _user_indices(self, users, what="users"):
+        arr = np.asarray(users)
+        scalar = arr.ndim == 0
+        arr = arr.reshape(-1)
+        n = self.user_factors_.shape[0] if what == "users" else self.item_factors_.shape[0]
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{what} must be integer indices; got dtype {arr.dtype}.")
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            bad = int(arr[(arr < 0) | (arr >= n)][0])
+            raise ValueError(f"{what[:-1]} index {bad} is out of range; the model was fitted "
+                             f"on {n} {what} (indices 0..{n - 1}).")
+        return arr.astype(np.int64), scalar
+
+    def score_items(self, users) -> np.ndarray:
+        """Scores ``s_ij = b_i^T h_j`` of every item for the given users.
+
+        Returns an array (len(users), n_items), one row per user (a 1-D array for a single
+        int). Training positives are not masked (see :meth:`recommend`).
+        """
+        self._check_fitted()
+        idx, scalar = self._user_indices(users)
+        out = self.user_factors_[idx] @ self.item_factors_.T
+        return out[0] if scalar else out
+
+    def predict(self, users, items) -> np.ndarray:
+        """Scores of (user, item) pairs, broadcast together."""
+        self._check_fitted()
+        u, _ = self._user_indices(users)
+        i, _ = self._user_indices(items, "items")
+        shape = np.broadcast_shapes(np.shape(users), np.shape(items))
+        u, i = np.broadcast_arrays(u.reshape(np.shape(users)), i.reshape(np.shape(items)))
+        return np.einsum("nk,nk->n", self.user_factors_[u.ravel()],
+                         self.item_factors_[i.ravel()]).reshape(shape)
+
+    def _exclusion(self, users, drop=None):
+        """CSR (over ``users``) of the training positives, minus the pairs in ``drop``."""
+        ptr, idx = self._seen_ptr, self._seen_idx
+        counts = ptr[users + 1] - ptr[users]
+        out_ptr = np.zeros(users.size + 1, dtype=np.int64)
+        np.cumsum(counts, out=out_ptr[1:])
+        take = np.concatenate([np.arange(ptr[u], ptr[u + 1]) for u in users]) if users.size \
+            else np.zeros(0, dtype=np.int64)
+        out_idx = idx[take.astype(np.int64)] if take.size else np.zeros(0, dtype=np.int64)
+        if drop is not None and out_idx.size:
+            n = self.item_factors_.shape[0]
+            row_of = np.repeat(np.arange(users.size), counts)
+            keys = users[row_of] * n + out_idx
+            keep = ~np.isin(keys, drop)
+            out_idx = out_idx[keep]
+            out_ptr = np.zeros(users.size + 1, dtype=np.int64)
+            np.cumsum(np.bincount(row_of[keep], minlength=users.size), out=out_ptr[1:])
+        return out_ptr, np.ascontiguousarray(out_idx, dtype=np.int64)
+
+    def _top_k(self, users, k, excl_ptr, excl_idx):
+        """Top-k items per user of ``users`` (Numba, no n_users x n_items matrix)."""
+        kk = min(int(k), self.item_factors_.shape[0])
+        out_idx = np.empty((users.size, kk), dtype=np.int64)
+        out_score = np.empty((users.size, kk))
+        K.top_k(np.ascontiguousarray(self.user_factors_[users]),
+                np.ascontiguousarray(self.item_factors_), excl_ptr, excl_idx, kk, out_idx,
+                out_score)
+        return out_idx, out_score
+
+    def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
+        """The top-k item indices per user, best first (ties: lower index first).
+
+        Parameters
+        ----------
+        users : int or array of int
+        k : int, default=10
+        exclude_seen : bool, default=True
+            Leave out each user's training positives.
+
+        Returns
+        -------
+        ndarray of int64, (len(users), min(k, n_items)), or 1-D for one int user; -1 pads a
+        row when fewer than k items are left.
+        """
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int; got {k!r}.")
+        idx, scalar = self._user_indices(users)
+        if exclude_seen:
+            ptr, ex = self._exclusion(idx)
+        else:
+            ptr, ex = np.zeros(idx.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        out, _ = self._top_k(idx, k, ptr, ex)
+        return out[0] if scalar else out
+
+    # ------------------------------------------------------------------ explanation
+    def explain(self, user, item) -> Explanation:
+        """Split ``s_ij`` over the user's and the item's side-feature columns.
+
+        User side: ``s_ij = sum_f x_if (W h_j)_f`` over the nonzero columns f of x_i (the
+        identity column reported as "identity"); item side: ``s_ij = sum_g z_jg (W_2 b_i)_g``.
+        Each table has columns ``feature``, ``value`` (x_if), ``contribution``, sorted by
+        |contribution|; the contributions sum to the score. A user (item) embedded by the
+        mean rule (no positives, no features) has one row "mean of known users (items)".
+        """
+        self._check_fitted()
+        u, _ = self._user_indices(np.int64(user) if isinstance(user, (int, np.integer))
+                                  else user)
+        i, _ = self._user_indices(np.int64(item) if isinstance(item, (int, np.integer))
+                                  else item, "items")
+        if u.size != 1 or i.size != 1:
+            raise ValueError("explain takes one user and one item index.")
+        u, i = int(u[0]), int(i[0])
+        b, h = self.user_factors_[u], self.item_factors_[i]
+        score = float(b @ h)
+        ut, urule = _terms(self.user_side_, self.W_user_, u, h, self._user_mean_rule[u],
+                           self._user_mean, "users", self.known_users_[u])
+        it, irule = _terms(self.item_side_, self.W_item_, i, b, self._item_mean_rule[i],
+                           self._item_mean, "items", self.known_items_[i])
+        return Explanation(u, i, score, ut, it, urule, irule)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, ratings) -> dict:
+        """Ranking metrics on held-out interactions (same index space), stated in
+        :mod:`kmviz.metrics`.
+
+        Every entry of ``ratings`` (those >= ``threshold`` when it is set) is a held-out
+        positive. For each user with at least one, the items are ranked by score leaving
+        out the user's TRAINING positives (except the pairs being evaluated, so evaluating
+        the training set itself measures the fit); the metrics are averaged over those users:
+        ``precision_at_{1,3,5}`` (hits / k, LightFM's convention), ``ndcg_at_{1,3,5}``,
+        ``recall_at_5`` and ``capped_precision_at_5`` (hits / min(k, |positives|) pooled over
+        users: implicit's "precision").
+        """
+        from .. import metrics
+
+        self._check_fitted()
+        self._check_interactions(ratings, "ratings")
+        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        if (int(ratings.n_users), int(ratings.n_items)) != (n_users, n_items):
+            raise ValueError(f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but "
+                             f"the model was fitted on ({n_users}, {n_items}).")
+        thr = self.threshold
+        users, items = self._positives(ratings, thr, "ratings")
+        if users.size == 0:
+            raise EmptyDataError("the ratings to evaluate hold no positives",
+                                 expected="at least one held-out positive")
+        order = np.lexsort((items, users))
+        users, items = users[order], items[order]
+        eval_users, start = np.unique(users, return_index=True)
+        keys = users * n_items + items
+        ptr, ex = self._exclusion(eval_users, drop=keys)
+        top, _ = self._top_k(eval_users, max(EVAL_KS), ptr, ex)
+        bounds = np.append(start, users.size)
+        relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
+                    for r in range(eval_users.size)]
+        out = {}
+        for k in EVAL_KS:
+            out[f"precision_at_{k}"] = metrics.precision_at_k(top, relevant, k)
+        for k in EVAL_KS:
+            out[f"ndcg_at_{k}"] = metrics.ndcg_at_k(top, relevant, k)
+        out["recall_at_5"] = metrics.recall_at_k(top, relevant, 5)
+        out["capped_precision_at_5"] = metrics.capped_precision_at_k(top, relevant, 5)
+        return out
+
+    # ------------------------------------------------------------------ runs
+    def _fitted_arrays(self) -> dict:
+        """W, W_2, the embeddings, the known masks, the training positives (for
+        ``exclude_seen``), X and Z (for ``explain``) and the inner trace."""
+        self._check_fitted()
+        arrays = {"W_user": self.W_user_, "W_item": self.W_item_,
+                  "known_users": self.known_users_, "known_items": self.known_items_,
+                  "seen_indptr": self._seen_ptr, "seen_indices": self._seen_idx,
+                  "inner_trace": self.inner_trace_.to_numpy(dtype=np.float64)}
+        arrays.update(self.user_side_.to_arrays("user"))
+        arrays.update(self.item_side_.to_arrays("item"))
+        return arrays
+
+    @classmethod
+    def _from_fitted_arrays(cls, arrays, params, trace, train=None):
+        model = cls(**params)
+        model._validate_params()
+        X = SideMatrix.from_arrays(arrays, "user")
+        Z = SideMatrix.from_arrays(arrays, "item")
+        model._set_fitted(arrays["W_user"], arrays["W_item"], X, Z, arrays["known_users"],
+                          arrays["known_items"], arrays["seen_indptr"],
+                          arrays["seen_indices"], arrays["inner_trace"], trace.n_iter, trace)
+        return model
+
+    @classmethod
+    def from_fitted_arrays(cls, arrays, params=None, trace=None):
+        """A fitted model from :meth:`_fitted_arrays` (and its params) without refitting."""
+        trace = trace if trace is not None else Trace(solver="ocmf.tron")
+        return cls._from_fitted_arrays(arrays, dict(params or {}), trace)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _embed(side: SideMatrix, W, known):
+    """``E = X W`` with the mean rule for rows without data: (E, mean-rule mask, mean)."""
+    E = side.apply(W)
+    empty = side.empty_rows()
+    ref = known & ~empty
+    mean = E[ref].mean(axis=0) if ref.any() else np.zeros(E.shape[1])
+    E[empty] = mean
+    return np.ascontiguousarray(E), empty, mean
+
+
+def _terms(side: SideMatrix, W, row, other, mean_rule, mean, plural, known):
+    """Per-column contributions ``x_rf (W other)_f`` of one row, as a DataFrame."""
+    if mean_rule:
+        return (pd.DataFrame({"feature": [f"mean of known {plural}"], "value": [1.0],
+                              "contribution": [float(mean @ other)]}),
+                f"no positives and no features: the mean embedding of the known {plural}")
+    cols, vals = side.row_terms(row)
+    proj = W[cols] @ other if cols.size else np.zeros(0)
+    contrib = vals * proj
+    names = [side.column_name(int(c)) for c in cols]
+    df = pd.DataFrame({"feature": names, "value": vals, "contribution": contrib})
+    df = df.reindex(df["contribution"].abs().sort_values(ascending=False, kind="stable")
+                    .index).reset_index(drop=True)
+    rule = ("identity and features" if known and side.n_features else
+            "identity" if known and side.n_identity else "features only (no positives)")
+    return df, rule

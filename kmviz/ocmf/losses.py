@@ -1,0 +1,94 @@
+"""The convex losses on observed pairs, as scalar Numba functions and as NumPy oracles.
+
+A loss ``l(y, s)`` takes a label y (+1 for the observed positives of one-class data, -1 for
+sampled negatives) and a score s. The all-pairs split (OCMF eqs. (6)-(7)) needs its value,
+first derivative ``l'(y, s) = dl/ds`` and second derivative ``l''(y, s)``:
+
+============== ========================== ====================== =========================
+name           l(y, s)                    l'(y, s)               l''(y, s)
+============== ========================== ====================== =========================
+squared        (y - s)^2                  2 (s - y)              2
+logistic       log(1 + exp(-y s))         -y sigma(-y s)         y^2 sigma(y s) sigma(-y s)
+squared_hinge  max(0, 1 - y s)^2          -2 y max(0, 1 - y s)   2 y^2 [y s < 1]
+============== ========================== ====================== =========================
+
+(OCMF paper, Table 1 and Sec. 2; the squared hinge is the framework's "any convex loss",
+with its generalized second derivative.) The paper's losses carry no factor 1/2; neither do
+these. ``LOSS_CODES`` maps the names to the integer codes the kernels take.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._jit import JIT
+
+SQUARED, LOGISTIC, SQUARED_HINGE = 0, 1, 2
+LOSS_CODES = {"logistic": LOGISTIC, "squared": SQUARED, "squared_hinge": SQUARED_HINGE}
+LOSSES = tuple(LOSS_CODES)
+
+
+@njit(**JIT)
+def _log1pexp_neg(z):
+    """log(1 + exp(-z)) without overflow."""
+    if z > 0.0:
+        return math.log1p(math.exp(-z))
+    return -z + math.log1p(math.exp(z))
+
+
+@njit(**JIT)
+def _sigmoid(z):
+    """1 / (1 + exp(-z)) without overflow."""
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+@njit(**JIT)
+def loss_value(code, y, s):
+    """l(y, s) for the loss with integer ``code``."""
+    if code == SQUARED:
+        r = y - s
+        return r * r
+    if code == LOGISTIC:
+        return _log1pexp_neg(y * s)
+    v = 1.0 - y * s
+    return v * v if v > 0.0 else 0.0
+
+
+@njit(**JIT)
+def loss_derivatives(code, y, s):
+    """(l, l', l'') at (y, s)."""
+    if code == SQUARED:
+        r = s - y
+        return r * r, 2.0 * r, 2.0
+    if code == LOGISTIC:
+        z = y * s
+        neg = _sigmoid(-z)  # sigma(-y s), computed directly: 1 - sigma(y s) loses digits
+        return _log1pexp_neg(z), -y * neg, y * y * _sigmoid(z) * neg
+    v = 1.0 - y * s
+    if v > 0.0:
+        return v * v, -2.0 * y * v, 2.0 * y * y
+    return 0.0, 0.0, 0.0
+
+
+# ----------------------------------------------------------------------------- NumPy oracles
+def numpy_loss(name, y, s):
+    """``(l, l', l'')`` as arrays: the reference the kernels are tested against."""
+    y = np.asarray(y, dtype=np.float64)
+    s = np.asarray(s, dtype=np.float64)
+    if name == "squared":
+        return (y - s) ** 2, 2.0 * (s - y), np.full(np.broadcast(y, s).shape, 2.0)
+    if name == "logistic":
+        z = y * s
+        sig = np.exp(-np.logaddexp(0.0, -z))  # sigma(z), no overflow
+        neg = np.exp(-np.logaddexp(0.0, z))   # sigma(-z)
+        return np.logaddexp(0.0, -z), -y * neg, y * y * sig * neg
+    if name == "squared_hinge":
+        v = np.maximum(0.0, 1.0 - y * s)
+        return v ** 2, -2.0 * y * v, 2.0 * y * y * (v > 0)
+    raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}")

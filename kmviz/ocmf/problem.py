@@ -1,0 +1,248 @@
+"""One block of OCMF's alternating minimization as a smooth convex problem in W.
+
+With the other side's embedding fixed (O, n_other x k), one side's variables W (d x k) give
+the embeddings ``E = X W`` and the block objective (OCMF eq. (2), the constant of L- left out)
+
+    g(W) = L+(XW) + L-_var(XW) + lambda ||W||_F^2 + lambda_graph tr((XW)^T L (XW))
+
+where ``lambda_graph = lambda_w lambda_g`` on the user side (the paper's R(W) =
+tr(W^T W + lambda_g W^T X^T L X W), scaled by lambda_w) and 0 on the item side. The paper's
+Algorithms 1-3 give value, gradient and Hessian-vector product in
+
+    O(nnz(X) k + |Omega+| k + nnz(L) k + m k^2 + d k)
+
+through :class:`kmviz.ocmf.allpairs.BlockTerms` (embedding space) and the adjoint ``X^T``:
+
+    G  = X^T [ D+ O + 2 A (E O_c - a_bar 1 kv^T) + 2 lambda_graph L E ] + 2 lambda W       (14)
+    Hs = X^T [ U+ O + 2 A N O_c + 2 lambda_graph L N ] + 2 lambda S,   N = X S          (15)
+
+The small-d variant (Supp-1.2, used when ``d^2 + d k < m k`` and X is not the identity)
+replaces the m x k products of L- by the d x d matrix ``M_bar = X^T A X`` (computed once):
+``G = X^T (D+ O + 2 lambda_graph L E) + 2 M_bar W O_c + 2 lambda W - 2 a_bar d kv^T`` (the
+supplement prints ``2 M_bar W`` without the trailing ``O_c``: an erratum) and
+``Hs = X^T (U+ O + 2 lambda_graph L N) + 2 M_bar S O_c + 2 lambda S``.
+
+Gradient descent's line search (Supp-1.4, Alg. 6) uses that the scores are linear in W:
+along a direction Delta, ``g(W + alpha Delta) - g(W) = L+(s + alpha ds) - L+(s) + alpha Val1 +
+alpha^2 Val2`` with O(|Omega+|) work per trial (:meth:`BlockProblem.line_search`).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import numpy as np
+
+from .allpairs import BlockTerms
+from .features import SideMatrix
+
+PHASES = ("precompute", "function", "gradient", "hessian_vector", "line_search")
+
+
+class BlockProblem:
+    """The block objective g(W) (module docstring) with the TRON interface.
+
+    ``fun(x)``, ``grad(x)`` (after ``fun`` at the same x), ``hess_vec(v)`` (at the last
+    gradient point) take and return flat arrays of length ``d * k`` (W row-major).
+
+    Parameters
+    ----------
+    terms : BlockTerms
+        The all-pairs terms of this side (other side fixed).
+    side : SideMatrix
+        X of this side.
+    lam : float
+        lambda (lambda_w or lambda_h).
+    graph : scipy.sparse matrix or None
+        The Laplacian L of this side's graph.
+    lam_graph : float
+        lambda_w lambda_g.
+    small_d : {"auto", "on", "off"}
+        Whether to use the small-d variant; "auto" follows the paper's rule.
+    timer : dict, optional
+        Seconds per phase (:data:`PHASES`) are added to it.
+    """
+
+    def __init__(self, terms: BlockTerms, side: SideMatrix, lam, graph=None, lam_graph=0.0,
+                 small_d="auto", timer=None):
+        self.timer = {} if timer is None else timer
+        with self._phase("precompute"):
+            self.terms = terms
+            self.side = side
+            self.lam = float(lam)
+            self.graph = graph if (graph is not None and lam_graph > 0) else None
+            self.lam_graph = float(lam_graph) if self.graph is not None else 0.0
+            self.k = terms.k
+            self.d = side.d
+            m = side.n_rows
+            if small_d == "on":
+                use = not side.pure_identity
+            elif small_d == "off":
+                use = False
+            else:
+                use = (not side.pure_identity) and (self.d * self.d + self.d * self.k
+                                                    < m * self.k)
+            self.small_d = bool(use)
+            if self.small_d:
+                self.Mbar = side.weighted_gram(terms.w)          # X^T A X, d x d
+                self.xa = side.weighted_colsum(terms.w)          # X^T a, d
+        self.n_fun = self.n_grad = self.n_hv = 0
+        self._x = None
+        self._E = None
+        self.parts = {}
+
+    @contextmanager
+    def _phase(self, name):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timer[name] = self.timer.get(name, 0.0) + time.perf_counter() - t0
+
+    @property
+    def size(self) -> int:
+        return self.d * self.k
+
+    def _mat(self, x):
+        return np.asarray(x, dtype=np.float64).reshape(self.d, self.k)
+
+    def embedding(self, x) -> np.ndarray:
+        return self.side.apply(self._mat(x))
+
+    # -- value -----------------------------------------------------------------------------
+    def _l_minus_var(self, W, E):
+        t = self.terms
+        if self.small_d:
+            WtMW = W.T @ (self.Mbar @ W)
+            return float(np.sum(WtMW * t.Oc)) - 2.0 * t.a_bar * float((self.xa @ W) @ t.ov)
+        return t.l_minus_var(E)
+
+    def fun(self, x) -> float:
+        """g(W) without the constant of L-; caches E, the pair scores and ``parts``."""
+        with self._phase("function"):
+            self.n_fun += 1
+            W = self._mat(x)
+            E = self.side.apply(W)
+            lp = self.terms.l_plus(E)
+            lm = self._l_minus_var(W, E)
+            reg = self.lam * float(np.sum(W * W))
+            gr = 0.0
+            if self.graph is not None:
+                gr = self.lam_graph * float(np.sum(E * (self.graph @ E)))
+            self._x, self._E = x, E
+            self.parts = {"l_plus": lp, "l_minus_var": lm, "reg": reg, "graph": gr}
+            return lp + lm + reg + gr
+
+    # -- gradient --------------------------------------------------------------------------
+    def grad(self, x) -> np.ndarray:
+        """The gradient (14) at x; reuses the scores of ``fun(x)`` and caches l+''."""
+        if self._x is not x:
+            self.fun(x)
+        with self._phase("gradient"):
+            self.n_grad += 1
+            t = self.terms
+            W = self._mat(x)
+            E = self._E
+            G_emb = t.gradient_observed()
+            if self.graph is not None:
+                G_emb += (2.0 * self.lam_graph) * (self.graph @ E)
+            if self.small_d:
+                G = self.side.adjoint(G_emb)
+                G += 2.0 * (self.Mbar @ W) @ t.Oc - 2.0 * t.a_bar * np.outer(self.xa, t.ov)
+            else:
+                G_emb += t.gradient_dense(E)
+                G = self.side.adjoint(G_emb)
+            G += (2.0 * self.lam) * W
+            return G.ravel()
+
+    # -- Hessian-vector --------------------------------------------------------------------
+    def hess_vec(self, v) -> np.ndarray:
+        """The block Hessian (15) times v, at the last gradient point."""
+        with self._phase("hessian_vector"):
+            self.n_hv += 1
+            t = self.terms
+            S = self._mat(v)
+            N = self.side.apply(S)
+            U = t.hvp_observed(N)
+            if self.graph is not None:
+                U += (2.0 * self.lam_graph) * (self.graph @ N)
+            if self.small_d:
+                H = self.side.adjoint(U)
+                H += 2.0 * (self.Mbar @ S) @ t.Oc
+            else:
+                U += t.hvp_dense(N)
+                H = self.side.adjoint(U)
+            H += (2.0 * self.lam) * S
+            return H.ravel()
+
+    # -- line search (gradient descent) ----------------------------------------------------
+    def line_search(self, x, direction) -> "LineSearch":
+        """The cheap trial function along ``direction`` from x (after ``fun(x)``)."""
+        if self._x is not x:
+            self.fun(x)
+        with self._phase("line_search"):
+            return LineSearch(self, x, direction)
+
+
+class LineSearch:
+    """``phi(alpha) = g(W + alpha Delta) - g(W)`` in O(|Omega+|) per trial (Supp-1.4)."""
+
+    def __init__(self, problem: BlockProblem, x, direction):
+        p = problem
+        t = p.terms
+        self.p = p
+        self.x = x
+        self.dx = np.asarray(direction, dtype=np.float64)
+        W, D = p._mat(x), p._mat(self.dx)
+        E = p._E
+        dE = p.side.apply(D)
+        self.dE = dE
+        self.s0 = t.scores.copy()
+        self.ds = t.pair_scores(dE)
+        self.lp0 = p.parts["l_plus"]
+        # the quadratic part Q(W) = L-_var + lambda ||W||^2 + lambda_graph tr(E^T L E):
+        # Q(W + a D) - Q(W) = a Val1 + a^2 Val2
+        if p.small_d:
+            MD = p.Mbar @ D
+            val1 = float(np.sum((2.0 * (p.Mbar @ W) @ t.Oc) * D)) \
+                - 2.0 * t.a_bar * float((p.xa @ D) @ t.ov)
+            val2 = float(np.sum((D.T @ MD) * t.Oc))
+        else:
+            val1 = float(np.sum(t.gradient_dense(E) * dE))
+            val2 = float(np.sum((dE.T @ (dE * t.w[:, None])) * t.Oc))
+        val1 += 2.0 * p.lam * float(np.sum(W * D))
+        val2 += p.lam * float(np.sum(D * D))
+        if p.graph is not None:
+            LdE = p.graph @ dE
+            val1 += 2.0 * p.lam_graph * float(np.sum(E * LdE))
+            val2 += p.lam_graph * float(np.sum(dE * LdE))
+        self.val1, self.val2 = val1, val2
+        self.n_trials = 0
+        self._lp = None
+
+    def decrease(self, alpha) -> float:
+        """``g(W + alpha Delta) - g(W)``."""
+        with self.p._phase("line_search"):
+            self.n_trials += 1
+            lp = self.p.terms.l_plus_shifted(self.s0, self.ds, alpha)
+            self._lp = (alpha, lp)
+            return (lp - self.lp0) + alpha * self.val1 + alpha * alpha * self.val2
+
+    def accept(self, alpha):
+        """Move the problem to ``W + alpha Delta`` (caches updated without a new pass)."""
+        p = self.p
+        with p._phase("line_search"):
+            x_new = self.x + alpha * self.dx
+            W = p._mat(x_new)
+            E = p._E + alpha * self.dE
+            p.terms.scores[:] = self.s0 + alpha * self.ds
+            lp = self._lp[1] if self._lp is not None and self._lp[0] == alpha else \
+                p.terms.l_plus_shifted(self.s0, self.ds, alpha)
+            p._x, p._E = x_new, E
+            gr = 0.0
+            if p.graph is not None:
+                gr = p.lam_graph * float(np.sum(E * (p.graph @ E)))
+            p.parts = {"l_plus": lp, "l_minus_var": p._l_minus_var(W, E),
+                       "reg": p.lam * float(np.sum(W * W)), "graph": gr}
+            return x_new
