@@ -4,7 +4,7 @@ import streamlit as st
 
 from kmviz.ui import datasets as ds
 from kmviz.ui.errors import user_errors
-from kmviz.ui.forms import generator_options_form, split_form
+from kmviz.ui.forms import generator_options_form, reading_options_form, split_form
 from kmviz.ui.state import StateKeys, init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, dataset_metrics, side_information
@@ -14,8 +14,15 @@ init_state()
 collect_finished_job()
 st.title("Data")
 
-source = st.radio("Source", ["Built-in", "Upload", "Local path"], horizontal=True,
-                  key="data_source")
+local_dirs = ds.data_dirs()
+sources = ["Built-in", "Upload"] + (["Local path"] if local_dirs else [])
+if st.session_state.get("data_source") not in sources:
+    st.session_state.pop("data_source", None)
+source = st.radio("Source", sources, horizontal=True, key="data_source")
+if not local_dirs:
+    st.caption("Files on the server's disk can be loaded by path once the operator names "
+               "data directories: `kmviz app --data-dir DIR` (or the environment variable "
+               "KMVIZ_DATA_DIRS).")
 loaded = spec = None
 with user_errors("loading the dataset") as outcome:
     if source == "Built-in":
@@ -31,33 +38,44 @@ with user_errors("loading the dataset") as outcome:
                     "title": entry.title, "licence": entry.licence, "provenance": entry.source}
     elif source == "Upload":
         up = st.file_uploader(
-            f"Ratings file (up to {ds.MAX_UPLOAD_MB} MB): MovieLens u.data / ratings.dat / "
-            "ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
+            f"Ratings file (up to {ds.upload_limit_mb()} MB): MovieLens u.data / ratings.dat "
+            "/ ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
             "directory", type=ds.UPLOAD_TYPES, key="data_upload")
+        read_options = reading_options_form(prefix="data_upload")
         if up is not None and st.button("Load upload", key="data_load_upload", type="primary"):
             ds.check_upload_size(up.size, up.name)
-            loaded = ds.load_uploaded(up.name, up.getvalue())
-            spec = {"kind": "upload", "source": up.name, "options": {},
+            loaded = ds.load_uploaded(up.name, up.getvalue(),
+                                      tuple(sorted(read_options.items())))
+            spec = {"kind": "upload", "source": up.name, "options": read_options,
                     "title": up.name, "licence": "as supplied by you", "provenance": "upload"}
     else:
+        st.caption("Paths inside " + ", ".join(md_escape(d) for d in local_dirs) +
+                   " (the data directories the operator named); a relative path starts "
+                   "from the first.")
         path = st.text_input("Path of a ratings file, MovieLens directory or zip",
                              key="data_path")
+        read_options = reading_options_form(prefix="data_path")
         if st.button("Load path", key="data_load_path", type="primary"):
-            loaded = ds.load_path(path)
-            spec = {"kind": "path", "source": path, "options": {}, "title": path,
+            loaded = ds.load_path(path, tuple(sorted(read_options.items())))
+            spec = {"kind": "path", "source": path, "options": read_options, "title": path,
                     "licence": "see the data's own terms", "provenance": path}
     if loaded is not None:
         if note := ds.set_dataset(loaded, spec):
-            st.warning(note, icon=":material/warning:")
+            st.warning(md_escape(note), icon=":material/warning:")
         st.toast(f"Loaded {md_escape(loaded.name)}: {loaded.n_users:,} users × "
                  f"{loaded.n_items:,} items, {loaded.n_ratings:,} ratings")
 
 ratings, _ = ds.ensure_dataset()
+spec = st.session_state[StateKeys.DATASET_SPEC]
+if not outcome.ok:
+    st.info("Still using: " + (md_escape(spec.get("title") or ratings.name) if ratings is not
+                                None else "no dataset (none is loaded)") +
+            ". The failed load changed nothing; fix the problem above and load again.",
+            icon=":material/info:")
 if ratings is None:
     st.info("No dataset loaded yet.")
     st.stop()
 
-spec = st.session_state[StateKeys.DATASET_SPEC]
 st.subheader(md_escape(spec.get("title") or ratings.name))
 if spec.get("default"):
     st.caption("This is the built-in default every new session starts with; load another "

@@ -37,7 +37,8 @@ st.session_state[StateKeys.FAMILY] = name
 family = families.get(name)
 st.markdown(family.summary)
 if rerun:
-    st.info(f"Settings of the saved run loaded; press Train to run them again. {notice or ''}",
+    st.info("Settings of the saved run loaded; press Train to run them again. "
+            f"{md_escape(notice or '')}",
             icon=":material/replay:")
 params, submitted = params_form(family, overrides=rerun[1] if rerun else None)
 

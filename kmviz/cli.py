@@ -7,7 +7,7 @@
     kmviz train FAMILY --data SOURCE [--set name=value ...] [--save]
     kmviz train km --data SOURCE [--D 8] [--bqp enhanced] [--evd lanczos] [--iters 20] [--save]
     kmviz runs list | show RUN | export RUN --out DEST | delete RUN [--yes]     [--dir DIR]
-    kmviz app [--port N] [-- streamlit args]
+    kmviz app [--port N] [--host HOST] [--data-dir DIR ...] [--shared-runs] [-- streamlit args]
 
 Mistakes a user can make (an unknown dataset, a bad option, a missing run) end with one line
 ``error: ...`` on stderr and exit code 2; anything else is a bug and keeps its traceback.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -29,6 +30,10 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: Environment variables `kmviz app` hands to the app (read in kmviz.ui).
+DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
+SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 class UserError(Exception):
@@ -245,7 +250,7 @@ def _cmd_train(args) -> int:
         spec = {"kind": "cli", "source": args.data, "options": options}
         run_id = save_run(model, split, dataset=ratings, spec=spec, label=args.label,
                           note=args.note or "", store=store, writer="cli", metrics=metrics,
-                          duration_s=elapsed)
+                          duration_s=elapsed, owner=cli_owner())
         print(f"Saved run {run_id} in {store.path}.")
     else:
         print("Not saved; add --save to keep this run.")
@@ -253,6 +258,17 @@ def _cmd_train(args) -> int:
 
 
 # ------------------------------------------------------------------------------ runs
+def cli_owner() -> str:
+    """The owner recorded in runs the command line saves: ``cli:<user name>``."""
+    import getpass
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (containers)
+        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+    return f"cli:{user}"
+
+
 def _store(args):
     from .runs import RunStore
 
@@ -354,15 +370,44 @@ def _cmd_app(args) -> int:
             "from the kmviz source checkout; install kmviz from it with `pip install -e .`")
     if importlib.util.find_spec("streamlit") is None:
         raise UserError("streamlit is not installed in this Python; `pip install streamlit`")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app)]
+    for arg in args.streamlit_args:
+        if arg.split("=", 1)[0] == "--server.address":
+            raise UserError("set the address with `kmviz app --host HOST`, not "
+                            "--server.address after `--`")
+    env = dict(os.environ)
+    dirs = _data_dirs(args.data_dir, env.get(DATA_DIRS_ENV, ""))
+    if dirs:
+        env[DATA_DIRS_ENV] = os.pathsep.join(dirs)
+    if args.shared_runs:
+        env[SHARED_RUNS_ENV] = "1"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
     if args.port is not None:
         cmd += ["--server.port", str(args.port)]
     cmd += list(args.streamlit_args)
+    if args.host not in LOOPBACK_HOSTS:
+        print(f"warning: the app listens on {args.host}: anyone who can reach this machine "
+              "on the network can use it, train on its CPU, and read the runs and data "
+              f"it shows (its run store, and files under {DATA_DIRS_ENV} if set). Use the "
+              "default --host 127.0.0.1 unless you mean to share it.", file=sys.stderr,
+              flush=True)
     print("Running " + " ".join(cmd), flush=True)
     try:
-        return subprocess.call(cmd)
+        return subprocess.call(cmd, env=env)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+
+
+def _data_dirs(given, env_value: str) -> list[str]:
+    """The data directories for Local path: the environment's, then ``--data-dir`` ones,
+    each an existing directory (resolved), without repeats."""
+    out = [d for d in env_value.split(os.pathsep) if d.strip()]
+    for d in given or []:
+        path = Path(d).expanduser()
+        if not path.is_dir():
+            raise UserError(f"--data-dir {d}: not a directory; name an existing directory "
+                            "whose files the app may read")
+        out.append(str(path.resolve()))
+    return list(dict.fromkeys(out))
 
 
 def _port(text) -> int:
@@ -492,6 +537,17 @@ def build_parser() -> argparse.ArgumentParser:
         "app", help="open the Streamlit app",
         description="Run `streamlit run app.py`. Arguments after `--` go to streamlit.")
     p.add_argument("--port", type=_port, help="server port (default: streamlit's, 8501)")
+    p.add_argument("--host", default="127.0.0.1", metavar="HOST",
+                   help="address to listen on (default 127.0.0.1: this machine only); "
+                        "0.0.0.0 exposes the app to the network")
+    p.add_argument("--data-dir", action="append", metavar="DIR",
+                   help="a directory whose files the Data page may load by path (Local "
+                        f"path), repeatable; also ${DATA_DIRS_ENV}. Without one, Local path "
+                        "is not offered")
+    p.add_argument("--shared-runs", action="store_true",
+                   help="let every browser session rename, note and delete every run and "
+                        f"load its data (also ${SHARED_RUNS_ENV}=1); by default a session "
+                        "manages only the runs it made")
     p.set_defaults(func=_cmd_app, streamlit_args=[])
     return parser
 

@@ -161,10 +161,44 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_bytes_synced(path: Path, data: bytes) -> None:
-    with open(path, "wb") as f:
+    # 0600: runs hold the training data, readable by the store's owner only
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0),
+                 0o600)
+    with open(fd, "wb") as f:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+
+
+#: Modes of the store's directories and files: its owner only (runs hold the training data).
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def _make_private(path: Path, mode: int) -> None:
+    """Give an existing file or directory of the store ``mode`` if it is more open than that
+    (a store made by an older kmviz heals; a path owned by someone else is left alone)."""
+    try:
+        if os.stat(path).st_mode & 0o777 & ~mode:
+            os.chmod(path, mode)
+    except (FileNotFoundError, PermissionError):
+        pass
+
+
+def _private_dirs(*dirs: Path) -> None:
+    for d in dirs:
+        d.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+        _make_private(d, PRIVATE_DIR_MODE)
+
+
+def _owner_check(run_id: str, meta: dict, owner, action: str) -> None:
+    """Refuse ``action`` on a run whose recorded owner is not ``owner`` (None: no check)."""
+    if owner is not None and meta.get("owner") != owner:
+        raise RunStoreError(
+            f"Run {run_id!r} belongs to someone else, so it cannot be {action} here: a "
+            "session may rename, note or delete only the runs it made. Its settings and "
+            "curves stay visible; the operator can share every run with `kmviz app "
+            "--shared-runs` (KMVIZ_SHARED_RUNS=1).")
 
 
 def _family_of(model) -> str:
@@ -280,7 +314,7 @@ class RunStore:
         """A fresh connection per operation, so the store is safe to use after fork."""
         if not self._ready:
             try:
-                self.runs_dir.mkdir(parents=True, exist_ok=True)
+                _private_dirs(self.path, self.runs_dir)
             except OSError as exc:
                 raise RunStoreError(f"Cannot create the run store at {self.path}: {exc}.") from None
         try:
@@ -293,6 +327,8 @@ class RunStore:
             if not self._ready:
                 self._init_schema(conn)
                 self._ready = True
+                for suffix in ("", "-wal", "-shm"):
+                    _make_private(Path(f"{self.index_path}{suffix}"), PRIVATE_FILE_MODE)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise RunStoreError(
@@ -357,7 +393,7 @@ class RunStore:
     def save(self, model, trace: Trace, arrays: dict, *, dataset, params: dict,
              metrics: dict, label: str | None = None, status: str | None = None,
              duration_s: float | None = None, note: str = "", split: dict | None = None,
-             provenance: dict | None = None) -> str:
+             provenance: dict | None = None, owner: str | None = None) -> str:
         """Save a fitted model's arrays, trace and settings as a new run.
 
         Parameters
@@ -387,6 +423,10 @@ class RunStore:
             How the data was split (:meth:`kmviz.data.Split.describe`).
         provenance : dict, optional
             Who wrote the run and how (``{"writer": "cli", ...}``).
+        owner : str, optional
+            Who may rename, note and delete the run when :meth:`update` and :meth:`delete`
+            are given an ``owner`` (the app: the browser session's token; the CLI:
+            ``"cli:<user>"``). Kept as ``meta["owner"]``.
 
         Returns
         -------
@@ -426,6 +466,7 @@ class RunStore:
                 "family": family,
                 "label": str(label) if label else f"{family} on {ds['name']}",
                 "note": str(note or ""),
+                "owner": None if owner is None else str(owner),
                 "dataset": ds,
                 "split": json.loads(_to_json("split", split or {})),
                 "provenance": json.loads(_to_json("provenance", provenance or {})),
@@ -461,8 +502,9 @@ class RunStore:
         return run_id
 
     def _write_folder(self, folder: Path, arrays: dict, trace_json: str, meta: dict) -> None:
-        """Write and fsync the three files of a run into a new folder."""
-        folder.mkdir()
+        """Write and fsync the three files of a run into a new folder (0700, files 0600)."""
+        folder.mkdir(mode=PRIVATE_DIR_MODE)
+        _make_private(folder, PRIVATE_DIR_MODE)
         buf = io.BytesIO()
         # Object arrays were refused in _check_arrays, so nothing here can be pickled.
         np.savez(buf, **arrays)
@@ -589,14 +631,18 @@ class RunStore:
         return Run(meta=meta, trace=trace, arrays=arrays)
 
     # -------------------------------------------------------------------- edit
-    def update(self, run_id: str, *, label: str | None = None, note: str | None = None) -> dict:
+    def update(self, run_id: str, *, label: str | None = None, note: str | None = None,
+               owner: str | None = None) -> dict:
         """Rename a run or change its note; returns the new meta.
 
         meta.json is replaced atomically (temporary file, then rename), then the index row.
         A label must not be empty; both are plain text (at most 200 and 5,000 characters).
+        With ``owner``, a run whose ``meta["owner"]`` differs is refused (RunStoreError);
+        None (the CLI, Python) does not check.
         """
         folder = self._folder(run_id)
         meta = _read_meta(folder, run_id)
+        _owner_check(run_id, meta, owner, "renamed or noted")
         if label is not None:
             label = " ".join(str(label).split())
             if not label:
@@ -630,14 +676,17 @@ class RunStore:
         return meta
 
     # -------------------------------------------------------------------- delete
-    def delete(self, run_id: str) -> None:
+    def delete(self, run_id: str, *, owner: str | None = None) -> None:
         """Remove a run: its folder and its index row.
 
         The folder is first renamed to a hidden name (the run disappears at once), then the
         row is deleted, then the files. An interruption leaves at most a hidden folder and a
-        row without a folder, both cleaned up by the next :meth:`list`.
+        row without a folder, both cleaned up by the next :meth:`list`. With ``owner``, a
+        run whose ``meta["owner"]`` differs is refused (RunStoreError); None does not check.
         """
         folder = self._folder(run_id)
+        if owner is not None:
+            _owner_check(run_id, _read_meta(folder, run_id), owner, "deleted")
         trash = self.runs_dir / f"{_TRASH_PREFIX}{run_id}-{os.getpid()}"
         try:
             os.replace(folder, trash)
@@ -966,7 +1015,8 @@ def _model_payload(model, split, dataset, spec):
 
 def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str | None = None,
              note: str = "", store: "RunStore | None" = None, writer: str = "python",
-             metrics: dict | None = None, duration_s: float | None = None) -> str:
+             metrics: dict | None = None, duration_s: float | None = None,
+             owner: str | None = None) -> str:
     """Save a fitted model with its split as a run; the one call the CLI and the app use.
 
     Parameters
@@ -987,6 +1037,8 @@ def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str
         ``"cli"``, ``"app"`` or ``"python"`` (kept as provenance).
     metrics : dict, optional
         Default: :func:`run_metrics` of the model on the split.
+    owner : str, optional
+        Who may manage the run (see :meth:`RunStore.save`).
 
     Returns
     -------
@@ -1004,7 +1056,7 @@ def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str
     return store.save(fam.name, model.trace_, arrays, dataset=ds, params=params,
                       metrics=metrics, label=label or fam.label(params, ds.get("name", "data")),
                       note=note, split=split_meta, provenance=_provenance(writer),
-                      duration_s=duration_s)
+                      duration_s=duration_s, owner=owner)
 
 
 @dataclass

@@ -288,20 +288,94 @@ def test_missing_run(capsys, store, tmp_path, action):
 # ----------------------------------------------------------------------------- app
 
 
-def test_app_runs_streamlit_on_the_repo_app(capsys, monkeypatch):
+def _capture_app(monkeypatch):
+    """Replace the streamlit subprocess; returns the list of (cmd, env) it was called with."""
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
-    code, out, _ = run(capsys, "app", "--port", "8600", "--", "--server.headless", "true")
+    monkeypatch.setattr(cli.subprocess, "call",
+                        lambda cmd, env=None: calls.append((cmd, env)) or 0)
+    return calls
+
+
+def test_app_runs_streamlit_on_the_repo_app(capsys, monkeypatch):
+    calls = _capture_app(monkeypatch)
+    monkeypatch.delenv("KMVIZ_DATA_DIRS", raising=False)
+    monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
+    code, out, err = run(capsys, "app", "--port", "8600", "--", "--server.headless", "true")
     assert code == 0
-    cmd = calls[0]
+    cmd, env = calls[0]
     assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"]
     assert cmd[4].endswith("app.py") and cmd[4] == str(cli._app_path())
-    assert cmd[5:] == ["--server.port", "8600", "--server.headless", "true"]
-    assert "Running" in out
+    # private by default: this machine only
+    assert cmd[5:] == ["--server.address", "127.0.0.1", "--server.port", "8600",
+                       "--server.headless", "true"]
+    assert "Running" in out and err == ""  # no warning for the default
+    assert "KMVIZ_DATA_DIRS" not in env and "KMVIZ_SHARED_RUNS" not in env
+
+
+def test_app_host_exposes_it_with_a_warning(capsys, monkeypatch):
+    calls = _capture_app(monkeypatch)
+    code, out, err = run(capsys, "app", "--host", "0.0.0.0")
+    assert code == 0
+    cmd, _ = calls[0]
+    assert cmd[5:7] == ["--server.address", "0.0.0.0"]
+    assert err.startswith("warning: the app listens on 0.0.0.0")
+    assert "anyone who can reach this machine" in err and "read the runs" in err
+    for host in ("localhost", "::1"):
+        run(capsys, "app", "--host", host)
+        assert capsys.readouterr().err == ""
+
+
+def test_app_refuses_an_address_passed_to_streamlit(capsys, monkeypatch):
+    calls = _capture_app(monkeypatch)
+    code, _, err = run(capsys, "app", "--", "--server.address=0.0.0.0")
+    assert_user_error(code, err, "kmviz app --host HOST")
+    assert calls == []
+
+
+def test_app_data_dirs_and_shared_runs_reach_the_app_environment(capsys, monkeypatch,
+                                                                 tmp_path):
+    import os
+
+    calls = _capture_app(monkeypatch)
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    monkeypatch.setenv("KMVIZ_DATA_DIRS", "/srv/data")
+    code, _, _ = run(capsys, "app", "--data-dir", str(a), "--data-dir", str(b / ".." / "b"),
+                     "--shared-runs")
+    assert code == 0
+    _, env = calls[0]
+    assert env["KMVIZ_DATA_DIRS"].split(os.pathsep) == ["/srv/data", str(a), str(b)]
+    assert env["KMVIZ_SHARED_RUNS"] == "1"
+    code, _, err = run(capsys, "app", "--data-dir", str(tmp_path / "missing"))
+    assert_user_error(code, err, "not a directory")
+
+
+def test_streamlit_config_is_private_and_its_upload_limit_is_the_pages():
+    import tomllib
+
+    from kmviz.ui.datasets import MAX_UPLOAD_MB
+
+    config = tomllib.loads((cli._app_path().parent / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["address"] == "127.0.0.1"
+    assert config["server"]["maxUploadSize"] == MAX_UPLOAD_MB
+
+
+def test_cli_runs_are_owned_by_the_cli_user(capsys, tmp_path):
+    import getpass
+
+    code, _, _ = run(capsys, "train", "km", "--data", "km-toy", "--option", "n_users=12",
+                     "--option", "n_items=8", "--D", "2", "--max-iter", "1", "--save",
+                     "--dir", str(tmp_path / "s"))
+    assert code == 0
+    store = RunStore(tmp_path / "s")
+    (rid,) = store.ids()
+    assert store.load_meta(rid)["owner"] == f"cli:{getpass.getuser()}" == cli.cli_owner()
+    # the CLI itself does not check owners: deleting works whoever made the run
+    assert run(capsys, "runs", "delete", rid, "--yes", "--dir", str(tmp_path / "s"))[0] == 0
 
 
 def test_app_passes_streamlits_exit_code(capsys, monkeypatch):
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd: 3)
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env=None: 3)
     assert run(capsys, "app")[0] == 3
 
 

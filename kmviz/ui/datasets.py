@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -12,14 +13,20 @@ import streamlit as st
 from kmviz.data import load
 from kmviz.data.catalogue import list_datasets
 from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
+from kmviz.exceptions import DataError
 
 from .state import StateKeys
 
 #: The dataset a fresh session starts with, so Train works without visiting Data.
 DEFAULT_DATASET = "movielens-small"
 
-#: Largest upload the Data page accepts (the server's own limit is in .streamlit/config.toml).
+#: Largest upload in MB: the default of the server option ``server.maxUploadSize`` (set in
+#: .streamlit/config.toml), which the upload widget enforces and :func:`upload_limit_mb` reads,
+#: so the widget, its label and the page's own check say one number.
 MAX_UPLOAD_MB = 50
+#: Directories whose files Local path may read, separated by os.pathsep (``kmviz app
+#: --data-dir DIR`` sets it); with none, Local path is not offered.
+DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
 #: File types the loaders read (ratings/u.data style text, CSV/TSV, Matrix Market, zip).
 UPLOAD_TYPES = ["csv", "tsv", "txt", "dat", "data", "mtx", "zip", "gz"]
 
@@ -34,19 +41,64 @@ def load_builtin(name: str, options: tuple = ()):
     return _load(name, **dict(options))
 
 
+def _upload_file_name(file_name: str) -> str:
+    """A name to store an upload under: its last path part, never '.', '..' or hidden, and
+    short enough for any file system (the suffix, which picks the loader, is kept)."""
+    name = re.split(r"[\\/]", str(file_name))[-1].strip().lstrip(".")
+    if not name:
+        return "upload.csv"
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or len(suffix) > 10:
+        stem, suffix = name, ""
+    return (stem[:80] or "upload") + ("." + suffix if suffix else "")
+
+
+_TEMP_DIR = re.compile(r"(?:[A-Za-z]:)?[^\s'\"]*kmviz-(?:upload|zip|gz)-[^\\/\s'\"]*[\\/]")
+
+
+def _upload_message(text, tmp: str, path: Path, shown: str):
+    """``text`` with the server's temporary path replaced by the upload's own name."""
+    if text is None:
+        return None
+    text = str(text).replace(str(path), shown).replace(tmp + os.sep, "").replace(tmp, shown)
+    return _TEMP_DIR.sub("", text)
+
+
+def _upload_error(exc: ValueError, tmp: str, path: Path, shown: str) -> ValueError:
+    """The same error (same class where it can be rebuilt) naming the upload, not the server's
+    temporary file."""
+    fix = lambda t: _upload_message(t, tmp, path, shown)  # noqa: E731
+    if isinstance(exc, DataError):
+        try:
+            return type(exc)(fix(exc.problem), path=fix(exc.path), line=exc.line,
+                             expected=fix(exc.expected), fix=fix(exc.fix))
+        except TypeError:
+            return DataError(fix(str(exc)))
+    try:
+        return type(exc)(fix(str(exc)))
+    except TypeError:
+        return ValueError(fix(str(exc)))
+
+
 @st.cache_data(max_entries=4, show_spinner="Reading the uploaded file ...")
 def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
-    """Write an upload to a temporary file under its own name and load it from there."""
-    safe_name = Path(file_name).name or "upload.csv"
+    """Write an upload to a temporary file under its own name and load it from there.
+
+    Errors name the upload (``file_name``), never the server's temporary path."""
+    safe_name = _upload_file_name(file_name)
+    shown = re.split(r"[\\/]", str(file_name))[-1] or safe_name
     with tempfile.TemporaryDirectory(prefix="kmviz-upload-") as tmp:
         path = Path(tmp) / safe_name
         path.write_bytes(content)
-        ratings = _load(str(path), **dict(options))
+        try:
+            ratings = _load(str(path), **dict(options))
+        except ValueError as exc:
+            raise _upload_error(exc, tmp, path, shown) from None
     # The temporary path means nothing to the user: name the data after the upload.
-    ratings.source = f"upload: {safe_name}"
+    ratings.source = f"upload: {shown}"
     if ratings.name in ("ratings", path.stem, safe_name, str(path)) or (
             Path(tmp).name in ratings.name):
-        ratings.name = safe_name
+        ratings.name = shown
     return ratings
 
 
@@ -55,23 +107,83 @@ def _load_path_cached(path: str, mtime: float, options: tuple = ()):
     return _load(path, **dict(options))
 
 
+def data_dirs() -> list[Path]:
+    """The directories Local path may read (``$KMVIZ_DATA_DIRS``), resolved; existing ones
+    only. Empty: Local path is off."""
+    out = []
+    for text in os.environ.get(DATA_DIRS_ENV, "").split(os.pathsep):
+        if text.strip():
+            d = Path(os.path.realpath(os.path.expanduser(text.strip())))
+            if d.is_dir() and d not in out:
+                out.append(d)
+    return out
+
+
+def _inside(path: Path, dirs) -> bool:
+    return any(path == d or d in path.parents for d in dirs)
+
+
+def resolve_local_path(text: str) -> Path:
+    """The real path (symlinks and '..' resolved) of what the user typed, if it lies inside a
+    data directory; relative paths are taken from the first one. Nothing is read before the
+    check, and the refusal names only what was typed.
+
+    Raises
+    ------
+    ValueError
+        Local paths are off, the path is empty or outside the data directories, it does not
+        exist, or a directory holds a link leading outside them.
+    """
+    dirs = data_dirs()
+    if not dirs:
+        raise ValueError("Local paths are turned off on this server: the operator has named "
+                         "no data directory. Upload the file instead, or ask the operator to "
+                         "start the app with `kmviz app --data-dir DIR` (or KMVIZ_DATA_DIRS).")
+    text = str(text or "").strip()
+    if not text:
+        raise ValueError("No path given. Type the path of a ratings file, directory or zip "
+                         "inside a data directory.")
+    given = Path(os.path.expanduser(text))
+    real = Path(os.path.realpath(given if given.is_absolute() else dirs[0] / given))
+    where = ", ".join(str(d) for d in dirs)
+    if not _inside(real, dirs):
+        raise ValueError(f"{text}: outside the data directories this app may read ({where}). "
+                         "Give a path inside one of them, or upload the file.")
+    if not real.exists():
+        raise ValueError(f"{text}: no such file or directory in the data directories "
+                         f"({where}). Check the path and try again.")
+    if real.is_dir():
+        for child in real.iterdir():
+            if not _inside(Path(os.path.realpath(child)), dirs):
+                raise ValueError(f"{text}: {child.name} links outside the data directories "
+                                 f"({where}); not reading this directory.")
+    return real
+
+
 def load_path(path: str, options: tuple = ()):
-    """A local file, directory or zip; the cache is keyed by the modification time too."""
-    path = os.path.expanduser(path.strip())
-    if not path:
-        raise ValueError("No path given. Type the path of a ratings file, directory or zip.")
-    if not os.path.exists(path):
-        raise ValueError(f"{path}: no such file or directory. Check the path and try again.")
-    return _load_path_cached(path, os.path.getmtime(path), options)
+    """A file, directory or zip inside a data directory (:func:`resolve_local_path`); the
+    cache is keyed by the modification time too."""
+    real = resolve_local_path(path)
+    return _load_path_cached(str(real), os.path.getmtime(real), options)
+
+
+def upload_limit_mb() -> int:
+    """The upload limit in MB: the server's ``server.maxUploadSize`` (what the upload widget
+    enforces), :data:`MAX_UPLOAD_MB` unless the operator changed it."""
+    try:
+        return int(st.get_option("server.maxUploadSize"))
+    except (RuntimeError, TypeError, ValueError):
+        return MAX_UPLOAD_MB
 
 
 def check_upload_size(n_bytes: int, file_name: str) -> None:
-    """Refuse uploads above :data:`MAX_UPLOAD_MB` with a message that says what to do."""
-    if n_bytes > MAX_UPLOAD_MB * 1024 * 1024:
+    """Refuse uploads above :func:`upload_limit_mb` with a message that says what to do."""
+    limit = upload_limit_mb()
+    if n_bytes > limit * 1024 * 1024:
         raise ValueError(
             f"{file_name} is {n_bytes / 1024 / 1024:.1f} MB; uploads are limited to "
-            f"{MAX_UPLOAD_MB} MB. Give its local path instead (Local path tab), or upload a "
-            f"zip of it.")
+            f"{limit} MB. Upload a zip of it, or ask the operator to put it in a data "
+            "directory (`kmviz app --data-dir DIR`) and load it with Local path.")
 
 
 def list_catalogue() -> list:
@@ -156,14 +268,15 @@ def ensure_dataset():
     return st.session_state[StateKeys.DATASET], st.session_state[StateKeys.SPLIT]
 
 
-def restore_run_data(opened) -> str | None:
+def restore_run_data(opened, *, saved_data: bool = True) -> str | None:
     """Make a reopened run's dataset and split the session's data again (for a re-run).
 
     ``opened`` is a :class:`kmviz.runs.OpenedRun`. A catalogue dataset is reloaded with the
     run's options and split with its settings when that reproduces the saved fingerprints
     (the full catalogue data, side information included); otherwise the split saved with
-    the run is used as it is. Returns a sentence saying what was restored, or None if the
-    run carries no data.
+    the run is used as it is, but only with ``saved_data`` (the run is this session's, or
+    runs are shared): another session's training data is never loaded. Returns a sentence
+    saying what was restored, or None if nothing was.
     """
     run = opened.run
     ds = run.dataset if isinstance(run.dataset, dict) else {}
@@ -189,7 +302,7 @@ def restore_run_data(opened) -> str | None:
             return (f"Data restored: {spec.get('title') or spec['source']} reloaded from the "
                     f"catalogue with the run's options and split ({settings['by']}, seed "
                     f"{settings['seed']}).")
-    if opened.split is None:
+    if opened.split is None or not saved_data:
         return None
     whole, split = opened.dataset, opened.split
     spec = {"kind": "saved run", "source": run.run_id, "options": {},

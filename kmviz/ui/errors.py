@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from .text import md_escape
+
 log = logging.getLogger("kmviz.ui")
 
 
@@ -28,16 +30,18 @@ def _is_streamlit_control(exc: BaseException) -> bool:
 
 
 def show_exception(exc: BaseException, action: str, details: str | None = None) -> str:
-    """Render ``exc``: a ValueError's own message, or a friendly note with details folded."""
+    """Render ``exc``: a ValueError's own message, or a friendly note with details folded.
+
+    Messages are shown as plain text: they quote file names, ids and lines of user files."""
     if isinstance(exc, ValueError):
         message = str(exc) or f"{action} failed: invalid input."
-        st.error(message, icon=":material/error:")
+        st.error(md_escape(message), icon=":material/error:")
         return message
     log.exception("Unexpected error while %s", action)
     message = (f"Something went wrong while {action}: {type(exc).__name__}: {exc}. "
                "Try other settings or reload the data; if it keeps happening, report it with "
                "the details below.")
-    st.error(message, icon=":material/bug_report:")
+    st.error(md_escape(message), icon=":material/bug_report:")
     with st.expander("Details"):
         st.code(details or "".join(traceback.format_exception(exc)), language="text")
     return message

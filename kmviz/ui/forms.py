@@ -194,3 +194,75 @@ def split_form(current=None) -> tuple[dict, bool]:
         seed = c4.number_input("seed", 0, 2**31 - 1, int(cur["seed"]), 1, key="data_split_seed")
         applied = st.form_submit_button("Apply split")
     return {"val_size": float(val), "test_size": float(test), "by": by, "seed": int(seed)}, applied
+
+
+#: Choices of the file-reading options (the loaders' keyword options): value -> label.
+ENCODINGS = {"utf-8": "UTF-8 (default)", "latin-1": "Latin-1 (ISO 8859-1)",
+             "cp1252": "Windows-1252", "utf-16": "UTF-16"}
+DELIMITERS = {None: "detect (default)", ",": "comma ,", "\t": "tab", ";": "semicolon ;",
+              "|": "pipe |", " ": "spaces"}
+HEADERS = {None: "detect (default)", True: "yes, the first line names the columns",
+           False: "no, the first line is data"}
+DUPLICATES = {"error": "refuse the file (default)", "mean": "average them",
+              "first": "keep the first", "last": "keep the last"}
+
+
+def _column(text: str):
+    """A column given as a header name or a 0-based position (digits)."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def loader_options(*, encoding="utf-8", delimiter=None, header=None, user_col="",
+                   item_col="", value_col="", duplicates="error") -> dict:
+    """The options a user changed, as the loaders' keyword options (defaults left out, so a
+    MovieLens file or a Matrix Market matrix loads with the form untouched). Columns are
+    header names or 0-based positions; the rating column "none" reads 0/1 interactions."""
+    out = {}
+    if encoding and encoding != "utf-8":
+        out["encoding"] = encoding
+    if delimiter is not None:
+        out["delimiter"] = delimiter
+    if header is not None:
+        out["header"] = bool(header)
+    for name, text in (("user_col", user_col), ("item_col", item_col)):
+        if str(text or "").strip():
+            out[name] = _column(str(text))
+    value = str(value_col or "").strip()
+    if value:
+        out["value_col"] = None if value.lower() == "none" else _column(value)
+    if duplicates and duplicates != "error":
+        out["duplicates"] = duplicates
+    return out
+
+
+def reading_options_form(*, prefix: str) -> dict:
+    """Widgets for the file-reading options that the loaders' error messages suggest
+    (encoding=, delimiter=, header=, user_col=/item_col=/value_col=, duplicates=); returns
+    :func:`loader_options` of what the user set."""
+    with st.expander("Reading options: encoding, delimiter, columns, duplicates"):
+        st.caption("Leave the defaults unless an error message suggests a change; the names "
+                   "in brackets are the options the messages mention.")
+        c = st.columns(4)
+        encoding = c[0].selectbox("Encoding (encoding=)", list(ENCODINGS),
+                                  format_func=ENCODINGS.get, key=f"{prefix}_encoding")
+        delimiter = c[1].selectbox("Delimiter (delimiter=)", list(DELIMITERS),
+                                   format_func=DELIMITERS.get, key=f"{prefix}_delimiter")
+        header = c[2].selectbox("Header line (header=)", list(HEADERS),
+                                format_func=HEADERS.get, key=f"{prefix}_header")
+        duplicates = c[3].selectbox("Repeated user-item pairs (duplicates=)",
+                                    list(DUPLICATES), format_func=DUPLICATES.get,
+                                    key=f"{prefix}_duplicates")
+        c = st.columns(3)
+        column_help = "A column name from the header, or a 0-based position (0 = first)."
+        user_col = c[0].text_input("User column (user_col=)", key=f"{prefix}_user_col",
+                                   placeholder="detect", help=column_help)
+        item_col = c[1].text_input("Item column (item_col=)", key=f"{prefix}_item_col",
+                                   placeholder="detect", help=column_help)
+        value_col = c[2].text_input("Rating column (value_col=)", key=f"{prefix}_value_col",
+                                    placeholder="detect",
+                                    help=column_help + " 'none' reads the file as 0/1 "
+                                    "interactions (no rating column).")
+    return loader_options(encoding=encoding, delimiter=delimiter, header=header,
+                          user_col=user_col, item_col=item_col, value_col=value_col,
+                          duplicates=duplicates)

@@ -13,7 +13,7 @@ import streamlit as st
 from kmviz import families
 from kmviz.runs import RunStore, open_run
 
-from .state import RunRecord
+from .state import NOT_YOURS, RunRecord, owns
 
 #: Columns of the runs table after the name and the headline metrics, in display order.
 TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "family", "note",
@@ -117,9 +117,15 @@ def meta_json(meta: dict) -> str:
 
 def record_from_saved(run_id: str, store: RunStore | None = None) -> RunRecord:
     """A :class:`RunRecord` for the Explore pages from a saved run (model and split None,
-    with ``problem`` saying why, when the run cannot give them)."""
+    with ``problem`` saying why, when the run cannot give them). Another session's run
+    gives its trace and metrics only: its saved training data is loaded by its owner alone
+    (or when the operator shares runs)."""
     opened = open_run(run_id, store)
     run = opened.run
+    if not owns(run.meta):
+        opened.model = opened.split = opened.dataset = None
+        opened.problem = (f"Run {run.label!r} ({run.run_id}): {NOT_YOURS} Its convergence "
+                          "curves and metrics are shown on the Convergence and Runs pages.")
     created = pd.Timestamp(run.meta["created"]).timestamp()
     return RunRecord(
         run_id=run.run_id, label=run.label, family=run.family, params=dict(run.params),

@@ -7,6 +7,8 @@ the user changes page, but keeps these.
 from __future__ import annotations
 
 import copy
+import os
+import secrets
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +30,7 @@ class StateKeys:
     RERUN_CONFIG = "kmviz_rerun_config"  # (family, params) handed from the Runs page to Train
     NOTICE = "kmviz_notice"              # one-shot message shown at the top of the next page
     ITEM = "kmviz_item"                  # dict run_id -> item shown by the per-item views
+    OWNER = "kmviz_owner"                # str: this browser session's owner token for runs
 
 
 INIT_STATES = {
@@ -49,6 +52,43 @@ def init_state() -> None:
     for key, default in INIT_STATES.items():
         if key not in st.session_state:
             st.session_state[key] = copy.deepcopy(default)
+    session_owner()
+
+
+#: Operator switch (``kmviz app --shared-runs``): every session may manage every run.
+SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
+
+
+def session_owner() -> str:
+    """This browser session's owner token (random, kept in the session state): the runs it
+    saves carry it, and only it may rename, note or delete them or load their data."""
+    token = st.session_state.get(StateKeys.OWNER)
+    if not token:
+        token = st.session_state[StateKeys.OWNER] = f"app:{secrets.token_hex(16)}"
+    return token
+
+
+def shared_runs() -> bool:
+    """True when the operator shared every run with every session (KMVIZ_SHARED_RUNS=1)."""
+    return os.environ.get(SHARED_RUNS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def owns(meta: dict) -> bool:
+    """Whether this session may manage the run of ``meta`` and load its saved data."""
+    return shared_runs() or (meta or {}).get("owner") == session_owner()
+
+
+def manage_owner() -> str | None:
+    """The ``owner=`` for RunStore.update/delete: this session's token, None when shared."""
+    return None if shared_runs() else session_owner()
+
+
+#: Why another session's run is read-only here (shown beside the disabled buttons).
+NOT_YOURS = ("This run was made by another session (or the command line), so it is "
+             "read-only here: you can look at its settings and curves and re-run its "
+             "settings, but not rename, note or delete it, download its data, or load the "
+             "data it was trained on. The operator can share every run with `kmviz app "
+             "--shared-runs`.")
 
 
 @dataclass

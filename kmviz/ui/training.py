@@ -24,7 +24,7 @@ from kmviz import families
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
-from .state import RunRecord, StateKeys
+from .state import RunRecord, StateKeys, session_owner
 
 log = logging.getLogger("kmviz.ui")
 
@@ -37,7 +37,7 @@ class TrainingJob:
 
     def __init__(self, family: str, params: dict, split, *, dataset_name: str,
                  fingerprint: str, label: str | None = None, save: bool = True,
-                 ratings=None, spec: dict | None = None):
+                 ratings=None, spec: dict | None = None, owner: str | None = None):
         self.family = family
         self.params = dict(params)
         self.split = split
@@ -45,6 +45,7 @@ class TrainingJob:
         self.fingerprint = fingerprint
         self.ratings = ratings  # the whole dataset: its names and ids are saved with the run
         self.spec = dict(spec or {})
+        self.owner = owner  # the session's token, recorded in the saved run
         self.label = label or families.get(family).label(params, dataset_name)
         self.save = save
         self.stop_event = threading.Event()
@@ -159,7 +160,8 @@ class TrainingJob:
             return f"session-{int(time.time() * 1000)}"
         try:
             return save_run(model, self.split, dataset=self.ratings, spec=self.spec,
-                            label=self.label, store=RunStore(), writer="app", metrics=metrics)
+                            label=self.label, store=RunStore(), writer="app", metrics=metrics,
+                            owner=self.owner)
         except Exception as exc:  # noqa: BLE001 - saving must not lose the trained model
             log.exception("saving the run failed")
             self.save_error = f"The run could not be saved to the run store: {exc}"
@@ -225,6 +227,6 @@ def start_job(family: str, params: dict) -> TrainingJob:
     split = st.session_state[StateKeys.SPLIT]
     job = TrainingJob(family, params, split, dataset_name=ratings.name,
                       fingerprint=ratings.fingerprint(), ratings=ratings,
-                      spec=st.session_state.get(StateKeys.DATASET_SPEC))
+                      spec=st.session_state.get(StateKeys.DATASET_SPEC), owner=session_owner())
     st.session_state[StateKeys.JOB] = job
     return job.start()

@@ -182,12 +182,12 @@ def progress_panel() -> None:
         if status == "failed":
             _failed(snap)
         elif status == "stopped":
-            st.warning(snap["message"], icon=":material/stop_circle:")
+            st.warning(md_escape(snap["message"]), icon=":material/stop_circle:")
         else:
-            st.success(snap["message"], icon=":material/check_circle:")
+            st.success(md_escape(snap["message"]), icon=":material/check_circle:")
         if snap["save_error"]:
-            st.warning(snap["save_error"] + " The run stays available in this session.",
-                       icon=":material/warning:")
+            st.warning(md_escape(snap["save_error"] + " The run stays available in this "
+                                 "session."), icon=":material/warning:")
         if not job_now.consumed:
             collect_finished_job()
             st.rerun(scope="app")
@@ -198,9 +198,9 @@ def progress_panel() -> None:
 def _failed(snap) -> None:
     """A failed fit: the ValueError's own message, or a friendly note with folded details."""
     if not snap["details"]:
-        st.error(snap["message"], icon=":material/error:")
+        st.error(md_escape(snap["message"]), icon=":material/error:")
         return
-    st.error(snap["message"], icon=":material/bug_report:")
+    st.error(md_escape(snap["message"]), icon=":material/bug_report:")
     with st.expander("Details"):
         st.code(snap["details"], language="text")
 

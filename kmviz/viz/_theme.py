@@ -6,6 +6,8 @@ Nothing model-specific here: a model family's names and colours (for KM,
 
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 TEMPLATE = "plotly_white"
@@ -19,6 +21,16 @@ DASHES = ["solid", "dash", "dot", "dashdot", "longdash"]
 EXTRA_COLORS = ["#54a24b", "#b279a2", "#eeca3b", "#9d755d", "#ff9da6", "#1f3b73", "#bab0ac",
                 "#4c78a8", "#72b7b2", "#f58518", "#e45756", "#637939", "#ad494a", "#6b6ecf",
                 "#e7ba52", "#843c39", "#5254a3", "#8ca252", "#bd9e39", "#7b4173"]
+
+
+def plain(text) -> str:
+    """User text (a run label, an item title, a file name) for a Plotly figure, shown as typed.
+
+    Plotly reads a subset of HTML in every label, title, legend entry and hover text (``<a
+    href>``, ``<b>``, ``<br>``, entities), ``%{...}`` fields in hover templates and ``$...$``
+    as TeX: ``<``, ``>`` and ``&`` become entities, ``%`` and ``$`` numeric ones (which Plotly
+    shows as the characters, after filling in the template)."""
+    return html.escape(str(text), quote=False).replace("%", "&#37;").replace("$", "&#36;")
 
 
 def column_label(column: str) -> str:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._theme import LINE_COLORS, color, column_label, distinct_colors, empty_figure, \
-    method_line, styled
+    method_line, plain, styled
 
 #: Generic panel and axis titles of the usual trace metrics: column -> (title, y axis).
 BCD_METRICS = {
@@ -90,7 +90,8 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
     Parameters
     ----------
     traces : mapping label -> Trace or DataFrame
-        Runs to overlay; each needs an ``iteration`` column.
+        Runs to overlay; each needs an ``iteration`` column. The labels (run names: user
+        text) name the legend entries and start each hover text, shown as plain text.
     metrics : sequence of str, optional
         Trace columns to show, default those of :data:`BCD_METRICS` (``train_nrmse``,
         ``train_rmse``, ``objective``, ``validation_nrmse``); panels for columns no run has
@@ -119,14 +120,15 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
                         horizontal_spacing=0.1)
     for k, (label, frame) in enumerate(frames.items()):
         first = True
+        text = plain(label)
         for col, metric in enumerate(shown, start=1):
             if metric not in frame or not frame[metric].notna().any():
                 continue
             fig.add_trace(go.Scatter(
-                x=frame["iteration"], y=frame[metric], mode="lines+markers", name=label,
-                legendgroup=label, showlegend=first,
+                x=frame["iteration"], y=frame[metric], mode="lines+markers", name=text,
+                legendgroup=text, showlegend=first,
                 line=dict(color=color(k)), marker=dict(size=6),
-                hovertemplate=(f"<b>{label}</b><br>iteration %{{x}}<br>"
+                hovertemplate=(f"<b>{text}</b><br>iteration %{{x}}<br>"
                                f"{titles[metric][0]}: %{{y:.5g}}<extra></extra>")),
                 row=1, col=col)
             first = False
@@ -185,11 +187,12 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
         Columns ``iteration`` and ``gap``, optionally ``phase`` (any labels) and ``h``,
         ``step`` and ``n_evd`` (shown on hover).
     title, subtitle : str
+        Plain text (the subtitle may name an item: user text).
     phase_colors : mapping phase -> colour, optional
         Colours of the phases, in legend order (for KM,
         :data:`kmviz.km.telemetry.PHASE_COLORS`); other phases get distinct palette colours.
     """
-    full = f"{title}<br><sup>{subtitle}</sup>" if subtitle else title
+    full = f"{plain(title)}<br><sup>{plain(subtitle)}</sup>" if subtitle else plain(title)
     if not trajectories or all(len(df) == 0 for df in trajectories.values()):
         return empty_figure(full, "No dual iterations to show.")
     phase_colors = dict(phase_colors or {})
@@ -203,6 +206,7 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
     n = len(trajectories)
     lines = []
     for k, (label, df) in enumerate(trajectories.items()):
+        label = plain(label)
         gap = np.maximum(df["gap"].to_numpy(dtype=float), 1e-16)
         it = df["iteration"].to_numpy()
         extra = [c for c in ("h", "step", "n_evd") if c in df]

@@ -9,14 +9,15 @@ import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
 
-from ._theme import color, empty_figure, styled
+from ._theme import color, empty_figure, plain, styled
 
 MAX_ARROWS = 300  # beyond this many edges, draw plain lines (annotations get slow)
 
 
 def _short(text: str, n: int = 40) -> str:
+    """An item name cut to ``n`` characters, as plain text for the figure (:func:`plain`)."""
     text = str(text)
-    return text if len(text) <= n else text[: n - 1] + "…"
+    return plain(text if len(text) <= n else text[: n - 1] + "…")
 
 
 def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
@@ -47,7 +48,7 @@ def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
     labels = [f"{_short(names[i])} [{items[i]}]" for i in order]
     fig = go.Figure(go.Bar(
         x=scores[order], y=labels, orientation="h", marker_color=color(0), name="ςᵢ",
-        customdata=np.array([[names[i], int(items[i])] for i in order], dtype=object),
+        customdata=np.array([[plain(names[i]), int(items[i])] for i in order], dtype=object),
         hovertemplate=("<b>%{customdata[0]}</b> (index %{customdata[1]})<br>ς = %{x:.3f}"
                        "<extra></extra>")))
     fig.update_yaxes(autorange="reversed")

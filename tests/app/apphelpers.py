@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -104,6 +105,11 @@ def button(at, label: str):
 
 def plotly_specs(at) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def plain_text(markdown: str) -> str:
+    """What a Markdown string escaped with md_escape shows: the backslashes removed."""
+    return re.sub(r"\\(.)", r"\1", str(markdown))
 
 
 def texts(at) -> list[str]:

@@ -16,8 +16,8 @@ from kmviz.ui.text import md_escape
 from kmviz.viz.convergence import MEAN_PREDICTOR
 from tests.app.apphelpers import (CONVERGENCE, DATA, KM_DUAL, KM_IMPLICATIONS, KM_LANCZOS,
                                   KM_PHASES, RUNS, TIMEOUT, TRAIN, cli_train, goto,
-                                  load_planted, metrics, new_session, only_run, plotly_specs,
-                                  train, train_button, wait_job)
+                                  load_planted, metrics, new_session, only_run, plain_text,
+                                  plotly_specs, train, train_button, wait_job)
 
 
 @pytest.fixture()
@@ -74,7 +74,7 @@ def test_bad_upload_shows_the_loader_message():
     at.button(key="data_load_upload").click().run()
     assert not at.exception
     assert len(at.error) == 1
-    message = at.error[0].value
+    message = plain_text(at.error[0].value)
     assert "ratings.csv" in message and "line" in message
     assert "Traceback" not in message
     # the session keeps the dataset it had (the built-in default)
@@ -82,7 +82,8 @@ def test_bad_upload_shows_the_loader_message():
     assert at.session_state[StateKeys.DATASET_SPEC]["default"]
 
 
-def test_bad_local_path_and_bad_file_show_errors(tmp_path):
+def test_bad_local_path_and_bad_file_show_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("KMVIZ_DATA_DIRS", str(tmp_path))
     at = goto(new_session(), DATA)
     at.radio(key="data_source").set_value("Local path").run()
     at.text_input(key="data_path").input(str(tmp_path / "missing.csv"))
@@ -92,7 +93,7 @@ def test_bad_local_path_and_bad_file_show_errors(tmp_path):
     bad.write_text("")
     at.text_input(key="data_path").input(str(bad))
     at.button(key="data_load_path").click().run()
-    assert not at.exception and at.error and "empty.csv" in at.error[0].value
+    assert not at.exception and at.error and "empty.csv" in plain_text(at.error[0].value)
 
 
 def test_train_page_guards_when_no_dataset_can_be_loaded(monkeypatch):
@@ -144,7 +145,7 @@ def test_errors_helper_shows_messages_not_tracebacks():
 
     at = AppTest.from_function(page, default_timeout=TIMEOUT).run()
     assert not at.exception
-    assert at.error[0].value == "ratings.csv, line 3: bad value. Fix: correct it"
+    assert plain_text(at.error[0].value) == "ratings.csv, line 3: bad value. Fix: correct it"
     assert "Something went wrong while drawing" in at.error[1].value
     assert at.expander[0].label == "Details"
     assert at.markdown[-1].value == "False False"
@@ -285,7 +286,8 @@ def test_explore_pages_guard_without_runs():
 
 
 # ------------------------------------------------------------------- saved runs, re-runs
-def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained):
+def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained, monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the operator shares runs between sessions
     first = only_run(trained)
     lanczos = metrics(goto(trained, KM_LANCZOS))
     impl = goto(trained, KM_IMPLICATIONS)
@@ -326,7 +328,8 @@ def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained):
     assert at.multiselect(key="conv_runs").value == [first.run_id]
 
 
-def test_run_saved_without_its_data_explains_why_on_the_km_pages(trained):
+def test_run_saved_without_its_data_explains_why_on_the_km_pages(trained, monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # a run saved from Python has no owner
     run = only_run(trained)
     old_id = RunStore().save("km", run.trace,
                              {"theta": run.model.theta_, "psi": run.model.psi_},
@@ -386,7 +389,9 @@ def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained
     assert [row["objective"] for row in rerun.trace.rows] == objectives
 
 
-def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path):
+def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("KMVIZ_DATA_DIRS", str(tmp_path))
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the fresh session may load the run's data
     rows = ["user,item,rating"] + [f"{u},{i},{(u * 7 + i * 3) % 5 + 1}"
                                    for u in range(12) for i in range(8) if (u + i) % 3]
     path = tmp_path / "ratings.csv"
@@ -458,7 +463,7 @@ def test_data_page_generator_widgets():
     # a max_support above D is refused with the generator's message, not a traceback
     at.number_input(key="data_planted-km_max_support").set_value(12)
     at.button(key="data_load_builtin").click().run()
-    assert not at.exception and "max_support" in at.error[0].value
+    assert not at.exception and "max_support" in plain_text(at.error[0].value)
 
 
 def test_too_small_for_the_split_loads_with_everything_in_training():

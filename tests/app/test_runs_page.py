@@ -67,7 +67,8 @@ def test_train_page_offers_the_registry_families_and_their_declared_settings():
 
 
 # ---------------------------------------------------------------- Runs: name, note, delete
-def test_runs_page_renames_a_run_and_sets_a_note():
+def test_runs_page_renames_a_run_and_sets_a_note(monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the CLI's runs, managed in the app
     alpha, beta = cli_train(label="alpha"), cli_train(label="beta")
     at = goto(new_session(), RUNS)
     at.selectbox(key="runs_one").set_value(alpha).run()
@@ -103,7 +104,8 @@ def test_rename_of_a_session_run_shows_on_the_train_page():
     assert "Result: my first KM" in [s.value for s in at.subheader]
 
 
-def test_delete_asks_for_confirmation_naming_the_run_and_deletes_only_it():
+def test_delete_asks_for_confirmation_naming_the_run_and_deletes_only_it(monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the CLI's runs, managed in the app
     alpha, beta = cli_train(label="alpha"), cli_train(label="beta")
     at = goto(new_session(), RUNS)
     at.selectbox(key="runs_one").set_value(beta).run()
@@ -166,7 +168,8 @@ def test_compare_marks_differences_and_warns_when_the_datasets_differ():
 
 
 # ---------------------------------------------------------------- the CLI and the app
-def test_a_run_saved_by_the_cli_opens_on_every_km_page_and_in_the_runs_table():
+def test_a_run_saved_by_the_cli_opens_on_every_km_page_and_in_the_runs_table(monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the app may load the CLI run's data
     run_id = cli_train(label="from the cli")
     saved = RunStore().load(run_id)
     at = new_session()
@@ -247,7 +250,8 @@ def test_markdown_in_a_run_name_renders_as_text():
     assert len(RunStore()) == 0
 
 
-def test_markdown_in_item_titles_and_dataset_names_renders_as_text():
+def test_markdown_in_item_titles_and_dataset_names_renders_as_text(monkeypatch):
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the run is saved from Python, no owner
     from kmviz.data import Ratings, load
     from kmviz.data.splits import make_split
     from kmviz.km import KolmogorovModel

@@ -43,10 +43,15 @@ def _wait_healthy(url: str, proc, timeout: float = 60.0) -> None:
 
 @pytest.fixture()
 def server(tmp_path):
+    yield from _serve(tmp_path)
+
+
+def _serve(tmp_path, **extra_env):
+    """`streamlit run app.py` on a free port with its own run store; yields its URL."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found: apt-get install chromium")
     port = _free_port()
-    env = dict(os.environ, KMVIZ_RUNS_DIR=str(tmp_path / "runs"))
+    env = dict(os.environ, KMVIZ_RUNS_DIR=str(tmp_path / "runs"), **extra_env)
     streamlit = shutil.which("streamlit", path=str(Path(sys.executable).parent)) or "streamlit"
     log = open(tmp_path / "streamlit.log", "w")
     start = time.perf_counter()
@@ -242,5 +247,95 @@ def test_data_train_implications_runs(server):
             _settle(page)
             page.screenshot(path=str(ARTIFACTS / "09-runs.png"), full_page=True)
             assert "Traceback" not in page.content()
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ user text is text
+TITLE = "**x** [y](http://z)"
+#: Item titles: the Markdown above plus the HTML that Plotly would turn into a link.
+ITEM_TITLE = TITLE + ' <a href="http://z">w</a>'
+
+
+@pytest.fixture()
+def server_with_a_marked_up_run(tmp_path):
+    """A server whose run store holds one KM run on data whose item titles are Markdown
+    (saved from Python, so the operator shares runs for the browser session to rename it)."""
+    from kmviz.data import Ratings, load
+    from kmviz.data.splits import make_split
+    from kmviz.km import KolmogorovModel
+    from kmviz.runs import RunStore, save_run
+
+    base = load("planted-km", n_users=30, n_items=12, D=3, random_state=0)
+    ratings = Ratings.from_arrays(base.users, base.items, base.values, r_min=base.r_min,
+                                  r_max=base.r_max, name="planted",
+                                  item_names=[f"{ITEM_TITLE} #{i}"
+                                              for i in range(base.n_items)])
+    split = make_split(ratings)
+    model = KolmogorovModel(D=3, max_iter=2, random_state=0).fit(split.train,
+                                                                 validation=split.validation)
+    save_run(model, split, dataset=ratings, label="plain run",
+             store=RunStore(tmp_path / "runs"))
+    yield from _serve(tmp_path, KMVIZ_SHARED_RUNS="1")
+
+
+def _links_to_z(page) -> list[str]:
+    """Elements (HTML or SVG) linking to or loading anything from http://z."""
+    return page.evaluate("""() => Array.from(document.querySelectorAll('*')).filter(el =>
+        Array.from(el.attributes).some(a => (a.name.endsWith('href') || a.name === 'src')
+                                            && a.value.includes('http://z')))
+        .map(el => el.outerHTML.slice(0, 200))""")
+
+
+def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
+        server_with_a_marked_up_run):
+    import re
+
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _open_home(browser, server_with_a_marked_up_run)
+
+            # Runs: rename the run to Markdown; it shows as typed, never as a link
+            _nav(page, "Runs")
+            form = page.locator('[data-testid="stForm"]')
+            expect(form).to_be_visible()
+            name = form.get_by_label("Name", exact=True)
+            name.fill(TITLE)
+            name.press("Enter")
+            page.get_by_role("button", name="Save name and note").click()
+            _settle(page)
+            expect(page.get_by_text("Delete this run")).to_be_visible()
+            page.get_by_role("button", name="Delete this run ...").click()
+            _settle(page)
+            warning = page.locator('[data-testid="stAlert"]').filter(has_text="for good?")
+            expect(warning).to_contain_text(f"Delete the run {TITLE}")
+            page.get_by_role("button", name="Cancel").click()
+            _settle(page)
+            legend = page.locator(".js-plotly-plot .legendtext").first
+            expect(legend).to_have_text(re.compile("^" + re.escape(TITLE)))  # the run's legend
+            assert _links_to_z(page) == []
+            assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
+            page.screenshot(path=str(ARTIFACTS / "10-runs-marked-up-name.png"), full_page=True)
+
+            # Implications: the item titles, in words and in the figures
+            _nav(page, "Implications")
+            expect(page.get_by_role("heading", name="Implications between items")
+                   ).to_be_visible()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1",
+                                   timeout=120_000)
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            # the item titles, as typed: in the page's text and in its figures
+            expect(page.locator('[data-testid="stMarkdownContainer"]').filter(
+                has_text=TITLE).first).to_be_visible()
+            labels = page.locator(".js-plotly-plot text").all_text_contents()
+            assert any(t.startswith(ITEM_TITLE[:30]) for t in labels), labels
+            assert _links_to_z(page) == []
+            assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
+            page.screenshot(path=str(ARTIFACTS / "11-implications-marked-up-titles.png"),
+                            full_page=True)
         finally:
             browser.close()
