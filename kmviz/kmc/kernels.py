@@ -1,0 +1,479 @@
+"""Kernels from prior information: graphs, feature vectors, and the checks every kernel passes.
+
+Graph-Laplacian kernels (thesis §3.5.1, eq. (3.65)): with the combinatorial Laplacian
+``L = diag(A 1) - A = Q diag(lambda) Q^T`` of a weighted, undirected adjacency A, a kernel is
+``K = Q r^+(Lambda) Q^T`` with a spectral weight ``r^+(lambda) = 1 / r(lambda)``:
+
+=========================  ==========================  ============================
+kind                       r(lambda)                   K
+=========================  ==========================  ============================
+``"diffusion"``            ``exp(eta lambda)``         ``expm(-eta L)``
+``"regularized_laplacian"``  ``1 + eta lambda``        ``(I + eta L)^-1``
+``"bandlimited"``          0 off the kept band (3.66)  ``sum_{i < bandwidth} q_i q_i^T``
+=========================  ==========================  ============================
+
+The bandlimited kernel keeps the ``bandwidth`` smoothest graph frequencies (the smallest
+Laplacian eigenvalues) with weight 1 (our reading of (3.66), which only says which
+frequencies are suppressed). The appendix's (A.5) prints ``diag^-1(A 1) - A``; that is a typo,
+§3.5.1 is right and used here.
+
+Feature kernels (§3.5.2): Gaussian ``exp(-gamma ||x_i - x_j||^2)`` (the thesis's eta is
+``gamma``), linear ``X X^T`` and the Pearson correlation between rows (the mushroom kernel of
+§3.6.3, ``np.corrcoef(X)``).
+
+Graph builders (§2.3.2, §3.6): k nearest neighbours, groups (regions, genres), Erdős–Rényi,
+the temporal neighbouring-index graph (each day linked to the ``width`` days before and after)
+and the thesis's geodesic weights ``A_ij = exp(-d_ij / mean(d))``.
+
+:func:`check_kernel` is the gate every kernel passes before a fit: square, of the expected
+size, finite, symmetric, and positive semidefinite within rounding; a kernel that is not PSD
+is refused with its smallest eigenvalue in the message, and repaired (``K + jitter I``) only
+when the caller asks with ``jitter=``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from .._validation import check_number, check_option, check_random_state
+from ..exceptions import DataValueError
+
+GRAPH_KERNELS = ("diffusion", "regularized_laplacian", "bandlimited")
+FEATURE_KERNELS = ("gaussian", "linear", "pearson")
+
+#: Relative tolerance of the PSD test: eigenvalues above ``-PSD_RTOL * n * max(1, |lambda|_max)``
+#: count as rounding of a PSD matrix (float64 eigensolvers are accurate to about
+#: ``n eps ||K||``; 1e-10 leaves a wide margin).
+PSD_RTOL = 1e-10
+#: Relative tolerance of the symmetry test ``|K - K^T| <= SYM_RTOL * max|K|``.
+SYM_RTOL = 1e-8
+
+
+# ----------------------------------------------------------------------------- checks
+def _as_dense_square(A, name, n=None):
+    """A dense float64 square matrix from an array or a scipy sparse matrix."""
+    if sp.issparse(A):
+        A = A.toarray()
+    try:
+        A = np.asarray(A, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataValueError(f"{name} is not a numeric matrix",
+                             expected="a square array of numbers") from None
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise DataValueError(f"{name} has shape {A.shape}", expected="a square 2-D matrix")
+    if n is not None and A.shape[0] != n:
+        raise DataValueError(f"{name} has shape {A.shape}",
+                             expected=f"shape ({n}, {n}), one row and column per entity",
+                             fix="build the kernel on the same index space as the ratings")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise DataValueError(f"{name} holds {int(bad.sum())} NaN or infinite value(s), the "
+                             f"first at ({i}, {j})", expected="finite numbers")
+    return A
+
+
+def _symmetrized(K, name):
+    scale = float(np.max(np.abs(K))) if K.size else 0.0
+    asym = float(np.max(np.abs(K - K.T))) if K.size else 0.0
+    if asym > SYM_RTOL * max(scale, 1e-300):
+        i, j = np.unravel_index(int(np.argmax(np.abs(K - K.T))), K.shape)
+        raise DataValueError(
+            f"{name} is not symmetric: entry ({i}, {j}) is {K[i, j]:.6g} but ({j}, {i}) is "
+            f"{K[j, i]:.6g}", expected="a symmetric kernel matrix K = K^T",
+            fix="use (K + K.T) / 2 if the asymmetry is a rounding error")
+    return 0.5 * (K + K.T)
+
+
+def min_eigenvalue(K) -> float:
+    """The smallest eigenvalue of a symmetric matrix (LAPACK, only that eigenvalue)."""
+    K = np.asarray(K, dtype=np.float64)
+    if K.shape[0] == 0:
+        return math.inf
+    return float(sla.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0])
+
+
+def psd_tolerance(K) -> float:
+    """The rounding margin of the PSD test for ``K`` (see :data:`PSD_RTOL`)."""
+    n = K.shape[0]
+    scale = float(np.max(np.abs(np.diag(K)))) if n else 0.0
+    return PSD_RTOL * max(n, 1) * max(1.0, scale)
+
+
+def is_psd(K) -> bool:
+    """True when ``K + tol I`` has a Cholesky factor, i.e. K is PSD within rounding."""
+    K = np.asarray(K, dtype=np.float64)
+    tol = psd_tolerance(K)
+    try:
+        sla.cholesky(K + tol * np.eye(K.shape[0]), lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def check_kernel(K, name="kernel", *, n=None, jitter=None) -> np.ndarray:
+    """``K`` checked and returned as a symmetric float64 array (``+ jitter I`` when asked).
+
+    Parameters
+    ----------
+    K : array-like or sparse, shape (n, n)
+    name : str
+        What the matrix is, for the messages (``"row_kernel"``).
+    n : int, optional
+        The required size.
+    jitter : float >= 0, optional
+        Added to the diagonal before the PSD test. Without it a kernel that is not PSD within
+        rounding is refused; with it, ``K + jitter I`` must pass.
+
+    Raises
+    ------
+    DataValueError
+        Wrong shape, non-finite values, asymmetry, or not PSD (the message gives the smallest
+        eigenvalue and the ``jitter`` that would repair it).
+    """
+    K = _symmetrized(_as_dense_square(K, name, n), name)
+    if jitter is not None:
+        jitter = check_number("check_kernel", "jitter", jitter, low=0.0)
+        if jitter > 0:
+            K = K + jitter * np.eye(K.shape[0])
+    if not is_psd(K):
+        lam = min_eigenvalue(K)
+        need = -lam * 1.01 + psd_tolerance(K)
+        added = f" after adding jitter={jitter:g}" if jitter else ""
+        raise DataValueError(
+            f"{name} is not positive semidefinite{added}: its smallest eigenvalue is "
+            f"{lam:.4g} (tolerance {-psd_tolerance(K):.2g})",
+            expected="a kernel matrix, all eigenvalues >= 0",
+            fix=f"build it with a kernel function, or pass jitter={need:.3g} (or more) to add "
+                f"that much to its diagonal")
+    return K
+
+
+# ----------------------------------------------------------------------------- graphs
+def check_adjacency(A, name="adjacency", n=None) -> np.ndarray:
+    """A dense, symmetric, non-negative weighted adjacency with a zero diagonal.
+
+    A nonzero diagonal (self-loops) is dropped: it does not change the Laplacian.
+    """
+    A = _symmetrized(_as_dense_square(A, name, n), name)
+    if (A < 0).any():
+        i, j = np.argwhere(A < 0)[0]
+        raise DataValueError(f"{name} has a negative weight {A[i, j]:.4g} at ({i}, {j})",
+                             expected="non-negative edge weights")
+    A = A.copy()
+    np.fill_diagonal(A, 0.0)
+    return A
+
+
+def laplacian(A) -> np.ndarray:
+    """The combinatorial graph Laplacian ``L = diag(A 1) - A`` (thesis §3.5.1)."""
+    A = check_adjacency(A)
+    return np.diag(A.sum(axis=1)) - A
+
+
+def laplacian_eigen(A):
+    """``(lambda, Q)`` of the Laplacian of ``A``, eigenvalues ascending and clipped at 0."""
+    lam, Q = np.linalg.eigh(laplacian(A))
+    return np.clip(lam, 0.0, None), Q
+
+
+def spectral_weights(lam, kind="diffusion", *, eta=1.0, bandwidth=None) -> np.ndarray:
+    """The kernel eigenvalue ``r^+(lambda)`` of each Laplacian eigenvalue (ascending ``lam``).
+
+    ``diffusion``: ``exp(-eta lambda)``; ``regularized_laplacian``: ``1 / (1 + eta lambda)``;
+    ``bandlimited``: 1 for the ``bandwidth`` smallest eigenvalues, 0 for the others.
+    """
+    check_option("spectral_weights", "kind", kind, GRAPH_KERNELS)
+    lam = np.clip(np.asarray(lam, dtype=np.float64), 0.0, None)
+    if kind == "bandlimited":
+        n = lam.shape[0]
+        bw = _bandwidth(bandwidth, n)
+        out = np.zeros(n)
+        out[np.argsort(lam, kind="stable")[:bw]] = 1.0
+        return out
+    eta = check_number("spectral_weights", "eta", eta, low=0.0, closed="neither")
+    if kind == "diffusion":
+        return np.exp(-eta * lam)
+    return 1.0 / (1.0 + eta * lam)
+
+
+def _bandwidth(bandwidth, n):
+    if bandwidth is None:
+        return max(1, int(math.ceil(n / 10)))
+    return check_number("graph_kernel", "bandwidth", bandwidth, kind=int, low=1, high=n)
+
+
+def graph_kernel(A, kind="diffusion", *, eta=1.0, bandwidth=None) -> np.ndarray:
+    """A graph-Laplacian kernel ``Q r^+(Lambda) Q^T`` (eq. (3.65)) from an adjacency.
+
+    Parameters
+    ----------
+    A : array-like or sparse, shape (n, n)
+        Symmetric non-negative weights (self-loops ignored).
+    kind : {"diffusion", "regularized_laplacian", "bandlimited"}
+    eta : float > 0, default=1.0
+        Diffusion time / Laplacian weight (the thesis's eta; 1 in its synthetic test).
+    bandwidth : int, optional
+        Kept frequencies of the bandlimited kernel (default ``ceil(n / 10)``).
+
+    Returns
+    -------
+    K : ndarray, shape (n, n), symmetric PSD
+    """
+    lam, Q = laplacian_eigen(A)
+    w = spectral_weights(lam, kind, eta=eta, bandwidth=bandwidth)
+    K = (Q * w) @ Q.T
+    return 0.5 * (K + K.T)
+
+
+def diffusion_kernel(A, eta=1.0) -> np.ndarray:
+    """``expm(-eta L)``, the diffusion kernel of the Laplacian of ``A``."""
+    return graph_kernel(A, "diffusion", eta=eta)
+
+
+def regularized_laplacian_kernel(A, eta=1.0) -> np.ndarray:
+    """``(I + eta L)^-1``, the regularized Laplacian kernel."""
+    return graph_kernel(A, "regularized_laplacian", eta=eta)
+
+
+def bandlimited_kernel(A, bandwidth=None) -> np.ndarray:
+    """The projector on the ``bandwidth`` smoothest Laplacian eigenvectors (eq. (3.66))."""
+    return graph_kernel(A, "bandlimited", bandwidth=bandwidth)
+
+
+# ----------------------------------------------------------------------------- features
+def _features(X, name="X") -> np.ndarray:
+    if hasattr(X, "to_numpy"):  # DataFrame: numeric columns only
+        import pandas as pd
+
+        df = X if isinstance(X, pd.DataFrame) else pd.DataFrame(X)
+        numeric = df.select_dtypes(include=[np.number, bool])
+        if numeric.shape[1] == 0:
+            raise DataValueError(f"{name} has no numeric column",
+                                 expected="numeric side features",
+                                 fix="encode categorical features (one-hot) first")
+        X = numeric.to_numpy(dtype=np.float64)
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise DataValueError(f"{name} is not numeric", expected="a numeric array") from None
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise DataValueError(f"{name} has shape {X.shape}", expected="a 2-D array (n, t)")
+    bad = ~np.isfinite(X)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise DataValueError(f"{name} holds {int(bad.sum())} missing or infinite value(s), "
+                             f"the first at row {i}, column {j}", expected="finite features",
+                             fix="fill or drop the missing side information")
+    return X
+
+
+def squared_distances(X, Y=None) -> np.ndarray:
+    """``||x_i - y_j||^2`` for all rows of X and Y (clipped at 0 against rounding)."""
+    X = _features(X)
+    Y = X if Y is None else _features(Y, "Y")
+    xx = np.einsum("ij,ij->i", X, X)
+    yy = xx if Y is X else np.einsum("ij,ij->i", Y, Y)
+    D = xx[:, None] + yy[None, :] - 2.0 * (X @ Y.T)
+    np.maximum(D, 0.0, out=D)
+    if Y is X:
+        np.fill_diagonal(D, 0.0)
+    return D
+
+
+def default_gamma(X) -> float:
+    """scikit-learn's default RBF width ``1 / n_features``."""
+    return 1.0 / _features(X).shape[1]
+
+
+def gaussian_kernel(X, Y=None, gamma=None) -> np.ndarray:
+    """``exp(-gamma ||x_i - y_j||^2)`` (eq. (3.8)); ``gamma=None`` means ``1 / n_features``."""
+    X = _features(X)
+    gamma = default_gamma(X) if gamma is None else check_number(
+        "gaussian_kernel", "gamma", gamma, low=0.0, closed="neither")
+    return np.exp(-gamma * squared_distances(X, Y))
+
+
+def linear_kernel(X, Y=None) -> np.ndarray:
+    """``X Y^T`` (``X X^T`` when Y is None)."""
+    X = _features(X)
+    Y = X if Y is None else _features(Y, "Y")
+    return X @ Y.T
+
+
+def pearson_kernel(X) -> np.ndarray:
+    """Pearson correlations between the rows of X (``np.corrcoef(X)``), PSD by construction.
+
+    Raises DataValueError for a constant row (its correlation is undefined).
+    """
+    X = _features(X)
+    Xc = X - X.mean(axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+    flat = norms <= 1e-12 * max(1.0, float(np.max(np.abs(X))) if X.size else 1.0)
+    if flat.any():
+        raise DataValueError(
+            f"row {int(np.flatnonzero(flat)[0])} of the features is constant "
+            f"({int(flat.sum())} such rows), so its Pearson correlation is undefined",
+            expected="rows with at least two distinct feature values",
+            fix="use feature_kernel='linear' or 'gaussian', or drop those rows' features")
+    Z = Xc / norms[:, None]
+    K = Z @ Z.T
+    return 0.5 * (K + K.T)
+
+
+def feature_kernel(X, kind="gaussian", *, gamma=None) -> np.ndarray:
+    """The kernel ``kind`` in {"gaussian", "linear", "pearson"} of the rows of X."""
+    check_option("feature_kernel", "kind", kind, FEATURE_KERNELS)
+    if kind == "gaussian":
+        return gaussian_kernel(X, gamma=gamma)
+    if kind == "linear":
+        return linear_kernel(X)
+    return pearson_kernel(X)
+
+
+# ----------------------------------------------------------------------------- graph builders
+def _check_n(owner, n):
+    return check_number(owner, "n", n, kind=int, low=1)
+
+
+def knn_graph(X, k=8, *, mutual=False) -> sp.csr_matrix:
+    """Unweighted k-nearest-neighbour graph on the rows of X, symmetrized.
+
+    Each point is linked to its ``k`` nearest others (Euclidean); ``P' = sign(P + P^T)``
+    (the thesis's station graph, §2.3.2), or ``P ∘ P^T`` with ``mutual=True``.
+    """
+    X = _features(X)
+    n = X.shape[0]
+    k = check_number("knn_graph", "k", k, kind=int, low=1, high=max(n - 1, 1))
+    D = squared_distances(X)
+    np.fill_diagonal(D, np.inf)
+    nbr = np.argpartition(D, k - 1, axis=1)[:, :k]
+    rows = np.repeat(np.arange(n), k)
+    P = sp.csr_matrix((np.ones(n * k), (rows, nbr.ravel())), shape=(n, n))
+    P = P.minimum(P.T) if mutual else P.maximum(P.T)
+    P.setdiag(0)
+    P.eliminate_zeros()
+    return P.tocsr()
+
+
+def group_graph(labels) -> sp.csr_matrix:
+    """Unweighted graph linking every two entities with the same label (regions, genres).
+
+    ``labels`` is one label per entity (missing labels, None/NaN, link to nothing), or a
+    binary membership matrix (n x groups, e.g. one-hot genres): two entities are linked when
+    they share at least one group, with weight = number of shared groups.
+    """
+    arr = np.asarray(labels, dtype=object)
+    if arr.ndim == 2:
+        M = sp.csr_matrix(np.asarray(labels, dtype=np.float64) != 0, dtype=np.float64)
+        A = (M @ M.T).tocsr()
+    else:
+        import pandas as pd
+
+        codes, _ = pd.factorize(pd.Series(arr), use_na_sentinel=True)
+        n = codes.shape[0]
+        keep = codes >= 0
+        M = sp.csr_matrix((np.ones(int(keep.sum())), (np.flatnonzero(keep), codes[keep])),
+                          shape=(n, max(int(codes.max()) + 1, 1) if keep.any() else 1))
+        A = (M @ M.T).tocsr()
+    A.setdiag(0)
+    A.eliminate_zeros()
+    return A
+
+
+def erdos_renyi_graph(n, p=0.03, *, random_state=None) -> sp.csr_matrix:
+    """Unweighted Erdős–Rényi graph G(n, p) (the thesis's synthetic graphs: n = 250, p = 0.03)."""
+    n = _check_n("erdos_renyi_graph", n)
+    p = check_number("erdos_renyi_graph", "p", p, low=0.0, high=1.0)
+    rng = check_random_state(random_state)
+    upper = np.triu(rng.random((n, n)) < p, k=1)
+    A = sp.csr_matrix(upper, dtype=np.float64)
+    return (A + A.T).tocsr()
+
+
+def temporal_graph(n, width=10) -> sp.csr_matrix:
+    """The neighbouring-index graph: i and j linked when ``0 < |i - j| <= width``.
+
+    The thesis's day graph links each day to the 10 previous and 10 following days (§3.6.2).
+    """
+    n = _check_n("temporal_graph", n)
+    width = check_number("temporal_graph", "width", width, kind=int, low=1)
+    offsets = [o for o in range(-width, width + 1) if o != 0 and abs(o) < n]
+    if not offsets:
+        return sp.csr_matrix((n, n))
+    A = sp.diags([np.ones(n - abs(o)) for o in offsets], offsets, shape=(n, n))
+    return A.tocsr()
+
+
+def geodesic_weights(P, *, row_normalize=False) -> np.ndarray:
+    """Dense weights ``A_ij = exp(-d_ij / mean(d))`` from hop distances on the graph ``P``.
+
+    The thesis's temperature graph (§2.3.2): ``d_ij`` is the hop count between i and j on the
+    unweighted graph P, ``A_ij = exp(-N^2 d_ij / sum d)``; A is dense with a unit diagonal
+    (:func:`laplacian` ignores the diagonal). Unreachable pairs get weight 0. Appendix A
+    (A.3) also row-normalizes (``row_normalize=True``), which makes A asymmetric: use that
+    only for the total-variation measures, not for a Laplacian kernel.
+    """
+    from scipy.sparse.csgraph import shortest_path
+
+    P = sp.csr_matrix(P) if not sp.issparse(P) else P.tocsr()
+    d = shortest_path(P, unweighted=True, directed=False)
+    finite = np.isfinite(d)
+    mean = float(d[finite].mean()) if finite.any() else 1.0
+    A = np.where(finite, np.exp(-d / max(mean, 1e-300)), 0.0)
+    if row_normalize:
+        A = A / A.sum(axis=1, keepdims=True)
+    return A
+
+
+# ----------------------------------------------------------------------------- helpers
+def linked(K, known, *, rtol=1e-12) -> np.ndarray:
+    """Per entity: True if it is ``known`` or its kernel row reaches a known entity.
+
+    An entity without observations is predicted from the kernel values between it and the
+    observed ones (KKMCEX's extrapolation); with none of them nonzero (an identity kernel,
+    an isolated graph node) there is nothing to extrapolate from.
+    """
+    K = np.asarray(K)
+    known = np.asarray(known, dtype=bool)
+    out = known.copy()
+    if known.all() or not known.any():
+        return out
+    scale = float(np.max(np.abs(K))) if K.size else 0.0
+    reach = np.max(np.abs(K[:, known]), axis=1) > rtol * max(scale, 1e-300)
+    return out | reach
+
+
+__all__ = [
+    "FEATURE_KERNELS",
+    "GRAPH_KERNELS",
+    "bandlimited_kernel",
+    "check_adjacency",
+    "check_kernel",
+    "default_gamma",
+    "diffusion_kernel",
+    "erdos_renyi_graph",
+    "feature_kernel",
+    "gaussian_kernel",
+    "geodesic_weights",
+    "graph_kernel",
+    "group_graph",
+    "is_psd",
+    "knn_graph",
+    "laplacian",
+    "laplacian_eigen",
+    "linear_kernel",
+    "linked",
+    "min_eigenvalue",
+    "pearson_kernel",
+    "regularized_laplacian_kernel",
+    "spectral_weights",
+    "squared_distances",
+    "temporal_graph",
+]

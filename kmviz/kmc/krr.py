@@ -1,0 +1,393 @@
+"""Kernel regression on a Kronecker kernel: KKMCEX (3.46) and RRMCEX (3.59), as functions.
+
+Notation: the row kernel ``K_row`` (N x N, the thesis's K_w) and the column kernel ``K_col``
+(L x L, K_h); the observed entries ``(rows[k], cols[k])`` with values ``m[k]``, k < s. The
+Kronecker kernel ``K_f = K_col ⊗ K_row`` (NL x NL, entry (i, j) of the matrix at flat index
+``i + j N``, vec stacking columns) is never formed.
+
+KKMCEX (3.45)-(3.46)::
+
+    K_OO[k, k'] = K_row[rows[k], rows[k']] * K_col[cols[k], cols[k']]        (s x s)
+    c = (K_OO + mu I)^-1 m
+    F_hat = K_row Gamma K_col,  Gamma = unvec(S^T c): c[k] at (rows[k], cols[k])
+    prediction(u, i) = sum_k K_row[u, rows[k]] K_col[i, cols[k]] c[k]
+
+:func:`kkmcex_direct` forms K_OO (O(s^2) memory, a Cholesky in O(s^3)); :class:`KronGram` is
+the matrix-free product ``v -> K_OO v = (K_row unvec(v) K_col)[rows, cols]`` (the vec trick,
+O(N^2 L + N L^2) per product with BLAS, never K_OO) used by :class:`KKMCEXConjugateGradient`.
+
+RRMCEX (3.58)-(3.59) with eigen features: ``Phi_z`` has columns
+``sqrt(sigma_row[a] sigma_col[b]) (q_col,b ⊗ q_row,a)`` for the d largest products of the two
+kernels' eigenvalues (§3.5.3), so row (i, j) of Phi_z is
+``w[k] Q_row[i, a[k]] Q_col[j, b[k]]``; ``xi = (Phi^T Phi + mu I)^-1 Phi^T m`` over the observed
+rows of Phi. With all N L features it equals KKMCEX (3.61).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+
+#: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
+#: O(s (N + L)) Numba kernel against the O(N L (N + L)) of two BLAS products; the crossover
+#: measured by bench/kmc_timing.py).
+SPARSE_DENSITY = 0.25
+#: Rows of a gathered block (entries x features) kept under this many float64 values.
+CHUNK_VALUES = 4_000_000
+
+
+# ----------------------------------------------------------------------------- KKMCEX
+def kkmcex_gram(K_row, K_col, rows, cols) -> np.ndarray:
+    """``K_OO = S K_f S^T`` (s x s): ``K_row[rows][:, rows] * K_col[cols][:, cols]``."""
+    A = np.take(np.take(K_row, rows, axis=0), rows, axis=1)
+    A *= np.take(np.take(K_col, cols, axis=0), cols, axis=1)
+    return A
+
+
+def kkmcex_direct(K_row, K_col, rows, cols, m, mu, *, ridge=None):
+    """KKMCEX coefficients ``c = (K_OO + diag(ridge))^-1 m`` by a dense Cholesky.
+
+    Parameters
+    ----------
+    K_row, K_col : ndarray (N, N), (L, L)
+    rows, cols : int arrays (s,)
+    m : float array (s,)
+        Observed values (as given: center them first if wanted).
+    mu : float > 0
+        Ridge weight (3.40).
+    ridge : float array (s,), optional
+        A per-sample ridge instead of ``mu`` (the weighted-sampling form of §5.2.1:
+        ``ridge = mu s p_k``, see :func:`weighted_ridge`).
+
+    Returns
+    -------
+    c : ndarray (s,)
+    """
+    A = kkmcex_gram(K_row, K_col, rows, cols)
+    diag = np.full(A.shape[0], float(mu)) if ridge is None else np.asarray(ridge, float)
+    A[np.diag_indices_from(A)] += diag
+    factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+    return sla.cho_solve(factor, np.asarray(m, dtype=np.float64), check_finite=False)
+
+
+def weighted_ridge(mu, probabilities, s=None) -> np.ndarray:
+    """Per-sample ridge ``mu s p_k`` of KKMCEX with the weighted sampling matrix of §5.2.1.
+
+    With ``S = D S_0`` (``S_0`` binary, ``D = diag(1 / sqrt(s p_k))``), the estimate (5.14)
+    ``K_f S^T (S K_f S^T + mu I)^-1 S m`` equals ``K_f S_0^T (S_0 K_f S_0^T + mu D^-2)^-1 S_0 m``:
+    binary KKMCEX whose sample k is regularized by ``mu s p_k`` (high-leverage samples more).
+    """
+    p = np.asarray(probabilities, dtype=np.float64)
+    s = p.shape[0] if s is None else int(s)
+    return float(mu) * s * p
+
+
+def kkmcex_objective(Kc, c, m, mu) -> float:
+    """The KRR objective (3.40) ``||m - K_OO c||^2 + mu c^T K_OO c`` given ``Kc = K_OO c``."""
+    r = m - Kc
+    return float(r @ r + mu * (c @ Kc))
+
+
+class KronGram:
+    """The matrix-free ``K_OO = S (K_col ⊗ K_row) S^T`` of KKMCEX (the vec trick).
+
+    ``matvec(v) = (K_row unvec(S^T v) K_col)[rows, cols]``; K_OO is never formed. Two routes:
+    ``"dense"``, two BLAS products with the N x L matrix ``unvec(S^T v)``
+    (``N^2 L + N L^2`` multiply-adds); ``"sparse"``, a Numba kernel that touches only the s
+    observed entries (``s (N + L)``; :func:`kmviz.kmc._numba.kron_gram_matvec`). ``"auto"``
+    takes the sparse route below :data:`SPARSE_DENSITY` observed entries per cell. Memory is
+    O(N L) either way. Repeated pairs (sampling with replacement) are summed in
+    ``unvec(S^T v)``, as S^T does.
+    """
+
+    def __init__(self, K_row, K_col, rows, cols, *, route="auto"):
+        self.K_row = np.ascontiguousarray(K_row, dtype=np.float64)
+        self.K_col = np.ascontiguousarray(K_col, dtype=np.float64)
+        self.rows = np.ascontiguousarray(rows, dtype=np.int64)
+        self.cols = np.ascontiguousarray(cols, dtype=np.int64)
+        self.N, self.L = self.K_row.shape[0], self.K_col.shape[0]
+        self.flat = self.rows + self.cols * self.N
+        self.unique = np.unique(self.flat).shape[0] == self.flat.shape[0]
+        if route == "auto":
+            route = "sparse" if self.s < SPARSE_DENSITY * self.N * self.L else "dense"
+        self.route = route
+        if route == "sparse":
+            self._order = np.lexsort((self.rows, self.cols)).astype(np.int64)
+            self._colptr = np.zeros(self.L + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.cols, minlength=self.L), out=self._colptr[1:])
+            self._TT = np.empty((self.L, self.N))
+            self._T = np.empty((self.N, self.L))
+        self.n_matvec = 0
+
+    @property
+    def s(self) -> int:
+        return int(self.rows.shape[0])
+
+    def unvec(self, v) -> np.ndarray:
+        """``Gamma = unvec(S^T v)``, N x L (repeated pairs summed)."""
+        if self.unique:
+            G = np.zeros((self.N, self.L))
+            G[self.rows, self.cols] = v
+            return G
+        flat = np.bincount(self.flat, weights=v, minlength=self.N * self.L)
+        return np.ascontiguousarray(flat.reshape(self.L, self.N).T)
+
+    def full(self, v) -> np.ndarray:
+        """``K_row unvec(S^T v) K_col``: the whole N x L matrix (F_hat for v = c)."""
+        G = self.unvec(v)
+        if self.N <= self.L:
+            return (self.K_row @ G) @ self.K_col
+        return self.K_row @ (G @ self.K_col)
+
+    def matvec(self, v) -> np.ndarray:
+        self.n_matvec += 1
+        if self.route == "sparse":
+            from ._numba import kron_gram_matvec
+
+            out = np.empty(self.s)
+            kron_gram_matvec(self.K_row, self.K_col, self.rows, self.cols, self._colptr,
+                             self._order, np.ascontiguousarray(v, dtype=np.float64), self._TT,
+                             self._T, out)
+            return out
+        return self.full(v)[self.rows, self.cols]
+
+    def diagonal(self) -> np.ndarray:
+        return self.K_row[self.rows, self.rows] * self.K_col[self.cols, self.cols]
+
+
+def kkmcex_predict(K_row, K_col, rows, cols, c, users, items, *, K_row_users=None,
+                   K_col_items=None) -> np.ndarray:
+    """``sum_k K_row[u, rows[k]] K_col[i, cols[k]] c[k]`` for each pair (u, i).
+
+    Picks the cheaper of the per-pair sums (``P s`` multiply-adds, in chunks) and the whole
+    matrix ``K_row Gamma K_col`` (``N^2 L + N L^2``) followed by a gather. ``K_row_users``
+    (P' x N rows of the row kernel for new entities, with ``users`` indexing them) lets the
+    same formula extrapolate to entities outside the kernels (§3.3).
+    """
+    users = np.asarray(users, dtype=np.int64).ravel()
+    items = np.asarray(items, dtype=np.int64).ravel()
+    P = users.shape[0]
+    s = c.shape[0]
+    if P == 0:
+        return np.zeros(0)
+    Kr = K_row if K_row_users is None else K_row_users
+    Kc = K_col if K_col_items is None else K_col_items
+    N, L = K_row.shape[0], K_col.shape[0]
+    if K_row_users is None and K_col_items is None and P * s > N * N * L + N * L * L:
+        F = KronGram(K_row, K_col, rows, cols).full(c)
+        return F[users, items]
+    out = np.empty(P)
+    chunk = max(1, CHUNK_VALUES // max(s, 1))
+    for lo in range(0, P, chunk):
+        u = users[lo:lo + chunk]
+        i = items[lo:lo + chunk]
+        B = np.take(np.take(Kr, u, axis=0), rows, axis=1)
+        B *= np.take(np.take(Kc, i, axis=0), cols, axis=1)
+        out[lo:lo + chunk] = B @ c
+    return out
+
+
+class KKMCEXConjugateGradient:
+    """Preconditioned conjugate gradients on ``(K_OO + mu I) c = m``, one iteration per step.
+
+    Matrix-free (:class:`KronGram`). Preconditioners: ``"eigen"``, ``P = Phi Phi^T + mu I``
+    with the d leading Kronecker eigen features of the observed entries (applied by the
+    Woodbury identity in O(s d); the preconditioned spectrum lies in
+    ``[1, 1 + sigma_(d+1)(K_f) / mu]``); ``"jacobi"``, ``diag(K_OO) + mu``; ``"none"``.
+
+    After each :meth:`step`: ``x`` (the coefficients), ``residual`` (``||m - (K_OO + mu I) x||``
+    by the recurrence) and ``Kx`` (``K_OO x``, for the objective (3.40)).
+    """
+
+    def __init__(self, gram: KronGram, m, mu, *, preconditioner="eigen", features=None):
+        self.A = gram
+        self.b = np.asarray(m, dtype=np.float64)
+        self.mu = float(mu)
+        s = self.b.shape[0]
+        self.bnorm = float(np.linalg.norm(self.b))
+        self.kind = preconditioner
+        if preconditioner == "eigen":
+            Phi = features  # (s, d) observed rows of the eigen features
+            G = Phi.T @ Phi
+            G[np.diag_indices_from(G)] += self.mu
+            self._Phi = Phi
+            self._G = sla.cho_factor(G, lower=True, check_finite=False)
+        elif preconditioner == "jacobi":
+            self._dinv = 1.0 / (gram.diagonal() + self.mu)
+        self.x = np.zeros(s)
+        self.r = self.b.copy()
+        self.Kx = np.zeros(s)
+        self.z = self.apply_preconditioner(self.r)
+        self.p = self.z.copy()
+        self.rz = float(self.r @ self.z)
+        self.n_iter = 0
+
+    def apply_preconditioner(self, r):
+        if self.kind == "eigen":
+            t = sla.cho_solve(self._G, self._Phi.T @ r, check_finite=False)
+            return (r - self._Phi @ t) / self.mu
+        if self.kind == "jacobi":
+            return r * self._dinv
+        return r.copy()
+
+    @property
+    def residual(self) -> float:
+        return float(np.linalg.norm(self.r))
+
+    @property
+    def relative_residual(self) -> float:
+        return self.residual / self.bnorm if self.bnorm > 0 else 0.0
+
+    def step(self):
+        if self.rz == 0.0:  # exact solution reached (b = 0 or converged to rounding)
+            self.n_iter += 1
+            return
+        Kp = self.A.matvec(self.p)
+        Ap = Kp + self.mu * self.p
+        pAp = float(self.p @ Ap)
+        if not pAp > 0:
+            raise np.linalg.LinAlgError(
+                f"p^T (K_OO + mu I) p = {pAp:.3g} <= 0 at CG iteration {self.n_iter + 1}: the "
+                f"kernels are not positive semidefinite")
+        alpha = self.rz / pAp
+        self.x += alpha * self.p
+        self.Kx += alpha * Kp
+        self.r -= alpha * Ap
+        self.z = self.apply_preconditioner(self.r)
+        rz = float(self.r @ self.z)
+        beta = rz / self.rz
+        self.rz = rz
+        self.p = self.z + beta * self.p
+        self.n_iter += 1
+
+    def objective(self) -> float:
+        return kkmcex_objective(self.Kx, self.x, self.b, self.mu)
+
+
+# ----------------------------------------------------------------------------- eigen features
+def kernel_eigen(K):
+    """``(sigma, Q)`` of a symmetric PSD kernel, eigenvalues descending and clipped at 0."""
+    sig, Q = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    sig = np.clip(sig[::-1], 0.0, None)
+    return sig, np.ascontiguousarray(Q[:, ::-1])
+
+
+def features_svd(X):
+    """``(sigma, U)`` of the linear kernel ``X X^T`` from the thin SVD of X (O(N t^2)):
+    eigenvalues ``d^2`` (descending) and left singular vectors, as :func:`kernel_eigen`."""
+    U, d, _ = np.linalg.svd(np.asarray(X, dtype=np.float64), full_matrices=False)
+    return d * d, np.ascontiguousarray(U)
+
+
+def top_products(sig_row, sig_col, d):
+    """The d largest products ``sig_row[a] sig_col[b]`` of two descending spectra.
+
+    Returns ``(a, b, prod)``, ordered by decreasing product (ties by row-major flat index).
+    Only the first d values of each spectrum can take part, so at most d^2 products are
+    formed.
+    """
+    sig_row = np.asarray(sig_row, dtype=np.float64)
+    sig_col = np.asarray(sig_col, dtype=np.float64)
+    kr, kc = min(sig_row.shape[0], d), min(sig_col.shape[0], d)
+    d = min(d, kr * kc)
+    P = np.outer(sig_row[:kr], sig_col[:kc]).ravel()
+    if d < P.shape[0]:
+        cut = np.partition(-P, d - 1)[d - 1]  # -(d-th largest)
+        cand = np.flatnonzero(-P <= cut)
+    else:
+        cand = np.arange(P.shape[0])
+    order = cand[np.lexsort((cand, -P[cand]))][:d]
+    a, b = np.divmod(order, kc)
+    return a.astype(np.int64), b.astype(np.int64), P[order]
+
+
+class EigenFeatures:
+    """Kronecker features ``phi(i, j)_k = w[k] U[i, k] V[j, k]`` (d of them).
+
+    ``U = Q_row[:, a]``, ``V = Q_col[:, b]``, ``w = sqrt(sig_row[a] sig_col[b])``: the top d
+    eigen features of ``K_col ⊗ K_row`` (§3.5.3), or of the linear kernels of two feature
+    matrices when the spectra come from their SVDs.
+    """
+
+    def __init__(self, sig_row, Q_row, sig_col, Q_col, d):
+        a, b, prod = top_products(sig_row, sig_col, d)
+        self.a, self.b = a, b
+        self.eigenvalues = prod
+        self.weights = np.sqrt(np.clip(prod, 0.0, None))
+        self.U = np.ascontiguousarray(Q_row[:, a])
+        self.V = np.ascontiguousarray(Q_col[:, b])
+
+    @property
+    def d(self) -> int:
+        return int(self.weights.shape[0])
+
+    def rows(self, rows, cols) -> np.ndarray:
+        """The feature rows ``phi(rows[k], cols[k])`` (s x d)."""
+        return np.take(self.U, rows, axis=0) * np.take(self.V, cols, axis=0) * self.weights
+
+    def gram_and_rhs(self, rows, cols, m):
+        """``(Phi^T Phi, Phi^T m)`` over the given entries, accumulated in chunks."""
+        d = self.d
+        G = np.zeros((d, d))
+        h = np.zeros(d)
+        s = rows.shape[0]
+        chunk = max(1, CHUNK_VALUES // max(d, 1))
+        for lo in range(0, s, chunk):
+            Phi = self.rows(rows[lo:lo + chunk], cols[lo:lo + chunk])
+            G += Phi.T @ Phi
+            h += Phi.T @ m[lo:lo + chunk]
+        return G, h
+
+    def predict(self, xi, users, items) -> np.ndarray:
+        coef = self.weights * xi
+        users = np.asarray(users, dtype=np.int64).ravel()
+        items = np.asarray(items, dtype=np.int64).ravel()
+        out = np.empty(users.shape[0])
+        chunk = max(1, CHUNK_VALUES // max(self.d, 1))
+        for lo in range(0, users.shape[0], chunk):
+            out[lo:lo + chunk] = np.einsum(
+                "ij,ij->i", np.take(self.U, users[lo:lo + chunk], axis=0) * coef,
+                np.take(self.V, items[lo:lo + chunk], axis=0))
+        return out
+
+
+def rrmcex_solve(G, h, mu):
+    """``xi = (G + mu I)^-1 h`` (3.59) by Cholesky, G = Phi^T Phi."""
+    A = G.copy()
+    A[np.diag_indices_from(A)] += mu
+    return sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), h,
+                         check_finite=False)
+
+
+def rrmcex_objective(G, h, mm, xi, mu) -> float:
+    """(3.58) ``||m - Phi xi||^2 + mu ||xi||^2`` from ``G = Phi^T Phi``, ``h = Phi^T m``,
+    ``mm = m^T m``."""
+    return float(max(mm - 2.0 * (xi @ h) + xi @ (G @ xi), 0.0) + mu * (xi @ xi))
+
+
+def nmse(estimate, truth) -> float:
+    """The thesis's NMSE (3.68) of one estimate: ``||F_hat - F||_F^2 / ||F||_F^2``."""
+    e = np.asarray(estimate, dtype=np.float64) - np.asarray(truth, dtype=np.float64)
+    t = np.asarray(truth, dtype=np.float64)
+    den = float(np.sum(t * t))
+    return float(np.sum(e * e)) / den if den > 0 else math.nan
+
+
+__all__ = [
+    "EigenFeatures",
+    "KKMCEXConjugateGradient",
+    "KronGram",
+    "features_svd",
+    "kernel_eigen",
+    "kkmcex_direct",
+    "kkmcex_gram",
+    "kkmcex_objective",
+    "kkmcex_predict",
+    "nmse",
+    "rrmcex_objective",
+    "rrmcex_solve",
+    "top_products",
+    "weighted_ridge",
+]

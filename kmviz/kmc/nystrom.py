@@ -1,0 +1,554 @@
+"""Ridge leverage scores, the Nyström approximation and landmark sampling (thesis Ch. 5).
+
+Ridge leverage scores (5.21): for a PSD kernel ``K = Q diag(sigma) Q^T`` and ``alpha > 0``,
+``l_i = sum_j sigma_j / (sigma_j + alpha) Q_ij^2 = (K (K + alpha I)^-1)_ii``; they sum to the
+effective dimension ``d_eff(alpha) = sum_j sigma_j / (sigma_j + alpha)``. Sampling column i
+with probability ``p_i = l_i / sum l`` (5.22) favours the points that "stick out".
+
+For a Kronecker kernel ``K_f = K_col ⊗ K_row`` (NL x NL) the exact scores need no NL x NL
+eigendecomposition (digest §5.2, verified there): with ``K_row = Q_r diag(s_r) Q_r^T`` and
+``K_col = Q_c diag(s_c) Q_c^T``, the N x L map of scores is
+
+    Lev = (Q_r ∘ Q_r) Wgt (Q_c ∘ Q_c)^T,   Wgt_ab = s_r[a] s_c[b] / (s_r[a] s_c[b] + alpha)
+
+in O(N^3 + L^3 + N^2 L + N L^2): :func:`kron_ridge_leverage_scores`. The thesis's cheaper
+approximation (5.23)-(5.24) is the outer product of the two factors' own scores with
+``alpha_row = alpha_col = sqrt(alpha)``: :func:`approximate_kron_leverage_scores`.
+
+Nyström: with landmark columns S (possibly weighted, ``S_k = e_{i_k} / sqrt(s p_{i_k})``),
+``T = K S^T (S K S^T)^+ S K`` (Definition 1); Theorem 5.1 bounds the total reconstruction
+error by ``||f||_H Tr(K - T)``, and (5.10) the error at point x by ``(K - T)_xx``.
+:class:`Nystroem` is scikit-learn's transformer (``fit`` / ``transform``, ``components_``,
+``component_indices_``) with landmark sampling ``"uniform"``, ``"leverage"`` (exact ridge
+leverage scores, with replacement, weights ``1 / sqrt(s p)``), ``"approximate_leverage"``
+(scores estimated from a uniform Nyström sketch, then the same) and ``"recursive"`` (recursive
+ridge-leverage sampling of Musco and Musco, NeurIPS 2017, which never forms the n x n kernel),
+or user-given ``landmarks``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+
+from .._base import BaseEstimator
+from .._params import RANDOM_STATE, Param
+from .._validation import check_number, check_random_state
+from ..exceptions import DataValueError, NotFittedError
+from .kernels import _features, check_kernel, gaussian_kernel, linear_kernel
+
+SAMPLINGS = ("uniform", "leverage", "approximate_leverage", "recursive")
+KERNELS = ("rbf", "gaussian", "linear", "precomputed")
+
+
+# ----------------------------------------------------------------------------- scores
+def _alpha(alpha, owner="ridge_leverage_scores"):
+    return check_number(owner, "alpha", alpha, low=0.0, closed="neither")
+
+
+def _eig_psd(K):
+    sig, Q = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    return np.clip(sig, 0.0, None), Q
+
+
+def ridge_leverage_scores(K, alpha) -> np.ndarray:
+    """``diag(K (K + alpha I)^-1)`` (5.21) of a PSD kernel K, by its eigendecomposition."""
+    alpha = _alpha(alpha)
+    sig, Q = _eig_psd(check_kernel(K, "K"))
+    return (Q * Q) @ (sig / (sig + alpha))
+
+
+def effective_dimension(K=None, alpha=1.0, *, eigenvalues=None) -> float:
+    """``d_eff(alpha) = Tr(K (K + alpha I)^-1) = sum_j sigma_j / (sigma_j + alpha)``."""
+    alpha = _alpha(alpha, "effective_dimension")
+    if eigenvalues is None:
+        eigenvalues = sla.eigvalsh(check_kernel(K, "K"))
+    sig = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
+    return float(np.sum(sig / (sig + alpha)))
+
+
+def kron_ridge_leverage_scores(row_kernel, col_kernel, alpha) -> np.ndarray:
+    """Exact ridge leverage scores of ``K_f = col_kernel ⊗ row_kernel``, as an N x L map.
+
+    Entry (i, j) is the score of entry (i, j) of the matrix, i.e. of column ``i + j N`` of K_f
+    (vec stacks columns). Equal to ``diag(K_f (K_f + alpha I)^-1)`` without forming K_f:
+    ``(Q_r ∘ Q_r) Wgt (Q_c ∘ Q_c)^T`` (module notes), O(N^3 + L^3 + N^2 L + N L^2). The map
+    sums to :func:`kron_effective_dimension`.
+    """
+    alpha = _alpha(alpha, "kron_ridge_leverage_scores")
+    sr, Qr = _eig_psd(check_kernel(row_kernel, "row_kernel"))
+    sc, Qc = _eig_psd(check_kernel(col_kernel, "col_kernel"))
+    P = np.outer(sr, sc)
+    return (Qr * Qr) @ (P / (P + alpha)) @ (Qc * Qc).T
+
+
+def kron_effective_dimension(row_kernel, col_kernel, alpha) -> float:
+    """``d_eff`` of ``col_kernel ⊗ row_kernel``:
+    ``sum_ab s_r[a] s_c[b] / (s_r[a] s_c[b] + alpha)``."""
+    alpha = _alpha(alpha, "kron_effective_dimension")
+    sr = np.clip(sla.eigvalsh(check_kernel(row_kernel, "row_kernel")), 0.0, None)
+    sc = np.clip(sla.eigvalsh(check_kernel(col_kernel, "col_kernel")), 0.0, None)
+    P = np.outer(sr, sc)
+    return float(np.sum(P / (P + alpha)))
+
+
+def approximate_kron_leverage_scores(row_kernel, col_kernel, alpha, *, alpha_row=None,
+                                     alpha_col=None) -> np.ndarray:
+    """The thesis's approximation (5.23): ``l~ = l_col ⊗ l_row`` as an N x L map.
+
+    ``l_row = diag(K_row (K_row + alpha_row I)^-1)``, likewise ``l_col``; by default
+    ``alpha_row = alpha_col = sqrt(alpha)``, as in the thesis's experiments (§6.4 of the
+    digest). O(N^3 + L^3). In general no choice of the two alphas reproduces the exact scores.
+    """
+    alpha = _alpha(alpha, "approximate_kron_leverage_scores")
+    a_r = math.sqrt(alpha) if alpha_row is None else _alpha(alpha_row)
+    a_c = math.sqrt(alpha) if alpha_col is None else _alpha(alpha_col)
+    return np.outer(ridge_leverage_scores(row_kernel, a_r),
+                    ridge_leverage_scores(col_kernel, a_c))
+
+
+def sampling_probabilities(scores) -> np.ndarray:
+    """``p = scores / sum(scores)`` (5.22), same shape; refuses negative or all-zero scores."""
+    sc = np.asarray(scores, dtype=np.float64)
+    if (sc < 0).any() or not np.isfinite(sc).all():
+        raise DataValueError("leverage scores must be finite and non-negative")
+    total = float(sc.sum())
+    if total <= 0:
+        raise DataValueError("the leverage scores sum to 0", expected="a positive sum")
+    return sc / total
+
+
+def sample_entries(scores, s, *, replace=True, random_state=None):
+    """Draw s entries of an N x L score map (uniform scores: uniform sampling).
+
+    Returns ``(rows, cols, p)``: the drawn entries and their probabilities ``p_k`` (5.22).
+    With ``replace=True`` (the thesis's §5.2.1) an entry may be drawn more than once; the
+    weighted sampling matrix ``S_k = e_k / sqrt(s p_k)`` is the binary one with a per-sample
+    ridge ``mu s p_k`` in KKMCEX (:func:`kmviz.kmc.krr.weighted_ridge`).
+    """
+    p2 = sampling_probabilities(scores)
+    if p2.ndim != 2:
+        raise DataValueError(f"scores has shape {p2.shape}", expected="an N x L map")
+    N = p2.shape[0]
+    p = p2.ravel(order="F")
+    idx, pk = sample_indices(p, s, replace=replace, random_state=random_state,
+                             probabilities=True)
+    return idx % N, idx // N, pk
+
+
+def sample_indices(scores, s, *, replace=True, random_state=None, probabilities=False):
+    """Draw s indices with probabilities proportional to ``scores`` (1-D); returns
+    ``(indices, p[indices])``."""
+    p = np.asarray(scores, dtype=np.float64) if probabilities else sampling_probabilities(scores)
+    n = p.shape[0]
+    s = check_number("sample_indices", "s", s, kind=int, low=1,
+                     high=None if replace else int(np.count_nonzero(p)))
+    rng = check_random_state(random_state)
+    idx = rng.choice(n, size=s, replace=replace, p=p)
+    return idx.astype(np.int64), p[idx]
+
+
+# ----------------------------------------------------------------------------- Nyström
+def _pinv_sqrt(W, rcond=1e-12):
+    """``(V, keep)``: ``V = Q_k diag(lambda_k^-1/2)`` over eigenvalues above rcond * max, so
+    ``V V^T = W^+`` (within the kept range)."""
+    lam, Q = np.linalg.eigh(0.5 * (W + W.T))
+    top = float(lam.max()) if lam.size else 0.0
+    keep = lam > rcond * max(top, 1e-300)
+    return Q[:, keep] / np.sqrt(lam[keep]), keep
+
+
+def nystrom_approximation(K, landmarks, weights=None, *, rcond=1e-12) -> np.ndarray:
+    """``T = C W^+ C^T`` with ``C = K[:, S] D`` and ``W = D K[S, S] D`` (dense, small n).
+
+    ``weights`` (D, one per landmark, default 1) cancel in T when W is invertible on its range
+    (the unregularized approximation depends only on the span of the landmark columns).
+    """
+    K = np.asarray(K, dtype=np.float64)
+    S = np.asarray(landmarks, dtype=np.int64)
+    d = np.ones(S.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    C = K[:, S] * d
+    V, _ = _pinv_sqrt(K[np.ix_(S, S)] * np.outer(d, d), rcond)
+    Phi = C @ V
+    return Phi @ Phi.T
+
+
+def residual_diagonal(K, landmarks, *, rcond=1e-12) -> np.ndarray:
+    """``diag(K - T)`` (5.10): the squared RKHS distance of each kernel column to the span of
+    the landmark columns, the per-point error bound."""
+    K = np.asarray(K, dtype=np.float64)
+    S = np.asarray(landmarks, dtype=np.int64)
+    V, _ = _pinv_sqrt(K[np.ix_(S, S)], rcond)
+    Phi = K[:, S] @ V
+    return np.clip(np.diag(K) - np.einsum("ij,ij->i", Phi, Phi), 0.0, None)
+
+
+def nystrom_errors(K, K_hat) -> dict:
+    """Errors of a Nyström approximation, absolute and relative to K:
+
+    ``trace`` = Tr(K - K_hat) (Theorem 5.1), ``frobenius`` = ||K - K_hat||_F (3.51),
+    ``spectral`` = ||K - K_hat||_2 (5.16), and ``*_relative`` divided by Tr K, ||K||_F and
+    ||K||_2.
+    """
+    K = np.asarray(K, dtype=np.float64)
+    E = K - np.asarray(K_hat, dtype=np.float64)
+    E = 0.5 * (E + E.T)
+    tr, fro = float(np.trace(E)), float(np.linalg.norm(E))
+    spec = float(np.max(np.abs(sla.eigvalsh(E)))) if E.size else 0.0
+    kspec = float(np.max(np.abs(sla.eigvalsh(0.5 * (K + K.T))))) if K.size else 0.0
+    return {"trace": tr, "frobenius": fro, "spectral": spec,
+            "trace_relative": tr / float(np.trace(K)) if np.trace(K) else math.nan,
+            "frobenius_relative": fro / float(np.linalg.norm(K)) if K.size else math.nan,
+            "spectral_relative": spec / kspec if kspec else math.nan}
+
+
+def tail_alpha(eigenvalues, k) -> float:
+    """``(sum of the eigenvalues beyond the k largest) / k``: Musco and Musco's ridge for
+    sampling about k log k columns (then ``d_eff(alpha) <= 2k``); at least 1e-12 of the
+    largest eigenvalue."""
+    sig = np.sort(np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None))[::-1]
+    k = max(1, int(k))
+    tail = float(sig[k:].sum()) if k < sig.shape[0] else 0.0
+    return max(tail / k, 1e-12 * float(sig[0]) if sig.size else 1e-12)
+
+
+def _k_of(m) -> int:
+    """The k of the default ridge ``tail_alpha(eigenvalues, k)`` for m landmarks: m / 4.
+
+    Measured on Gaussian kernels of a mixture (bench/kmc_nystrom.py): k = m gives sharper
+    scores that lose to uniform sampling by 10-40 % where the scores are nearly uniform;
+    k = m / 4 keeps most of the gain where they are not and stays within a few % elsewhere.
+    """
+    return max(1, math.ceil(m / 4))
+
+
+def approximate_ridge_leverage_scores(kernel_block, diag, sample, weights, alpha):
+    """Ridge leverage scores of every point from a weighted Nyström sketch (Musco & Musco):
+
+    ``l~_i = (k_ii - k_iS (K_SS + alpha diag(w^-2))^-1 k_Si) / alpha`` with the sketch S and
+    its weights w (``1 / sqrt(p)``); ``kernel_block(S)`` returns ``K[:, S]`` (n x |S|).
+    """
+    KS = kernel_block(sample)
+    SKS = KS[sample]
+    A = SKS + np.diag(alpha / (weights ** 2))
+    try:
+        R = sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), KS.T,
+                          check_finite=False)
+    except np.linalg.LinAlgError:
+        R = np.linalg.lstsq(A, KS.T, rcond=None)[0]
+    return np.clip(diag - np.einsum("ij,ji->i", KS, R), 0.0, None) / alpha
+
+
+def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, accelerated=False):
+    """Recursive ridge-leverage-score sampling (Musco & Musco 2017, their ``recursiveNystrom``).
+
+    Halves the point set ``ceil(log2(n / s))`` times by uniform sampling; from the smallest
+    level up, the ridge leverage scores of the current level are estimated from the sample
+    of the level below (:func:`approximate_ridge_leverage_scores`, ``lambda`` = the sketch's
+    tail eigenvalue mass over k), points are kept independently with probability
+    ``min(1, oversample * l~)``; the top level draws exactly s landmarks without replacement,
+    weighted by the scores. Only n x (sample size) kernel blocks are formed.
+
+    Parameters
+    ----------
+    n, s : int
+        Points and landmarks.
+    kernel_block : callable
+        ``kernel_block(rows, cols)`` returns ``K[rows][:, cols]``.
+    diag : ndarray (n,)
+        ``diag(K)``.
+
+    Returns
+    -------
+    ndarray of int (s,): the landmarks.
+    """
+    rng = check_random_state(random_state)
+    s = min(int(s), n)
+    s_level = math.ceil(math.sqrt((n * s + s ** 3) / (4 * n))) if accelerated else s
+    oversample = max(math.log(max(s_level, 2)), 1.0)
+    k = max(1, math.ceil(s_level / (4 * oversample)))
+    n_levels = max(0, math.ceil(math.log(n / s_level) / math.log(2))) if n > s_level else 0
+    perm = rng.permutation(n)
+    sizes = [n]
+    for _ in range(n_levels):
+        sizes.append(math.ceil(sizes[-1] / 2))
+    samp = np.arange(sizes[-1])
+    r_ind = perm[samp]
+    weights = np.ones(r_ind.shape[0])
+    for level in range(n_levels, -1, -1):
+        cur = perm[:sizes[level]]
+        KS = kernel_block(cur, r_ind)
+        SKS = KS[samp]
+        m = SKS.shape[0]
+        if k >= m:
+            lam = 1e-5 * max(float(np.max(diag)), 1e-300)
+        else:
+            Wd = SKS * np.outer(weights, weights)
+            ev = sla.eigvalsh(0.5 * (Wd + Wd.T), subset_by_index=[m - k, m - 1])
+            lam = (float(np.sum(np.diag(SKS) * weights ** 2)) - float(np.sum(np.abs(ev)))) / k
+            lam = max(lam, 1e-12 * max(float(np.max(diag)), 1e-300))
+        A = SKS + np.diag(lam / weights ** 2)
+        R = np.linalg.solve(A, KS.T)
+        levs = np.clip(diag[cur] - np.einsum("ij,ji->i", KS, R), 0.0, None) / lam
+        if level > 0:
+            levs = np.minimum(1.0, oversample * levs)
+            samp = np.flatnonzero(rng.random(sizes[level]) < levs)
+            if samp.size == 0:
+                levs[:] = s_level / sizes[level]
+                samp = rng.choice(sizes[level], min(s_level, sizes[level]), replace=False)
+            weights = np.sqrt(1.0 / levs[samp])
+        else:
+            levs = np.minimum(1.0, levs)
+            p = levs / levs.sum() if levs.sum() > 0 else np.full(n, 1.0 / n)
+            nz = int(np.count_nonzero(p))
+            if nz < s:  # too few positive scores: fill uniformly among the rest
+                p = 0.5 * p + 0.5 / n
+            samp = rng.choice(sizes[level], s, replace=False, p=p)
+        r_ind = perm[samp]
+    return r_ind.astype(np.int64)
+
+
+class Nystroem(BaseEstimator):
+    """Nyström kernel feature map with leverage-score landmark sampling (scikit-learn API).
+
+    ``transform(X)`` returns features Z with ``Z Z^T`` the Nyström approximation
+    ``C W^+ C^T`` of the kernel, ``C = k(X, landmarks) D``, ``W = D k(landmarks, landmarks) D``.
+
+    Parameters
+    ----------
+    kernel : {"rbf", "gaussian", "linear", "precomputed"} or callable, default="rbf"
+        ``rbf`` = ``gaussian``: ``exp(-gamma ||x - y||^2)``; ``precomputed``: ``fit`` takes
+        the n x n kernel matrix and ``transform`` rows of kernel values against the training
+        points; a callable ``kernel(X, Y)`` returns the kernel matrix.
+    gamma : float > 0, optional
+        RBF width; default ``1 / n_features`` (scikit-learn's).
+    n_components : int >= 1, default=100
+        Landmarks drawn (fewer distinct ones when drawing with replacement).
+    sampling : {"uniform", "leverage", "approximate_leverage", "recursive"}, default="uniform"
+        ``uniform``: without replacement (scikit-learn's ``Nystroem``). ``leverage``: exact
+        ridge leverage scores (an n x n eigendecomposition), drawn with replacement with
+        weights ``1 / sqrt(s p)`` (§5.2.1). ``approximate_leverage``: the scores estimated
+        from a uniform sketch of ``n_components`` points (O(n m^2)), then as ``leverage``.
+        ``recursive``: recursive ridge-leverage sampling (Musco & Musco 2017), without
+        replacement, O(n s^2) time and O(n s) memory.
+    alpha : float > 0, optional
+        Ridge of the leverage scores; default: the tail rule ``(sum of the kernel's
+        eigenvalues beyond the k largest) / k`` with ``k = ceil(n_components / 4)`` (the
+        kernel's eigenvalues for exact scores, the sketch's for approximate ones; Musco and
+        Musco's choice, for which d_eff(alpha) <= 2k). Recursive sampling picks its own.
+    landmarks : array, optional
+        User-chosen landmarks: integer indices into the training X, or points (a 2-D array
+        with the training X's columns). Overrides ``sampling``.
+    random_state : None, int or Generator
+
+    Attributes
+    ----------
+    components_ : ndarray (m, t) or None
+        The landmark points (None for a precomputed kernel).
+    component_indices_ : ndarray of int (m,) or None
+        Their indices in the training X (None for user-given points).
+    component_weights_ : ndarray (m,)
+        ``1 / sqrt(s p)`` for leverage sampling, 1 otherwise.
+    normalization_ : ndarray (m, r)
+        ``W^+1/2`` on the kept range: ``transform(X) = k(X, components) D normalization_``.
+    leverage_scores_ : ndarray (n,) or None
+        The (exact or estimated) ridge leverage scores used to sample.
+    alpha_ : float or None
+    effective_dimension_ : float or None
+        ``sum(leverage_scores_)`` (exact scores: d_eff(alpha)).
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {
+        "kernel": Param(str, options=KERNELS, label="kernel"),
+        "gamma": Param(float, low=0, closed="neither", none_ok=True, label="gamma"),
+        "n_components": Param(int, low=1, label="landmarks"),
+        "sampling": Param(str, options=SAMPLINGS, label="sampling"),
+        "alpha": Param(float, low=0, closed="neither", none_ok=True, label="alpha"),
+        "random_state": Param(RANDOM_STATE, none_ok=True, label="seed"),
+    }
+
+    def __init__(self, kernel="rbf", *, gamma=None, n_components=100, sampling="uniform",
+                 alpha=None, landmarks=None, random_state=None):
+        self.kernel = kernel
+        self.gamma = gamma
+        self.n_components = n_components
+        self.sampling = sampling
+        self.alpha = alpha
+        self.landmarks = landmarks
+        self.random_state = random_state
+
+    # -- kernel evaluation --------------------------------------------------------------
+    def _validate(self):
+        owner = type(self).__name__
+        out = {}
+        for name, spec in self._parameter_constraints.items():
+            value = getattr(self, name)
+            out[name] = value if name == "kernel" and callable(value) else \
+                spec.check(owner, name, value)
+        return out
+
+    def _k(self, X, Y):
+        if callable(self.kernel):
+            return np.asarray(self.kernel(X, Y), dtype=np.float64)
+        if self.kernel in ("rbf", "gaussian"):
+            return gaussian_kernel(X, Y, gamma=self._gamma)
+        return linear_kernel(X, Y)
+
+    def _k_diag(self, X):
+        if callable(self.kernel):
+            return np.array([float(self.kernel(x[None], x[None])[0, 0]) for x in X])
+        if self.kernel in ("rbf", "gaussian"):
+            return np.ones(X.shape[0])
+        return np.einsum("ij,ij->i", X, X)
+
+    # -- fit ------------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Choose the landmarks from X (n x t, or the n x n kernel when precomputed)."""
+        prm = self._validate()
+        rng = check_random_state(self.random_state)
+        pre = self.kernel == "precomputed"
+        if pre:
+            K = check_kernel(X, "X (precomputed kernel)")
+            n = K.shape[0]
+            X = None
+            kblock = lambda r, c: K[np.ix_(r, c)]  # noqa: E731
+            diag = np.diag(K).copy()
+        else:
+            X = _features(X, "X")
+            n = X.shape[0]
+            self._gamma = prm["gamma"] if prm["gamma"] is not None else 1.0 / X.shape[1]
+            kblock = lambda r, c: self._k(X[r], X[c])  # noqa: E731
+            diag = self._k_diag(X)
+        self.n_features_in_ = n if pre else X.shape[1]
+        m = prm["n_components"]
+        if m > n and self.landmarks is None:
+            warnings.warn(f"n_components={m} > n_samples={n}; n_components is set to "
+                          f"n_samples.", UserWarning, stacklevel=2)
+            m = n
+        self.leverage_scores_ = None
+        self.alpha_ = None
+        self.effective_dimension_ = None
+        weights = None
+        points = None
+        sampling = prm["sampling"]
+        if self.landmarks is not None:
+            lm = np.asarray(self.landmarks)
+            if lm.ndim == 1 and np.issubdtype(lm.dtype, np.integer):
+                if lm.size == 0 or lm.min() < 0 or lm.max() >= n:
+                    raise DataValueError(f"landmarks holds indices outside 0..{n - 1}",
+                                         expected="indices into the training X")
+                idx = lm.astype(np.int64)
+            else:
+                if pre:
+                    raise DataValueError("landmark points need a feature kernel; with "
+                                         "kernel='precomputed' give landmark indices")
+                points = _features(lm, "landmarks")
+                if points.shape[1] != X.shape[1]:
+                    raise DataValueError(f"landmarks has {points.shape[1]} columns",
+                                         expected=f"{X.shape[1]}, as X")
+                idx = None
+            sampling = "given"
+        elif sampling == "uniform":
+            idx = rng.choice(n, m, replace=False).astype(np.int64)
+        elif sampling == "leverage":
+            Kfull = K if pre else self._k(X, X)
+            sig, Q = _eig_psd(check_kernel(Kfull, "kernel matrix"))
+            alpha = prm["alpha"] if prm["alpha"] is not None else tail_alpha(sig, _k_of(m))
+            lev = (Q * Q) @ (sig / (sig + alpha))
+            idx, p = sample_indices(lev, m, replace=True, random_state=rng)
+            weights = 1.0 / np.sqrt(m * p)
+            self.leverage_scores_, self.alpha_ = lev, float(alpha)
+            self.effective_dimension_ = float(lev.sum())
+        elif sampling == "approximate_leverage":
+            sketch = rng.choice(n, m, replace=False).astype(np.int64)
+            w = np.full(m, math.sqrt(n / m))
+            if prm["alpha"] is not None:
+                alpha = prm["alpha"]
+            else:  # the tail rule on the sketch's spectrum, scaled to the whole set
+                ev = np.clip(sla.eigvalsh(kblock(sketch, sketch)), 0.0, None) * (n / m)
+                k = _k_of(m)
+                alpha = max((float(diag.sum()) - float(np.sort(ev)[::-1][:k].sum())) / k,
+                            1e-12 * float(diag.max()))
+            lev = approximate_ridge_leverage_scores(lambda S: kblock(np.arange(n), S), diag,
+                                                    sketch, w, alpha)
+            idx, p = sample_indices(lev, m, replace=True, random_state=rng)
+            weights = 1.0 / np.sqrt(m * p)
+            self.leverage_scores_, self.alpha_ = lev, float(alpha)
+            self.effective_dimension_ = float(lev.sum())
+        else:  # recursive
+            idx = recursive_rls_sample(n, m, kblock, diag, random_state=rng)
+        self.sampling_ = sampling
+        self.component_indices_ = idx
+        if points is not None:
+            self.components_ = points
+            W = self._k(points, points)
+            self._basis = points
+        else:
+            self.components_ = None if pre else X[idx]
+            W = kblock(idx, idx)
+            self._basis = self.components_
+        d = np.ones(W.shape[0]) if weights is None else weights
+        self.component_weights_ = d
+        V, _ = _pinv_sqrt(W * np.outer(d, d))
+        self.normalization_ = V
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "normalization_"):
+            raise NotFittedError("This Nystroem instance is not fitted yet. Call 'fit' with "
+                                 "appropriate arguments before using this estimator.")
+
+    def transform(self, X):
+        """Features ``k(X, landmarks) D normalization_`` (rows of kernel values against the
+        training points when precomputed)."""
+        self._check_fitted()
+        if self.kernel == "precomputed":
+            Kx = np.atleast_2d(np.asarray(X, dtype=np.float64))
+            C = Kx[:, self.component_indices_]
+        else:
+            C = self._k(_features(X, "X"), self._basis)
+        return (C * self.component_weights_) @ self.normalization_
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).transform(X)
+
+    def residual_diagonal(self, X, K_diag=None) -> np.ndarray:
+        """``k(x, x) - ||phi(x)||^2`` per row of X: the per-point bound (5.10), O(n m)."""
+        Z = self.transform(X)
+        if K_diag is None:
+            if self.kernel == "precomputed":
+                raise ValueError("pass K_diag (the kernel's diagonal) with a precomputed kernel")
+            K_diag = self._k_diag(_features(X, "X"))
+        return np.clip(np.asarray(K_diag) - np.einsum("ij,ij->i", Z, Z), 0.0, None)
+
+    def trace_error(self, X, K_diag=None, *, relative=True) -> float:
+        """``Tr(K - K_hat)`` on X (Theorem 5.1), divided by ``Tr K`` when ``relative``."""
+        if K_diag is None and self.kernel != "precomputed":
+            K_diag = self._k_diag(_features(X, "X"))
+        r = self.residual_diagonal(X, K_diag)
+        tr = float(np.sum(K_diag))
+        return float(r.sum()) / tr if relative and tr > 0 else float(r.sum())
+
+
+__all__ = [
+    "Nystroem",
+    "SAMPLINGS",
+    "approximate_kron_leverage_scores",
+    "approximate_ridge_leverage_scores",
+    "effective_dimension",
+    "kron_effective_dimension",
+    "kron_ridge_leverage_scores",
+    "nystrom_approximation",
+    "nystrom_errors",
+    "recursive_rls_sample",
+    "residual_diagonal",
+    "ridge_leverage_scores",
+    "sample_entries",
+    "sample_indices",
+    "sampling_probabilities",
+    "tail_alpha",
+]

@@ -1,0 +1,46 @@
+"""How kernel matrix completion's trace columns are shown, for the generic :mod:`kmviz.viz`
+figures (the ``telemetry`` module of the family registry entry).
+
+Plain data only, like :mod:`kmviz.km.telemetry`.
+"""
+
+from __future__ import annotations
+
+#: Column -> (panel title, y-axis title) of the per-iteration metrics.
+METRIC_LABELS = {
+    "objective": ("Objective of the method", "(3.40) / (3.58) / (3.28) / (2.15)"),
+    "train_rmse": ("Training RMSE", "RMSE"),
+    "validation_rmse": ("Validation RMSE", "RMSE"),
+    "validation_nmse": ("Validation NMSE (3.68)", "Σ(F̂ − F)² / ΣF²"),
+    "cg_residual": ("CG relative residual", "‖m − (K_OO + μI)c‖ / ‖m‖"),
+    "mu": ("μ of the PG schedule (Table 2.1)", "μ"),
+    "rank": ("Rank of F after the shrinkage", "rank"),
+    "rel_change": ("Relative change of F", "‖F_k − F_k−1‖ / ‖F_k−1‖"),
+    "step_size": ("SGD step tₙ (3.63)", "tₙ"),
+}
+
+#: Display names of the timed parts (trace columns ``t_<name>_s``).
+PHASE_LABELS = {
+    "t_kernels_s": "kernels (build and PSD check)",
+    "t_eig_s": "eigendecompositions of the kernels",
+    "t_invert_s": "kernel inverses (ALS, SGD)",
+    "t_features_s": "Kronecker features (ΦᵀΦ)",
+    "t_gram_s": "K_OO (s × s)",
+    "t_setup_s": "CG set-up (preconditioner)",
+    "t_init_s": "PG initialization (2.42)",
+    "t_solve_s": "solve (Cholesky)",
+    "t_cg_s": "CG iteration (vec trick)",
+    "t_sgd_s": "SGD updates",
+    "t_als_s": "ALS sweep",
+    "t_prox_s": "proximal step (SVD)",
+    "t_objective_s": "objective and RMSE",
+}
+
+#: Columns on a log scale in convergence panels.
+LOG_COLUMNS = ("objective", "train_rmse", "validation_rmse", "validation_nmse", "cg_residual",
+               "mu", "rel_change")
+
+FIGURE_OPTIONS = {
+    "bcd_convergence": dict(labels=METRIC_LABELS),
+    "phase_time": dict(labels=PHASE_LABELS),
+}
