@@ -2,7 +2,8 @@
 
 ``KolmogorovModel`` learns ``P(X_ui = 1) = theta_u^T psi_i``; ``solve_bqp`` solves one item's
 binary QP (4); ``influence_scores`` and ``implication_graph`` read the logical relations
-("everyone who likes A also likes B") out of the learned supports.
+("everyone who likes A also likes B") out of the learned supports; ``mine_implications``
+checks and ranks them against the ratings (association rules: :mod:`kmviz.rules`).
 """
 
 from .bqp import solve_bqp
@@ -17,6 +18,7 @@ from .interpret import (
     relation_mining_accuracy,
     support_matrix,
 )
+from .mining import filter_implications, mine_implications, planted_truth, support_groups
 
 
 __all__ = [
@@ -30,4 +32,8 @@ __all__ = [
     "implies",
     "relation_mining_accuracy",
     "support_matrix",
+    "mine_implications",
+    "filter_implications",
+    "support_groups",
+    "planted_truth",
 ]

@@ -1,4 +1,5 @@
-"""Streamlit glue of the KM Explore pages: cached calls into :mod:`kmviz.km.analysis`, the
+"""Streamlit glue of the KM Explore pages: cached calls into :mod:`kmviz.km.analysis`,
+:mod:`kmviz.km.mining` and :mod:`kmviz.rules` (implications, rules, planted truth), the
 shared item picker, and reading the implication graph's click state."""
 
 from __future__ import annotations
@@ -6,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
-from kmviz.km.interpret import implication_graph as build_implication_graph
+from kmviz.km import mining
 from kmviz.km.interpret import influence_scores
 from kmviz.km.telemetry import PHASE_COUNT_LABELS
 from kmviz.viz.phases import phase_shares
@@ -39,25 +41,80 @@ def lanczos_view(C: np.ndarray, a: float) -> dict:
     return an.lanczos_view(C, a)
 
 
-@st.cache_data(max_entries=16, show_spinner="Building the implication graph ...")
-def implication_graph(psi: np.ndarray, names: tuple):
-    return build_implication_graph(psi, list(names), transitive_reduction=False)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def influence(run_id: str, psi: np.ndarray) -> np.ndarray:
     return influence_scores(psi)
 
 
-@st.cache_data(max_entries=16, show_spinner="Checking the implications against the ratings ...")
-def _precision_table(run_id: str, threshold: float, min_users: int, keep, *, _run):
-    return an.precision_table(_run.model, _run.split, threshold=threshold, min_users=min_users,
-                              keep=keep)
+# --------------------------------------------------------------------- implications, rules
+@st.cache_data(max_entries=8, show_spinner="Mining the implications ...")
+def _implications(run_id: str, liked, min_ratings: int, *, _run):
+    train = _run.split.train
+    return mining.mine_implications(_run.model, train, liked=liked,
+                                    validation=_run.split.held_out(),
+                                    items=an.shown_items(train, min_ratings))
 
 
-def precision_table(run, *, threshold: float = 0.5, min_users: int = 3, keep=None):
-    """Cached per run, threshold and item filter."""
-    return _precision_table(run.run_id, float(threshold), int(min_users), keep, _run=run)
+def implications(run, liked, min_ratings: int):
+    """:func:`kmviz.km.mine_implications` of the run (merged groups, held-out statistics
+    from the run's held-out part) among the items with ``min_ratings`` training ratings."""
+    return _implications(run.run_id, liked, int(min_ratings), _run=run)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _item_implications(run_id: str, liked, min_ratings: int, item: int, *, _run):
+    train = _run.split.train
+    return mining.mine_implications(_run.model, train, liked=liked,
+                                    validation=_run.split.held_out(),
+                                    items=an.shown_items(train, min_ratings), around=item)
+
+
+def item_implications(run, liked, min_ratings: int, item: int):
+    """The item-level rows with ``item`` on one side, each pair with its own figures."""
+    return _item_implications(run.run_id, liked, int(min_ratings), int(item), _run=run)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _groups(run_id: str, liked, min_ratings: int, *, _run):
+    train = _run.split.train
+    return mining.support_groups(_run.model, train, liked=liked,
+                                 items=an.shown_items(train, min_ratings))
+
+
+def support_groups(run, liked, min_ratings: int) -> dict:
+    return _groups(run.run_id, liked, int(min_ratings), _run=run)
+
+
+@st.cache_data(max_entries=8, show_spinner="Computing the association rules ...")
+def _rules(run_id: str, liked, min_ratings: int, min_support: int, min_confidence: float,
+           *, _run):
+    train = _run.split.train
+    return pair_rules.pairwise_rules(train, liked=liked, min_support=min_support,
+                                     min_confidence=min_confidence,
+                                     validation=_run.split.held_out(),
+                                     items=an.shown_items(train, min_ratings))
+
+
+def rules(run, liked, min_ratings: int, min_support: int, min_confidence: float):
+    """:func:`kmviz.rules.pairwise_rules` on the run's training likes, same items."""
+    return _rules(run.run_id, liked, int(min_ratings), int(min_support),
+                  float(min_confidence), _run=run)
+
+
+@st.cache_data(max_entries=8, show_spinner="Scoring against the planted truth ...")
+def _recovery(run_id: str, liked, min_ratings: int, min_support: int, *, _run):
+    train = _run.split.train
+    truth = mining.planted_truth(train)
+    if truth is None:
+        return None
+    return mining.recovery_table(_run.model, train, truth, liked=liked,
+                                 items=an.shown_items(train, min_ratings),
+                                 min_support=min_support)
+
+
+def recovery(run, liked, min_ratings: int, min_support: int):
+    """Precision / recall of the true implications on planted data, else None."""
+    return _recovery(run.run_id, liked, int(min_ratings), int(min_support), _run=run)
 
 
 def clicked_item(selection_state) -> int | None:

@@ -188,3 +188,181 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
     fig.update_xaxes(visible=False)
     fig.update_yaxes(title_text="support size |supp(ψᵢ)| (number of the D events)", dtick=1)
     return styled(fig, title=title, height=620)
+
+
+# ----------------------------------------------------------------------------- ego graph
+#: Most nodes the ego graph draws (best-ranked rows first).
+EGO_MAX_NODES = 40
+
+
+def _fmt(x, spec: str) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if x != x else format(x, spec)
+
+
+def ego_graph_figure(rows, center, *, hops: int = 1, max_nodes: int = EGO_MAX_NODES,
+                     title: str | None = None, center_item: int | None = None,
+                     center_name: str | None = None) -> go.Figure:
+    """The implications around one item: what implies it (left), what it implies (right).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        Implication rows in ranking order with ``antecedent``, ``consequent``,
+        ``antecedent_name``, ``consequent_name`` and, when present, ``antecedent_group`` /
+        ``consequent_group`` and ``*_group_size`` (nodes are then groups of items liked by
+        the same people, labelled "name +k"), ``equivalent``, ``confidence``, ``lift``,
+        ``co_support``, ``heldout_confidence``, ``heldout_lift``.
+    center : int
+        The node of the selected item: its group id when the rows have groups, else its
+        item index.
+    hops : 1 or 2
+        Steps away from the centre (following implications either way).
+    max_nodes : int
+        Rows are taken in order until this many nodes are drawn.
+    center_item, center_name : optional
+        The selected item and its name, to name the centre after it (a group is otherwise
+        named after the member its rows mention).
+
+    Columns are the signed number of steps from the centre: -1 implies the centre, +1 is
+    implied by it, ±2 one step further on the same side.
+    """
+    title = title or "Implications around the selected item: an arrow A → B means " \
+        "everyone who likes A also likes B"
+    grouped = "antecedent_group" in rows
+    ka, kc = ("antecedent_group", "consequent_group") if grouped else ("antecedent",
+                                                                         "consequent")
+    eq = rows["equivalent"].to_numpy(bool) if "equivalent" in rows else np.zeros(len(rows),
+                                                                                  bool)
+    data = rows[~eq]
+    info: dict = {}
+
+    def node(key, item, name, size):
+        if key not in info:
+            info[key] = {"item": int(item), "name": str(name), "size": int(size)}
+
+    side: dict = {center: 0}  # node -> signed steps from the centre
+    edges = []
+    skipped = set()
+    frontier = {center}
+    for step in range(1, max(1, int(hops)) + 1):
+        nxt = set()
+        for _, r in data.iterrows():
+            a, c = r[ka], r[kc]
+            if a not in frontier and c not in frontier:
+                continue
+            here, other, sign = (a, c, 1) if a in frontier else (c, a, -1)
+            if other not in side:
+                if len(side) >= max_nodes:
+                    skipped.add(other)
+                    continue
+                side[other] = sign if step == 1 else int(np.sign(side[here])) * step
+                nxt.add(other)
+            edges.append(r)
+        frontier = nxt
+        if not frontier:
+            break
+    if len(side) <= 1:
+        return empty_figure(title, "No implication around this item passes the filters.")
+    fig = go.Figure()
+    seen = set()
+    uniq = []
+    for r in edges:
+        key = (r[ka], r[kc])
+        if key in seen or r[ka] not in side or r[kc] not in side:
+            continue
+        seen.add(key)
+        uniq.append(r)
+        node(r[ka], r["antecedent"], r["antecedent_name"],
+             r.get("antecedent_group_size", 1) if grouped else 1)
+        node(r[kc], r["consequent"], r["consequent_name"],
+             r.get("consequent_group_size", 1) if grouped else 1)
+    if center in info and center_name is not None:
+        info[center]["name"] = str(center_name)
+        if center_item is not None:
+            info[center]["item"] = int(center_item)
+    columns: dict = {}
+    for key, x in side.items():
+        if key in info:
+            columns.setdefault(x, []).append(key)
+    pos = {}
+    for x, keys in columns.items():
+        keys.sort(key=lambda k: info[k]["name"])
+        n = len(keys)
+        for j, k in enumerate(keys):  # two steps out sit further away: room for labels
+            pos[k] = (float(np.sign(x)) * (1.0 + 1.6 * (abs(x) - 1)) if x else 0.0,
+                      (n - 1) / 2.0 - j)
+
+    def label(k):
+        d = info[k]
+        more = f" +{d['size'] - 1}" if d["size"] > 1 else ""
+        return _short(d["name"], 28) + more
+
+    mx, my, mtext = [], [], []
+    for r in uniq:
+        (x0, y0), (x1, y1) = pos[r[ka]], pos[r[kc]]
+        hot = center in (r[ka], r[kc])
+        fig.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x",
+                           ayref="y", showarrow=True, arrowhead=2, arrowsize=1.2,
+                           arrowwidth=2 if hot else 1, standoff=10, startstandoff=8,
+                           arrowcolor="#444444" if hot else "#b0b0b0", text="")
+        mx.append((x0 + x1) / 2)
+        my.append((y0 + y1) / 2)
+        held = ""
+        if "heldout_confidence" in r and r.get("heldout_n", 0):
+            held = (f"<br>held-out: {int(r['heldout_co_support'])} of {int(r['heldout_n'])} "
+                    f"like it, lift {_fmt(r['heldout_lift'], '.2f')}")
+        mtext.append(
+            f"Everyone who likes <b>{plain(r['antecedent_name'])}</b><br>also likes "
+            f"<b>{plain(r['consequent_name'])}</b> (model)<br>training: "
+            f"{int(r.get('co_support', 0))} of {int(r.get('n_known', 0))} like it "
+            f"(confidence {_fmt(r.get('confidence'), '.0%')}), lift "
+            f"{_fmt(r.get('lift'), '.2f')}{held}")
+    fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name="implication (hover)",
+                             marker=dict(size=8, color="rgba(0,0,0,0)"), text=mtext,
+                             hovertemplate="%{text}<extra></extra>", showlegend=False))
+    keys = list(pos)
+    roles = {0: ("#000000", "selected"), -1: ("#ff7f0e", "implies the selection"),
+             1: ("#2ca02c", "implied by the selection")}
+
+    def role(k):
+        return roles.get(side[k], ("#9e9e9e", "two steps away"))
+
+    hover = [f"<b>{plain(info[k]['name'])}</b>"
+             + (f"<br>+{info[k]['size'] - 1} item(s) liked by the same people"
+                if info[k]["size"] > 1 else "") + f"<br>{role(k)[1]}" for k in keys]
+    fig.add_trace(go.Scatter(
+        x=[pos[k][0] for k in keys], y=[pos[k][1] for k in keys], mode="markers",
+        text=[label(k) for k in keys], hovertext=hover,
+        hovertemplate="%{hovertext}<extra></extra>",
+        customdata=[info[k]["item"] for k in keys], name="item groups (same support)",
+        showlegend=False,
+        marker=dict(size=[18 if k == center else 12 for k in keys],
+                    color=[role(k)[0] for k in keys], line=dict(width=1, color="white"))))
+    for k in keys:  # labels on a light background, beside their dot, away from the centre
+        x = pos[k][0]
+        fig.add_annotation(x=x, y=pos[k][1], xref="x", yref="y", text=label(k),
+                           showarrow=False, font=dict(size=11 if k != center else 13),
+                           bgcolor="rgba(255,255,255,0.85)",
+                           xanchor="right" if x < 0 else "left" if x > 0 else "center",
+                           yanchor="middle" if x else "bottom",
+                           xshift=-10 if x < 0 else 10 if x > 0 else 0,
+                           yshift=0 if x else 12)
+    for colour, name in [roles[0], roles[-1], roles[1]] + (
+            [("#9e9e9e", "two steps away")] if any(abs(v) > 1 for v in side.values())
+            else []):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name,
+                                 marker=dict(size=10, color=colour)))
+    if skipped:
+        fig.add_annotation(text=f"{len(skipped):,} more not drawn: raise the filters or "
+                                f"lower top k", xref="paper", yref="paper", x=0, y=-0.02,
+                           showarrow=False, xanchor="left", yanchor="top",
+                           font=dict(size=11, color="#666666"))
+    span = max(abs(x) for x, _ in pos.values()) or 1.0
+    fig.update_xaxes(visible=False, range=[-span - 1.6, span + 1.6])
+    fig.update_yaxes(visible=False)
+    height = max(360, 30 * max(len(v) for v in columns.values()) + 160)
+    return styled(fig, title=title, height=min(height, 1400))

@@ -240,15 +240,121 @@ def test_lanczos_page_and_slider(trained):
     assert float(metrics(at)["δ of (20)"]) == pytest.approx(delta_1 / 5, rel=1e-3)
 
 
+def _impl_table(at):
+    """The Implications page's main table (the one with hub counts)."""
+    found = [d.value for d in at.dataframe if "implied_by" in d.value.columns]
+    assert found, [list(d.value.columns) for d in at.dataframe]
+    return found[0]
+
+
 def test_implications_page(trained):
+    from kmviz.km import mine_implications
+
     at = goto(trained, KM_IMPLICATIONS)
     assert not at.error, [e.value for e in at.error]
+    run = only_run(at)
     text = " ".join(md.value for md in at.markdown)
-    assert "likes" in text
-    table_vi, precision = at.dataframe[0].value, at.dataframe[1].value
+    assert "Everyone who likes" in text
+    # the counts are always in view and are those of mine_implications on the run
+    frame = mine_implications(run.model, run.split.train, validation=run.split.held_out())
+    counts = frame.attrs["counts"]
+    m = metrics(at)
+    assert m["implications"] == f"{counts['implications']:,}"
+    assert m["claims between groups"] == f"{counts['claims']:,}"
+    assert m["rows passing the filters"] == f"{len(frame):,}"  # no filter set yet
+    assert m["groups of equivalent items"] == f"{counts['groups']:,}"
+    assert m["hubs"] == f"{counts['hubs']:,}"
+    table = _impl_table(at)
+    assert {"support", "co_support", "confidence", "confidence_lo", "base_rate", "lift",
+            "p_value", "heldout_confidence", "heldout_lift", "implied_by", "hub"} <= set(
+        table.columns)
+    assert list(table["antecedent"]) == list(frame["antecedent"][:len(table)])
+    assert any("Lift" in c.value and "base rate" in c.value for c in at.caption)
+    assert any("Liked means rated 0\\.75 or more" in c.value for c in at.caption)
+    table_vi = [d.value for d in at.dataframe if "n_rated" in d.value.columns][0]
     assert {"item", "user", "n_rated", "n_liked", "accuracy"} <= set(table_vi.columns)
-    assert {"train_precision", "heldout_precision"} <= set(precision.columns)
+    # planted data: recovered implications scored against the truth, for KM and the rules
+    truth = [d.value for d in at.dataframe if "recall" in d.value.columns][0]
+    assert truth["method"].str.contains("Kolmogorov").any()
+    assert truth["method"].str.contains("association rules").any()
     assert len(at.get("download_button")) == 1
+    assert any(s["data"] and any(t.get("name") == "item groups (same support)"
+                                 for t in s["data"]) for s in plotly_specs(at))
+
+
+@pytest.fixture()
+def trained_bigger():
+    """A KM with more implications to filter: 150 users x 40 items, D = 6."""
+    at = train(load_planted(new_session(), n_users=150, n_items=40, D=6), D=6, max_iter=5)
+    assert not at.exception
+    return at
+
+
+def test_implications_filters_apply_to_table_sentences_and_graph(trained_bigger):
+    from kmviz.km import mining
+    from kmviz.ui.text import pieces_markdown
+
+    at = goto(trained_bigger, KM_IMPLICATIONS)
+    run = only_run(at)
+    train_part, held = run.split.train, run.split.held_out()
+    at.number_input(key="impl_liked").set_value(0.3).run()
+    at.number_input(key="impl_f_topk").set_value(0).run()
+    assert not at.exception and not at.error
+    frame = mining.mine_implications(run.model, train_part, liked=0.3, validation=held)
+    assert len(_impl_table(at)) == len(frame)
+    assert metrics(at)["rows passing the filters"] == f"{len(frame):,}"
+    # the liked setting reaches every figure: supports are counts of ratings >= 0.3
+    likes = np.bincount(train_part.items[train_part.values >= 0.3 - 1e-9],
+                        minlength=train_part.n_items)
+    table = _impl_table(at)
+    assert (table["support"].to_numpy() == likes[table["antecedent"].to_numpy()]).all()
+
+    at.number_input(key="impl_f_conf").set_value(0.6)
+    at.number_input(key="impl_f_lift").set_value(1.4)
+    at.number_input(key="impl_f_support").set_value(3).run()
+    at.number_input(key="impl_f_heldout").set_value(0.5).run()
+    assert not at.exception and not at.error
+    want = frame[(frame.confidence >= 0.6) & (frame.lift >= 1.4) & (frame.co_support >= 3) &
+                 (frame.heldout_confidence >= 0.5)]
+    table = _impl_table(at)
+    assert 2 <= len(want) < len(frame)  # the filters bite, and leave something
+    assert list(table["rank"]) == list(want["rank"])
+    assert (table["confidence"] >= 0.6).all() and (table["heldout_confidence"] >= 0.5).all()
+    assert metrics(at)["rows passing the filters"] == f"{len(want):,}"
+    # top k: the k best rows; the count of rows passing the filters does not change
+    at.number_input(key="impl_f_topk").set_value(2).run()
+    assert list(_impl_table(at)["rank"]) == list(want["rank"][:2])
+    assert metrics(at)["rows passing the filters"] == f"{len(want):,}"
+    # the sentences about the selected item use the same filters
+    strict = want[~want["equivalent"]]
+    assert len(strict), "no strict implication passes: the graph check needs one"
+    item = int(strict["antecedent"].iloc[0])
+    at.selectbox(key="impl_item").set_value(item).run()
+    around = mining.mine_implications(run.model, train_part, liked=0.3, validation=held,
+                                      around=item)
+    kept = mining.filter_implications(around, min_support=3, min_confidence=0.6, min_lift=1.4,
+                                      min_heldout_confidence=0.5, top_k=2)
+    expected = "\n".join(f"- {pieces_markdown(p)}" for p in mining.sentences(
+        kept, item, [train_part.item_label(k) for k in range(train_part.n_items)]))
+    assert expected in [md.value for md in at.markdown]
+    # ... and so does the graph: around the item, only groups of rows that pass
+    at.radio(key="impl_view").set_value("around the item").run()
+    assert not at.exception
+    passing = mining.filter_implications(frame, min_support=3, min_confidence=0.6, min_lift=1.4,
+                                         min_heldout_confidence=0.5)
+    g_of = frame.attrs["group_of"]
+    allowed = set(passing.antecedent_group) | set(passing.consequent_group) | {g_of[item]}
+    nodes = [t for s in plotly_specs(at) for t in s["data"]
+             if t.get("name") == "item groups (same support)"]
+    assert len(nodes) <= 1
+    drawn = {g_of[int(k)] for t in nodes for k in t.get("customdata", [])}
+    assert g_of[item] in drawn and drawn <= allowed
+    # an impossible minimum empties every view
+    at.number_input(key="impl_f_lift").set_value(1e6).run()
+    assert not at.exception and len(_impl_table(at)) == 0
+    assert metrics(at)["rows passing the filters"] == "0"
+    words = [md.value for md in at.markdown if "passes the filters" in md.value]
+    assert words and "implies liking no other item" in words[0]
 
 
 def test_runs_page_compare_rerun_and_delete(trained):
@@ -436,8 +542,8 @@ def test_implications_minimum_ratings_filter(trained):
     offered = {int(o.rsplit("[", 1)[1].split("]")[0])
                for o in at.selectbox(key="impl_item").options}
     assert offered == shown
-    prec = at.dataframe[1].value
-    assert set(prec["antecedent"]) <= shown and set(prec["consequent"]) <= shown
+    table = _impl_table(at)
+    assert set(table["antecedent"]) <= shown and set(table["consequent"]) <= shown
     at.number_input(key="impl_min_ratings").set_value(10_000).run()
     assert not at.exception and "lower the minimum" in at.info[0].value
 
