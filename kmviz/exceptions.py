@@ -75,6 +75,13 @@ class RunStoreError(KmvizError, ValueError):
     """A saved run is missing, incomplete, or from an incompatible version."""
 
 
+class RunStoreBusyError(RunStoreError):
+    """The run index is locked by another writer for longer than the busy timeout.
+
+    Nothing was changed; the operation can simply be tried again.
+    """
+
+
 class NotFittedError(KmvizError, ValueError, AttributeError):
     """A method that needs a fitted estimator was called before ``fit``."""
 

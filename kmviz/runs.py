@@ -29,6 +29,7 @@ import shutil
 import sqlite3
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .exceptions import RunStoreError
+from .exceptions import RunStoreBusyError, RunStoreError
 from .trace import Trace, json_default
 
 __all__ = ["RUN_FORMAT", "OpenedRun", "Run", "RunStore", "default_runs_dir", "load_model_file",
@@ -61,6 +62,24 @@ _TRASH_PREFIX = ".del-"
 # removed once it is this old, so a slow save in progress is never swept away.
 _STALE_AFTER_S = 24 * 3600.0
 _BUSY_TIMEOUT_MS = 30_000
+# list() re-indexes a complete run folder without an index row once it is this old (a save
+# renames its folder into place, then inserts the row within the busy timeout).
+_REINDEX_GRACE_S = 4 * _BUSY_TIMEOUT_MS / 1000
+# SQLITE_BUSY, SQLITE_LOCKED: another connection holds the lock.
+_BUSY_CODES = (5, 6)
+# Largest meta.json / trace.json read (parsing JSON takes several times its size).
+_MAX_JSON_BYTES = 256 * 1024 * 1024
+#: Environment variable and default of the most bytes a run's arrays may take when loaded
+#: (checked from the .npy headers before anything is read).
+MAX_RUN_MB_ENV = "KMVIZ_MAX_RUN_MB"
+DEFAULT_MAX_RUN_MB = 1024
+# The columns of the index's runs table: kmviz 0.1.0 (schema 1), and now (schema 2).
+_V1_COLUMNS = ("run_id", "family", "label", "dataset", "fingerprint", "created", "duration_s",
+               "n_iter", "status", "params", "metrics", "format")
+_V2_COLUMNS = _V1_COLUMNS + ("note",)
+# What to do about a run whose files are damaged.
+_DAMAGED_FIX = ("Fix: delete the run (kmviz runs delete ID, or the Runs page) or restore its "
+                "folder from an export or a backup.")
 _CORE_COLUMNS = ["run_id", "created", "family", "label", "dataset", "fingerprint", "status",
                  "duration_s", "n_iter", "note"]
 
@@ -280,6 +299,46 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _is_busy(exc: BaseException) -> bool:
+    """Whether a SQLite error means another connection holds the lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in _BUSY_CODES
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text or \
+        "database is busy" in text
+
+
+def _busy_error(index_path) -> RunStoreBusyError:
+    return RunStoreBusyError(
+        f"The run index {index_path} is busy: another kmviz process has held its lock for "
+        f"more than {_BUSY_TIMEOUT_MS / 1000:g} s. Nothing was changed; try again in a "
+        "moment.")
+
+
+class _IndexConnection(sqlite3.Connection):
+    """A connection to the run index whose lock timeouts raise "busy, try again"
+    (:class:`RunStoreBusyError`) instead of SQLite's "database is locked"."""
+
+    index_path = ""
+
+    def execute(self, *args, **kwargs):
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise _busy_error(self.index_path) from None
+            raise
+
+    def executemany(self, *args, **kwargs):
+        try:
+            return super().executemany(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc):
+                raise _busy_error(self.index_path) from None
+            raise
+
+
 # ------------------------------------------------------------------------------ the store
 class RunStore:
     """A directory of saved runs with a SQLite index.
@@ -319,9 +378,10 @@ class RunStore:
                 raise RunStoreError(f"Cannot create the run store at {self.path}: {exc}.") from None
         try:
             conn = sqlite3.connect(self.index_path, timeout=_BUSY_TIMEOUT_MS / 1000,
-                                   isolation_level=None)
+                                   isolation_level=None, factory=_IndexConnection)
         except sqlite3.Error as exc:
             raise RunStoreError(f"Cannot open the run index {self.index_path}: {exc}.") from None
+        conn.index_path = self.index_path
         try:
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             if not self._ready:
@@ -331,36 +391,76 @@ class RunStore:
                     _make_private(Path(f"{self.index_path}{suffix}"), PRIVATE_FILE_MODE)
         except sqlite3.DatabaseError as exc:
             conn.close()
+            if _is_busy(exc):
+                raise _busy_error(self.index_path) from None
             raise RunStoreError(
-                f"{self.index_path} is not a kmviz run index ({exc}). Move it away to start a "
-                "new store there, or choose another directory."
+                f"{self.index_path} is not a kmviz run index ({exc}); kmviz left it unchanged. "
+                "Fix: point kmviz at another run directory (--dir DIR or KMVIZ_RUNS_DIR), or "
+                "move this file away if it is not needed."
             ) from None
         except BaseException:
             conn.close()
             raise
         return conn
 
+    def _index_state(self, conn: sqlite3.Connection) -> str:
+        """``"new"`` (an empty file), ``"current"`` or ``"v1"`` (kmviz 0.1.0's schema, to
+        migrate); a newer or foreign index raises RunStoreError. Reads only."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > INDEX_SCHEMA:
+            raise RunStoreError(
+                f"The run index {self.index_path} was written by a newer kmviz (schema "
+                f"{version}; this version reads up to {INDEX_SCHEMA}). Upgrade kmviz."
+            )
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()]
+        if not tables and version == 0:
+            return "new"
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()]
+        if "runs" not in tables:
+            reason = f"it holds the tables {', '.join(map(repr, tables[:5]))} but no 'runs'" \
+                if tables else f"it has no tables but schema version {version}"
+        elif missing := [c for c in _V1_COLUMNS if c not in columns]:
+            reason = f"its 'runs' table lacks the column(s) {', '.join(missing)}"
+        elif version == INDEX_SCHEMA and "note" in columns:
+            return "current"
+        elif version == 1:
+            return "v1"
+        else:
+            reason = f"its schema version is {version}, which no kmviz wrote"
+        raise RunStoreError(
+            f"{self.index_path} is not a kmviz run index: {reason}. kmviz left it unchanged. "
+            "Fix: point kmviz at another run directory (--dir DIR or KMVIZ_RUNS_DIR), or move "
+            "this file away if it is not needed.")
+
     def _init_schema(self, conn: sqlite3.Connection) -> None:
-        # WAL lets readers proceed while one process writes; the mode is stored in the file,
-        # so this only does work the first time.
-        conn.execute("PRAGMA journal_mode = WAL")
+        """Check the index; create it in an empty file, or migrate kmviz 0.1.0's schema.
+
+        A current index is only read. A newer or foreign file is refused before anything is
+        written to it. Creating and migrating happen under the write lock, after checking
+        again (another process may have done it meanwhile).
+        """
+        state = self._index_state(conn)
+        if state == "current":
+            return
+        if state == "new":
+            # WAL lets readers proceed while one process writes; the mode is kept in the file.
+            conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > INDEX_SCHEMA:
-                raise RunStoreError(
-                    f"The run index {self.index_path} was written by a newer kmviz (schema "
-                    f"{version}; this version reads up to {INDEX_SCHEMA}). Upgrade kmviz."
-                )
-            conn.execute(_SCHEMA)
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
-            if "note" not in columns:  # an index of schema 1 (kmviz 0.1.0)
-                conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
-            if version < INDEX_SCHEMA:
+            state = self._index_state(conn)
+            if state == "new":
+                conn.execute(_SCHEMA)
+                conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
+            elif state == "v1":  # kmviz 0.1.0: schema 1 -> 2 adds the note column
+                columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
+                if "note" not in columns:
+                    conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
                 conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
 
     def _insert_row(self, conn: sqlite3.Connection, meta: dict) -> None:
@@ -523,10 +623,16 @@ class RunStore:
         under its own name (``D``, ``gamma`` ...; nested ones as ``outer.inner``). A
         parameter whose name is already taken by a column is prefixed ``param_``.
 
-        Before listing, leftovers of interrupted saves and deletes are cleaned up (see
-        :meth:`repair`, which this runs without re-indexing).
+        Before listing, the store heals: leftovers of interrupted saves and deletes are
+        cleaned up, and complete run folders without an index row (a writer killed between
+        the two) are indexed again once they are a few minutes old (see :meth:`repair`).
+        When another process holds the index's lock, healing waits for the next listing.
         """
-        self._sweep()
+        try:
+            self._sweep()
+            self._reindex(_REINDEX_GRACE_S)
+        except RunStoreBusyError:
+            pass  # the listing below still works, or says "busy, try again"
         conn = self._connect()
         try:
             rows = conn.execute(
@@ -601,30 +707,29 @@ class RunStore:
     def load(self, run_id: str) -> Run:
         """Load a run's meta, trace and arrays.
 
+        Every file is checked before it is trusted: the JSON files for their size, UTF-8
+        and the types of their fields, ``arrays.npz`` member by member from the .npy
+        headers (no pickled objects, declared sizes equal to the stored ones, at most
+        :func:`max_run_bytes` in all) before any array is allocated.
+
         Raises
         ------
         RunStoreError
             If there is no such run, its files are incomplete or corrupt, or it was written
-            in a format this version cannot read (the message says which).
+            in a format this version cannot read (the message names the run, says which and
+            what to do).
         """
         folder = self._folder(run_id)
         meta = _read_meta(folder, run_id)
+        raw = _read_json_bytes(folder / "trace.json", run_id)
         try:
-            trace = Trace.from_json((folder / "trace.json").read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise RunStoreError(f"Run {run_id!r} is incomplete: trace.json is missing.") from None
+            trace = Trace.from_json(raw)
         except RunStoreError as exc:
-            raise RunStoreError(f"Run {run_id!r}: {exc}") from None
-        arrays = {}
-        try:
-            with np.load(folder / "arrays.npz", allow_pickle=False) as npz:
-                for name in npz.files:
-                    arrays[name] = npz[name]
-        except FileNotFoundError:
-            raise RunStoreError(f"Run {run_id!r} is incomplete: arrays.npz is missing.") from None
-        except (ValueError, OSError, zipfile.BadZipFile) as exc:
-            raise RunStoreError(f"Run {run_id!r}: arrays.npz cannot be read ({exc}).") from None
-        missing = sorted(set(meta.get("arrays", {})) - set(arrays))
+            raise RunStoreError(f"Run {run_id!r}: trace.json: {exc} "
+                                f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
+        del raw
+        arrays = _read_npz(folder / "arrays.npz", run_id)
+        missing = sorted(set(meta.get("arrays") or {}) - set(arrays))
         if missing:
             raise RunStoreError(
                 f"Run {run_id!r} is incomplete: arrays.npz lacks {', '.join(missing)}.")
@@ -810,20 +915,33 @@ class RunStore:
             ``{"reindexed": [...run ids], "unreadable": [...folder names]}``.
         """
         self._sweep()
+        reindexed, unreadable = self._reindex(grace_s)
+        return {"reindexed": reindexed, "unreadable": unreadable}
+
+    def _reindex(self, grace_s: float) -> tuple[list, list]:
+        """Insert index rows for complete run folders older than ``grace_s`` seconds that
+        have none; returns (re-indexed run ids, unreadable folder names)."""
+        if not self.runs_dir.is_dir():
+            return [], []
         indexed = set(self.ids())
         now = time.time()
         reindexed, unreadable = [], []
         for entry in sorted(self.runs_dir.iterdir()):
             name = entry.name
-            if name.startswith(".") or name in indexed or not entry.is_dir():
+            if name.startswith(".") or name in indexed or not _RUN_ID.match(name):
                 continue
-            if now - entry.stat().st_mtime < grace_s:
+            try:
+                if not entry.is_dir() or now - entry.stat().st_mtime < grace_s:
+                    continue
+            except OSError:
                 continue
             try:
                 meta = _read_meta(entry, name)
                 if meta.get("run_id") != name:
                     raise RunStoreError("run_id in meta.json does not match the folder")
-            except RunStoreError:
+                _to_json("params", meta["params"])
+                _to_json("metrics", meta["metrics"])
+            except (RunStoreError, ValueError):
                 unreadable.append(name)
                 continue
             conn = self._connect()
@@ -834,7 +952,7 @@ class RunStore:
                 pass  # indexed meanwhile by its own (slow) writer
             finally:
                 conn.close()
-        return {"reindexed": reindexed, "unreadable": unreadable}
+        return reindexed, unreadable
 
 
 def _zip(run_id: str, members: dict) -> bytes:
@@ -853,16 +971,126 @@ def _loads_or_empty(text) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _read_meta(folder: Path, run_id: str) -> dict:
-    """Read meta.json and check that this version understands its format."""
+def _read_json_bytes(path: Path, run_id: str) -> bytes:
+    """The bytes of a run's JSON file, refusing a missing or implausibly large one."""
     try:
-        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if size > _MAX_JSON_BYTES:
+            raise RunStoreError(
+                f"Run {run_id!r}: {path.name} is {size / 2**20:.0f} MB, more than the "
+                f"{_MAX_JSON_BYTES // 2**20} MB a run's {path.name} can take; not reading it. "
+                f"{_DAMAGED_FIX.replace('ID', run_id)}")
+        return path.read_bytes()
     except FileNotFoundError:
-        raise RunStoreError(f"Run {run_id!r} is incomplete: meta.json is missing.") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunStoreError(f"Run {run_id!r}: meta.json is malformed ({exc}).") from None
+        raise RunStoreError(f"Run {run_id!r} is incomplete: {path.name} is missing. "
+                            f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
+    except IsADirectoryError:
+        raise RunStoreError(f"Run {run_id!r}: {path.name} is a folder, not a file. "
+                            f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
+    except OSError as exc:
+        raise RunStoreError(f"Run {run_id!r}: {path.name} cannot be read "
+                            f"({exc.strerror or exc}).") from None
+
+
+def max_run_bytes() -> int:
+    """The most bytes a run's arrays may take when loaded: ``$KMVIZ_MAX_RUN_MB`` megabytes,
+    default 1024. Checked from the arrays' headers before anything is read."""
+    env = os.environ.get(MAX_RUN_MB_ENV, "").strip()
+    if not env:
+        return DEFAULT_MAX_RUN_MB * 1024 * 1024
+    try:
+        mb = float(env)
+    except ValueError:
+        mb = float("nan")
+    if not (mb > 0 and math.isfinite(mb)):
+        raise RunStoreError(f"The environment variable {MAX_RUN_MB_ENV} must be a positive "
+                            f"number of megabytes; got {env!r}.")
+    return int(mb * 1024 * 1024)
+
+
+def _read_npz(path: Path, run_id: str, limit: int | None = None) -> dict:
+    """The arrays of a run's ``arrays.npz``, every member checked before it is read.
+
+    Each member's .npy header gives its shape and dtype: object dtypes (pickle) are refused,
+    the data size the header implies must equal the member's size in the archive, and the
+    total must stay under :func:`max_run_bytes`. Only then is anything allocated, and each
+    member is read through the zip's own size and CRC checks.
+    """
+    limit = max_run_bytes() if limit is None else limit
+    fix = _DAMAGED_FIX.replace("ID", run_id)
+
+    def bad(problem: str) -> RunStoreError:
+        return RunStoreError(f"Run {run_id!r}: arrays.npz {problem}. {fix}")
+
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise RunStoreError(f"Run {run_id!r} is incomplete: arrays.npz is missing. {fix}") \
+            from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+        raise bad(f"cannot be read ({exc})") from None
+    arrays = {}
+    with archive:
+        plan, total = [], 0
+        for info in archive.infolist():
+            name = info.filename
+            if not name.endswith(".npy") or info.is_dir():
+                raise bad(f"holds {name!r}, which is not an array (.npy)")
+            if info.flag_bits & 0x1:
+                raise bad(f"member {name!r} is encrypted")
+            try:
+                with archive.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    if version == (1, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                    elif version == (2, 0):
+                        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+                    else:
+                        raise ValueError(f"unsupported .npy format version {version}")
+                    offset = f.tell()
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
+                    RuntimeError, NotImplementedError, SyntaxError) as exc:
+                raise bad(f"member {name!r} has no readable array header ({exc})") from None
+            if dtype.hasobject:
+                raise bad(f"member {name!r} holds Python objects (dtype {dtype}), which only "
+                          "pickle could read; kmviz never unpickles")
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes != info.file_size - offset:
+                raise bad(f"member {name!r} declares shape {tuple(shape)} of {dtype} "
+                          f"({nbytes:,} bytes) but holds {max(0, info.file_size - offset):,} "
+                          "bytes of data")
+            total += nbytes
+            if total > limit:
+                raise RunStoreError(
+                    f"Run {run_id!r}: its arrays take more than {limit / 2**20:,.0f} MB "
+                    f"(member {name!r}: shape {tuple(shape)} of {dtype}); not loading them. "
+                    f"Fix: if the run is genuine, set {MAX_RUN_MB_ENV} to a larger number of "
+                    "megabytes; otherwise delete it.")
+            plan.append((info, name[:-4]))
+        for info, key in plan:
+            try:
+                with archive.open(info) as f:
+                    arrays[key] = np.lib.format.read_array(f, allow_pickle=False)
+            except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
+                    RuntimeError, NotImplementedError) as exc:
+                raise bad(f"member {info.filename!r} cannot be read ({exc})") from None
+    return arrays
+
+
+def _read_meta(folder: Path, run_id: str) -> dict:
+    """Read meta.json and check that this version understands its format and types."""
+    raw = _read_json_bytes(folder / "meta.json", run_id)
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise RunStoreError(f"Run {run_id!r}: meta.json is malformed (nested too deeply). "
+                            f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RunStoreError(f"Run {run_id!r}: meta.json is malformed ({exc}). "
+                            f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
     if not isinstance(meta, dict):
         raise RunStoreError(f"Run {run_id!r}: meta.json does not hold a JSON object.")
+    _check_meta_types(meta, run_id)
     fmt = meta.get("format")
     if isinstance(fmt, bool) or not isinstance(fmt, int):
         raise RunStoreError(
@@ -889,7 +1117,41 @@ def _read_meta(folder: Path, run_id: str) -> dict:
     meta.setdefault("provenance", {})
     if isinstance(meta.get("duration_s"), float) and math.isnan(meta["duration_s"]):
         meta["duration_s"] = None
+    _check_meta_types(meta, run_id)
     return meta
+
+
+_META_OBJECTS = ("params", "metrics", "dataset", "split", "provenance", "arrays")
+_META_TEXTS = ("run_id", "family", "label", "created", "status", "note")
+
+
+def _check_meta_types(meta: dict, run_id: str) -> None:
+    """Refuse a meta.json whose fields have the wrong JSON types (which would otherwise
+    surface as TypeError or AttributeError wherever the run is shown)."""
+    def wrong(key, want):
+        value = meta[key]
+        kind = "null" if value is None else type(value).__name__
+        return RunStoreError(f"Run {run_id!r}: meta.json's {key!r} is a {kind}; expected "
+                             f"{want}. {_DAMAGED_FIX.replace('ID', run_id)}")
+
+    for key in _META_OBJECTS:
+        if key in meta and meta[key] is not None and not isinstance(meta[key], dict):
+            raise wrong(key, "a JSON object")
+    for key in _META_TEXTS:
+        if key in meta and not isinstance(meta[key], str):
+            raise wrong(key, "a string")
+    for key in ("duration_s", "n_iter"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise wrong(key, "a number or null")
+    dataset = meta.get("dataset")
+    if isinstance(dataset, dict):
+        for key in ("n_users", "n_items", "n_ratings"):
+            value = dataset.get(key)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise RunStoreError(
+                    f"Run {run_id!r}: meta.json's dataset {key!r} is {value!r}; expected a "
+                    f"whole number. {_DAMAGED_FIX.replace('ID', run_id)}")
 
 
 def _kmviz_version() -> str:

@@ -122,37 +122,66 @@ class Trace:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Trace":
+        """A trace from :meth:`to_dict`'s output, checked: wrong types are refused with a
+        :class:`RunStoreError` saying which field, never a ``TypeError`` later on."""
         if not isinstance(d, dict) or "rows" not in d or "solver" not in d:
             raise RunStoreError("Not a kmviz trace: expected a JSON object with 'solver' and 'rows'.")
-        if d.get("format", 1) > TRACE_FORMAT:
+        fmt = d.get("format", 1)
+        if isinstance(fmt, bool) or not isinstance(fmt, int):
+            raise RunStoreError(f"Not a kmviz trace: 'format' is {_kind(fmt)}; expected an "
+                                "integer version.")
+        if fmt > TRACE_FORMAT:
             raise RunStoreError(
                 f"This trace was written by a newer kmviz (trace format {d['format']}, "
                 f"this version reads up to {TRACE_FORMAT}). Upgrade kmviz to read it."
             )
-        rows = [dict(r) for r in d["rows"]]
-        if d.get("format", 1) < 2:  # kmviz 0.1.0's names -> {part}_{metric}
-            km = str(d["solver"]).startswith("km.")
+        solver = d["solver"]
+        if not isinstance(solver, str):
+            raise RunStoreError(f"Not a kmviz trace: 'solver' is {_kind(solver)}; expected a "
+                                "string such as 'km.enhanced'.")
+        params = d.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise RunStoreError(f"Not a kmviz trace: 'params' is {_kind(params)}; expected a "
+                                "JSON object.")
+        stop_reason = d.get("stop_reason", "unknown")
+        if not isinstance(stop_reason, str):
+            raise RunStoreError(f"Not a kmviz trace: 'stop_reason' is {_kind(stop_reason)}; "
+                                "expected a string.")
+        rows = _records(d["rows"], "rows")
+        events = _records(d.get("events", []), "events")
+        if fmt < 2:  # kmviz 0.1.0's names -> {part}_{metric}
+            km = solver.startswith("km.")
             for r in rows:
                 if "val_nrmse" in r and "validation_nrmse" not in r:
                     r["validation_nrmse"] = r.pop("val_nrmse")
                 if km and "train_rmse" in r and "train_nrmse" not in r:
                     r["train_nrmse"] = r.pop("train_rmse")  # KM's was on the [0, 1] scale
-        return cls(
-            solver=str(d["solver"]),
-            params=dict(d.get("params", {})),
-            rows=rows,
-            events=[dict(e) for e in d.get("events", [])],
-            stop_reason=str(d.get("stop_reason", "unknown")),
-        )
+        return cls(solver=solver, params=dict(params), rows=rows, events=events,
+                   stop_reason=stop_reason)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=json_default, allow_nan=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Trace":
+    def from_json(cls, text) -> "Trace":
+        """A trace from JSON text, or from bytes that must be UTF-8."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            raw = bytes(text)
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise RunStoreError(
+                    f"Trace JSON is not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at "
+                    f"offset {exc.start}).") from None
+        if not isinstance(text, str):
+            raise RunStoreError(f"Trace JSON must be text; got {_kind(text)}.")
         try:
             d = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except RecursionError:
+            raise RunStoreError("Trace JSON is malformed: nested too deeply.") from None
+        except ValueError as exc:  # JSONDecodeError, or an integer too long to convert
             raise RunStoreError(f"Trace JSON is malformed: {exc}.") from None
         return cls.from_dict(d)
 
@@ -169,6 +198,35 @@ class Trace:
         if not path.exists():
             raise RunStoreError(f"{path}: no such trace file.")
         return cls.from_json(path.read_text(encoding="utf-8"))
+
+
+def _kind(value) -> str:
+    """'a list', 'null', 'the string ...' : what a JSON value is, for messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    name = {dict: "an object", list: "a list", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+    return name
+
+
+def _records(value, what: str) -> list:
+    """``value`` as a list of flat records (dicts of scalars), or RunStoreError."""
+    if not isinstance(value, list):
+        raise RunStoreError(f"Not a kmviz trace: {what!r} is {_kind(value)}; expected a list "
+                            "of JSON objects.")
+    out = []
+    for k, rec in enumerate(value):
+        if not isinstance(rec, dict):
+            raise RunStoreError(f"Not a kmviz trace: {what}[{k}] is {_kind(rec)}; expected a "
+                                "JSON object.")
+        for key, v in rec.items():
+            if not (v is None or isinstance(v, (bool, int, float, str))):
+                raise RunStoreError(f"Not a kmviz trace: {what}[{k}][{key!r}] is {_kind(v)}; "
+                                    "expected a number, a string, a boolean or null.")
+        out.append(dict(rec))
+    return out
 
 
 def json_default(obj):

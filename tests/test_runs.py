@@ -414,7 +414,8 @@ def test_pickled_array_file_is_not_loaded(store):
     run_id = save_one(store)
     # a hand-made npz with an object array, which only pickle could read
     np.savez(store.runs_dir / run_id / "arrays.npz", theta=np.array([{"x": 1}], dtype=object))
-    with pytest.raises(RunStoreError, match="arrays.npz cannot be read"):
+    with pytest.raises(RunStoreError, match=r"arrays.npz member 'theta.npy' holds Python "
+                                            r"objects.*never unpickles. Fix: delete the run"):
         store.load(run_id)
 
 

@@ -147,7 +147,9 @@ def load(source, **options) -> Ratings:
         A catalogue name (see :func:`list_datasets`) or a path. The format of a path is
         detected from its name and contents: MovieLens 100K directory / ``u.data``, MovieLens
         1M/10M ``ratings.dat``, MovieLens latest ``ratings.csv``, Matrix Market ``.mtx``,
-        ``.zip`` of any of these, else delimited (CSV/TSV) triplets.
+        ``.zip`` or ``.gz`` of any of these, else delimited (CSV/TSV) triplets. Files are
+        read in chunks, with sizes capped by ``max_bytes=`` / ``$KMVIZ_MAX_UPLOAD_MB``
+        (also for the uncompressed contents of archives).
     **options
         Passed to the generator or loader, e.g. ``load("planted-km", n_users=50, D=6,
         random_state=0)`` or ``load(path, duplicates="mean", delimiter=";")``.

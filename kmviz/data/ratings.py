@@ -19,6 +19,13 @@ from .._validation import check_number, check_option, check_random_state
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 
 DUPLICATE_POLICIES = ("error", "mean", "first", "last")
+#: Largest magnitude accepted for a rating value or a scale bound. Beyond it, squares, sums
+#: and the span of the scale lose all precision or overflow (1e308 - (-1e308) is inf), so
+#: such a value is almost surely a unit or parsing mistake.
+MAX_ABS_VALUE = 1e12
+#: Relative tolerance (of the scale's magnitude) within which a value beyond the declared
+#: scale is a rounding error, clipped to the bound instead of refused: 1 + 2.2e-16 on [0, 1].
+SCALE_TOLERANCE = 1e-9
 
 
 def _show(x) -> str:
@@ -98,13 +105,18 @@ class Ratings:
 
         Parameters
         ----------
-        users, items : array-like, shape (n,)
-            User and item ids of any hashable, sortable type (ints or strings).
+        users, items : array-like or pandas.Categorical, shape (n,)
+            User and item ids of any hashable, sortable type (ints or strings). A
+            ``Categorical`` (codes into distinct ids, as the loaders build for text ids) is
+            used without expanding it.
         values : array-like of float, shape (n,), or None
-            Ratings. None means one-class (0/1 interaction) data: every value is 1.
+            Ratings. None means one-class (0/1 interaction) data: every value is 1. Values
+            of magnitude above :data:`MAX_ABS_VALUE` (1e12) are refused.
         r_min, r_max : float, optional
             The rating scale. Defaults to the observed min and max (``[0, 1]`` for one-class
-            data). Values outside a given scale are rejected.
+            data). Values outside a given scale are rejected, except values within a
+            rounding error of a bound (:data:`SCALE_TOLERANCE` relative, e.g. 1 + 2.2e-16 on
+            [0, 1]), which are clipped to it (counted in ``info["clipped_to_scale"]``).
         duplicates : {"error", "mean", "first", "last"}, default="error"
             What to do when a (user, item) pair occurs more than once: refuse (the message
             gives the count and the first repeated pair), or keep the mean / first / last
@@ -127,8 +139,8 @@ class Ratings:
         EmptyDataError, DataValueError, DuplicateRatingsError
         """
         check_option("Ratings.from_arrays", "duplicates", duplicates, DUPLICATE_POLICIES)
-        users = np.asarray(users)
-        items = np.asarray(items)
+        users = _id_array(users)
+        items = _id_array(items)
         n = users.shape[0] if users.ndim == 1 else -1
         if users.ndim != 1 or items.ndim != 1 or items.shape[0] != n:
             raise DataValueError(
@@ -163,9 +175,25 @@ class Ratings:
                 f"rating value {_show(values[k])} is not a finite number "
                 f"({int(bad.sum())} such values in all)", path=where, line=line_of(k),
                 expected="finite numbers", fix="remove or fill the missing ratings")
+        huge = np.abs(values) > MAX_ABS_VALUE
+        if huge.any():
+            k = int(np.flatnonzero(huge)[0])
+            raise DataValueError(
+                f"rating value {values[k]:g} is too large in magnitude "
+                f"({int(huge.sum())} such values in all)", path=where, line=line_of(k),
+                expected=f"values between {-MAX_ABS_VALUE:g} and {MAX_ABS_VALUE:g}",
+                fix="check the value column and its units (a timestamp or an id column "
+                    "chosen as the rating?)")
         if implicit:
             r_min = 0.0 if r_min is None else r_min
             r_max = 1.0 if r_max is None else r_max
+        for bound, label in ((r_min, "r_min"), (r_max, "r_max")):
+            if bound is not None and not (np.isfinite(float(bound))
+                                          and abs(float(bound)) <= MAX_ABS_VALUE):
+                raise DataValueError(
+                    f"{label}={float(bound):g} is not a usable scale bound", path=where,
+                    expected=f"a finite number between {-MAX_ABS_VALUE:g} and "
+                             f"{MAX_ABS_VALUE:g}", fix=f"pass a sensible {label}=")
         lo = float(values.min()) if r_min is None else float(r_min)
         hi = float(values.max()) if r_max is None else float(r_max)
         if not hi > lo:
@@ -178,13 +206,21 @@ class Ratings:
             raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=where,
                                  expected="r_min < r_max")
         out = (values < lo) | (values > hi)
+        n_clipped = 0
         if out.any():
-            k = int(np.flatnonzero(out)[0])
-            raise DataValueError(
-                f"rating {values[k]:g} lies outside the declared scale [{lo:g}, {hi:g}] "
-                f"({int(out.sum())} such values in all)", path=where, line=line_of(k),
-                expected=f"values in [{lo:g}, {hi:g}]",
-                fix="correct the values or declare a wider scale (r_min/r_max)")
+            # a rounding error beyond a bound (1 + 2.2e-16 on [0, 1]) is clipped, not refused
+            tol = _scale_tolerance(lo, hi)
+            far = (values < lo - tol) | (values > hi + tol)
+            if far.any():
+                k = int(np.flatnonzero(far)[0])
+                raise DataValueError(
+                    f"rating {values[k]:g} lies outside the declared scale [{lo:g}, {hi:g}] "
+                    f"({int(far.sum())} such values in all)", path=where, line=line_of(k),
+                    expected=f"values in [{lo:g}, {hi:g}]",
+                    fix="correct the values or declare a wider scale (r_min/r_max)")
+            n_clipped = int(out.sum())
+            values = np.clip(values, lo, hi)
+        del out
 
         uid, u = _factorize(users, user_ids, "user", where)
         iid, i = _factorize(items, item_ids, "item", where)
@@ -197,10 +233,11 @@ class Ratings:
                                  path=where, expected=f"at least {min_items} items",
                                  fix="a factorization needs several items; check the item column")
 
-        info = {}
+        info = {"clipped_to_scale": n_clipped} if n_clipped else {}
         key = u.astype(np.int64) * len(iid) + i
         order = np.argsort(key, kind="stable")
         ks = key[order]
+        del key
         dup = np.flatnonzero(ks[1:] == ks[:-1])
         if dup.size:
             n_dup = int(dup.size)
@@ -434,15 +471,112 @@ class Ratings:
                 test)
 
 
+def check_ratings_finite(ratings, what, *, scale=None) -> None:
+    """Refuse ratings whose values are not finite or lie outside the rating scale.
+
+    For data handed to a fit beside the training set (validation or test parts), which may
+    have been built with :class:`Ratings`' internal constructor or on another scale than
+    the training data: without this check a NaN gives ``val_nrmse = nan`` and an
+    out-of-scale value a meaningless error.
+
+    Parameters
+    ----------
+    ratings : Ratings
+    what : str
+        What the data is, for the message ("validation data", "the 'val' argument" ...).
+    scale : (float, float), optional
+        The scale to check against, e.g. the training data's ``(r_min, r_max)``. Default:
+        the ratings' own scale. Values within :data:`SCALE_TOLERANCE` of a bound (a
+        rounding error) are accepted.
+
+    Raises
+    ------
+    DataValueError
+        Naming ``what``, the data's name, the first bad value and the fix.
+    """
+    values = np.asarray(getattr(ratings, "values", None), dtype=np.float64)
+    if values.ndim != 1:
+        raise DataValueError(f"{what} has no 1-D array of rating values",
+                             expected="a Ratings", fix="pass a kmviz.data.Ratings")
+    name = getattr(ratings, "name", None)
+    label = f"{what} ({name})" if name else what
+    lo, hi = scale if scale is not None else (getattr(ratings, "r_min", None),
+                                              getattr(ratings, "r_max", None))
+    lo, hi = float(lo), float(hi)
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        raise DataValueError(f"{label} has the rating scale [{lo:g}, {hi:g}]",
+                             expected="finite r_min < r_max",
+                             fix="load the data again with a valid r_min and r_max")
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise DataValueError(
+            f"{label} holds {int(bad.sum())} value(s) that are not finite numbers (the first "
+            f"at position {k}: {values[k]!r})", expected="finite rating values",
+            fix="remove or fill the missing ratings before fitting")
+    tol = _scale_tolerance(lo, hi)
+    out = (values < lo - tol) | (values > hi + tol)
+    if out.any():
+        k = int(np.flatnonzero(out)[0])
+        raise DataValueError(
+            f"{label} holds {int(out.sum())} value(s) outside the rating scale [{lo:g}, "
+            f"{hi:g}] (the first at position {k}: {values[k]:g})",
+            expected=f"values in [{lo:g}, {hi:g}], the training data's scale",
+            fix="use validation data on the same scale as the training data (load both "
+                "with the same r_min and r_max)")
+
+
+def _id_array(ids):
+    """Ids as an ndarray, or a ``pd.Categorical`` as is (codes into distinct ids: what the
+    loaders build for text ids, so every entry needs 8 bytes and not a string)."""
+    if isinstance(ids, pd.Categorical):
+        return ids
+    if isinstance(ids, pd.Series) and isinstance(ids.dtype, pd.CategoricalDtype):
+        return ids.array
+    return np.asarray(ids)
+
+
+def _scale_tolerance(lo: float, hi: float) -> float:
+    return SCALE_TOLERANCE * max(abs(lo), abs(hi), hi - lo)
+
+
 def _factorize(ids, universe, what, where):
     """Map ids to contiguous indices: returns (sorted id universe, index per entry)."""
+    if isinstance(ids, pd.Categorical):
+        cats = np.asarray(ids.categories, dtype=object)
+        codes = np.asarray(ids.codes, dtype=np.int64)
+        if (codes < 0).any():
+            raise DataValueError(f"{what} ids contain missing values", path=where)
+        if universe is not None:
+            lookup = pd.Index(np.asarray(universe))
+            if not lookup.is_unique:
+                raise DataValueError(f"{what}_ids contains repeated ids", path=where)
+            pos = lookup.get_indexer(cats)
+            used = np.zeros(len(cats), dtype=bool)
+            used[codes] = True
+            missing = np.flatnonzero(used & (pos < 0))
+            if missing.size:
+                raise DataValueError(f"{what} id {_show(cats[missing[0]])} is not in the given "
+                                     f"{what}_ids", path=where)
+            return np.asarray(universe), pos[codes].astype(np.int64)
+        present = np.zeros(len(cats), dtype=bool)
+        present[codes] = True
+        try:
+            order = np.argsort(cats, kind="stable")
+        except TypeError:
+            cats = cats.astype(str).astype(object)
+            order = np.argsort(cats, kind="stable")
+        order = order[present[order]]  # sorted ids that occur
+        rank = np.full(len(cats), -1, dtype=np.int64)
+        rank[order] = np.arange(order.shape[0])
+        return cats[order], rank[codes]
     if universe is None:
         try:
             uniq, inv = np.unique(ids, return_inverse=True)
         except TypeError:
             ids = ids.astype(str)
             uniq, inv = np.unique(ids, return_inverse=True)
-        return uniq, inv.astype(np.int64)
+        return uniq, inv.reshape(-1).astype(np.int64, copy=False)
     universe = np.asarray(universe)
     lookup = pd.Index(universe)
     if not lookup.is_unique:
