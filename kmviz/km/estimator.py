@@ -18,6 +18,7 @@ from .._base import IterativeEstimator
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
 from .._validation import check_random_state
+from ..data.ratings import check_ratings_finite
 from ..exceptions import EmptyDataError, RunStoreError
 from ..trace import Trace
 from . import _simplex
@@ -299,6 +300,7 @@ class KolmogorovModel(IterativeEstimator):
         users = np.asarray(ratings.users, dtype=np.int64)
         items = np.asarray(ratings.items, dtype=np.int64)
         p = to_probability(ratings.values, r_min, r_max, mode)
+        check_ratings_finite(ratings, "the training ratings")
         if validation is not None:
             self._check_ratings(validation, "validation ratings")
             if (validation.n_users, validation.n_items) != (n_users, n_items):
@@ -306,6 +308,7 @@ class KolmogorovModel(IterativeEstimator):
                     f"validation has shape ({validation.n_users}, {validation.n_items}) but "
                     f"the training ratings have ({n_users}, {n_items}); split one Ratings so "
                     f"both share the index space.")
+            check_ratings_finite(validation, "the validation ratings", scale=(r_min, r_max))
         rng = check_random_state(self.random_state)
         u_ptr, u_idx, u_p = _compressed(users, items, p, n_users)
         i_ptr, i_idx, i_p = _compressed(items, users, p, n_items)

@@ -332,3 +332,17 @@ def test_from_fitted_predicts_like_the_fitted_model(planted):
     np.testing.assert_array_equal(r.known_items_, m.known_items_)
     with pytest.raises(ValueError, match="do not match the ratings and D=4"):
         KolmogorovModel.from_fitted(m.theta_[:, :3], m.psi_, train, D=4)
+
+
+def test_nan_or_out_of_scale_validation_is_refused_at_fit(planted):
+    from kmviz.exceptions import DataValueError
+
+    ratings, _ = planted
+    train, val = ratings.split(0.2, random_state=0)
+    bad = val._replace_entries(val.users, val.items, np.where(np.arange(val.n_ratings) == 0,
+                                                              np.nan, val.values))
+    with pytest.raises(DataValueError, match="validation ratings"):
+        KolmogorovModel(3, max_iter=1).fit(train, validation=bad)
+    far = val._replace_entries(val.users, val.items, val.values + 100.0)
+    with pytest.raises(DataValueError, match="validation ratings"):
+        KolmogorovModel(3, max_iter=1).fit(train, validation=far)
