@@ -380,6 +380,8 @@ def _cmd_app(args) -> int:
         env[DATA_DIRS_ENV] = os.pathsep.join(dirs)
     if args.shared_runs:
         env[SHARED_RUNS_ENV] = "1"
+    if env.get("KMVIZ_RUNS_DIR"):  # the app runs from its own folder: no relative paths
+        env["KMVIZ_RUNS_DIR"] = str(Path(env["KMVIZ_RUNS_DIR"]).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
     if args.port is not None:
         cmd += ["--server.port", str(args.port)]
@@ -392,7 +394,9 @@ def _cmd_app(args) -> int:
               flush=True)
     print("Running " + " ".join(cmd), flush=True)
     try:
-        return subprocess.call(cmd, env=env)
+        # from the app's folder, so Streamlit reads its .streamlit/config.toml (upload limit,
+        # no file watcher ...) wherever `kmviz app` is started
+        return subprocess.call(cmd, env=env, cwd=str(app.parent))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
 
@@ -400,7 +404,8 @@ def _cmd_app(args) -> int:
 def _data_dirs(given, env_value: str) -> list[str]:
     """The data directories for Local path: the environment's, then ``--data-dir`` ones,
     each an existing directory (resolved), without repeats."""
-    out = [d for d in env_value.split(os.pathsep) if d.strip()]
+    out = [str(Path(d).expanduser().resolve()) for d in env_value.split(os.pathsep)
+           if d.strip()]
     for d in given or []:
         path = Path(d).expanduser()
         if not path.is_dir():

@@ -292,7 +292,7 @@ def _capture_app(monkeypatch):
     """Replace the streamlit subprocess; returns the list of (cmd, env) it was called with."""
     calls = []
     monkeypatch.setattr(cli.subprocess, "call",
-                        lambda cmd, env=None: calls.append((cmd, env)) or 0)
+                        lambda cmd, env=None, cwd=None: calls.append((cmd, env, cwd)) or 0)
     return calls
 
 
@@ -302,7 +302,8 @@ def test_app_runs_streamlit_on_the_repo_app(capsys, monkeypatch):
     monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
     code, out, err = run(capsys, "app", "--port", "8600", "--", "--server.headless", "true")
     assert code == 0
-    cmd, env = calls[0]
+    cmd, env, cwd = calls[0]
+    assert cwd == str(cli._app_path().parent)  # so streamlit reads the repo's config
     assert cmd[:4] == [sys.executable, "-m", "streamlit", "run"]
     assert cmd[4].endswith("app.py") and cmd[4] == str(cli._app_path())
     # private by default: this machine only
@@ -316,7 +317,7 @@ def test_app_host_exposes_it_with_a_warning(capsys, monkeypatch):
     calls = _capture_app(monkeypatch)
     code, out, err = run(capsys, "app", "--host", "0.0.0.0")
     assert code == 0
-    cmd, _ = calls[0]
+    cmd, _, _ = calls[0]
     assert cmd[5:7] == ["--server.address", "0.0.0.0"]
     assert err.startswith("warning: the app listens on 0.0.0.0")
     assert "anyone who can reach this machine" in err and "read the runs" in err
@@ -343,7 +344,7 @@ def test_app_data_dirs_and_shared_runs_reach_the_app_environment(capsys, monkeyp
     code, _, _ = run(capsys, "app", "--data-dir", str(a), "--data-dir", str(b / ".." / "b"),
                      "--shared-runs")
     assert code == 0
-    _, env = calls[0]
+    _, env, _ = calls[0]
     assert env["KMVIZ_DATA_DIRS"].split(os.pathsep) == ["/srv/data", str(a), str(b)]
     assert env["KMVIZ_SHARED_RUNS"] == "1"
     code, _, err = run(capsys, "app", "--data-dir", str(tmp_path / "missing"))
@@ -375,7 +376,7 @@ def test_cli_runs_are_owned_by_the_cli_user(capsys, tmp_path):
 
 
 def test_app_passes_streamlits_exit_code(capsys, monkeypatch):
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env=None: 3)
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env=None, cwd=None: 3)
     assert run(capsys, "app")[0] == 3
 
 
