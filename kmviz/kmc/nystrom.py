@@ -475,6 +475,10 @@ class Nystroem(BaseEstimator):
                             1e-12 * float(diag.max()))
             lev = approximate_ridge_leverage_scores(lambda S: kblock(np.arange(n), S), diag,
                                                     sketch, w, alpha)
+            # true scores are <= 1; the sketch over-estimates the points it covers badly
+            # (a far cluster gets 2-3 each where the exact score is 0.3), and uncapped they
+            # draw most of the landmarks with replacement onto a few points
+            lev = np.minimum(lev, 1.0)
             idx, p = sample_indices(lev, m, replace=True, random_state=rng)
             weights = 1.0 / np.sqrt(m * p)
             self.leverage_scores_, self.alpha_ = lev, float(alpha)
