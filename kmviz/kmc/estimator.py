@@ -328,7 +328,7 @@ class KernelMatrixCompletion(IterativeEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, ratings, *, row_kernel=None, col_kernel=None, row_graph=None, col_graph=None,
-            row_features=None, col_features=None, callback=None, validation=None):
+            row_features=None, col_features=None, callback=None, validation=None, truth=None):
         """Fit on ``ratings`` (a :class:`kmviz.data.Ratings`).
 
         Parameters
@@ -348,6 +348,10 @@ class KernelMatrixCompletion(IterativeEstimator):
         validation : Ratings, optional
             Held-out entries in the same index space: ``validation_nmse`` and
             ``validation_rmse`` in every row.
+        truth : array (N, L), optional
+            The whole true matrix (synthetic data): ``truth_nmse``, the thesis's NMSE (3.68)
+            of the current estimate over all N L entries, in every row (the whole-matrix
+            error as entries arrive, for online RRMCEX). Costs one N x L estimate per row.
 
         Returns
         -------
@@ -371,7 +375,8 @@ class KernelMatrixCompletion(IterativeEstimator):
 
         super().fit(ratings, callback=loop_callback, validation=validation,
                     row_kernel=row_kernel, col_kernel=col_kernel, row_graph=row_graph,
-                    col_graph=col_graph, row_features=row_features, col_features=col_features)
+                    col_graph=col_graph, row_features=row_features, col_features=col_features,
+                    truth=truth)
         trace = self.trace_
         st = self._state
         if self._stop == "converged":
@@ -464,14 +469,21 @@ class KernelMatrixCompletion(IterativeEstimator):
 
     # ------------------------------------------------------------------ start
     def _fit_start(self, ratings, prm, *, validation=None, row_kernel=None, col_kernel=None,
-                   row_graph=None, col_graph=None, row_features=None, col_features=None):
+                   row_graph=None, col_graph=None, row_features=None, col_features=None,
+                   truth=None):
         rows, cols, values, N, L = self._check_ratings(ratings, "training ratings")
+        if truth is not None:
+            truth = np.asarray(truth, dtype=np.float64)
+            if truth.shape != (int(ratings.n_users), int(ratings.n_items)):
+                raise DataValueError(f"truth has shape {truth.shape}",
+                                     expected=f"the whole matrix, ({N}, {L})")
+            if not np.isfinite(truth).all():
+                raise DataValueError("truth holds non-finite values", expected="finite values")
         method = prm["method"]
-        s = rows.shape[0]
         st = SimpleNamespace(prm=prm, method=method, N=N, L=L, rows=rows, cols=cols,
                              pending={}, events=[], iterative=False, tol=prm["tol"],
                              max_iter=prm["max_iter"], converged_message="converged",
-                             row_kernel=None, col_kernel=None, engine=None)
+                             row_kernel=None, col_kernel=None, engine=None, truth=truth)
         self._state = st
         rng = check_random_state(self.random_state)
         st.offset = float(values.mean()) if prm["center"] else 0.0
@@ -675,9 +687,29 @@ class KernelMatrixCompletion(IterativeEstimator):
     def _fit_step(self, st, trace, it):
         self._flush(st, trace)
         row = getattr(self, f"_step_{st.method}")(st, trace, it)
+        if st.truth is not None:
+            with trace.phase("truth"):
+                row["truth_nmse"] = krr.nmse(self._current_matrix(st), st.truth)
         if st.converged and self._stop is None:
             self._stop = "converged"
         return row
+
+    def _current_matrix(self, st):
+        """The whole current estimate (offset included), for ``truth_nmse``."""
+        method = st.method
+        if method == "kkmcex":
+            F = st.gram.full(st.cg.x if self._resolved_solver == "cg" else st.coef)
+        elif method in ("rrmcex", "online_rrmcex"):
+            f = st.features
+            F = (f.U * (f.weights * st.xi)) @ f.V.T
+        elif method == "als":
+            F = st.engine.W @ st.engine.H.T
+        elif method == "sgd":
+            W, H = st.engine.factors()
+            F = W @ H.T
+        else:
+            F = st.engine.F
+        return F + st.offset
 
     def _train_rmse(self, st, pred):
         e = st.m - pred
@@ -689,7 +721,6 @@ class KernelMatrixCompletion(IterativeEstimator):
             with trace.phase("gram"):
                 A = krr.kkmcex_gram(st.row_kernel, st.col_kernel, st.rows, st.cols)
             with trace.phase("solve"):
-                Kc_part = None
                 A[np.diag_indices_from(A)] += st.prm["mu"]
                 factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
                 st.coef = sla.cho_solve(factor, st.m, check_finite=False)

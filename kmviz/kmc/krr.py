@@ -31,9 +31,10 @@ import numpy as np
 import scipy.linalg as sla
 
 #: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
-#: O(s (N + L)) Numba kernel against the O(N L (N + L)) of two BLAS products; measured by
-#: bench/kmc_timing.py: at 250 x 250 the sparse product is ~20x faster at 1 %, ~2.5x at 10 %
-#: and ~1.6x at 25 % density).
+#: O(s (N + L)) serial Numba kernel against the O(N L (N + L)) of two BLAS products). Measured
+#: by bench/kmc_timing.py on the shared 2-core box, best-of ratio dense / sparse: 250 x 250:
+#: ~600x at 1 %, 2x at 10 %, 0.8x at 25 %, 0.5x at 50 %; 500 x 500: 60x, 1.7x, 4x, 1x. The
+#: medians favour the sparse route further (multi-threaded BLAS suffers most from a loaded box).
 SPARSE_DENSITY = 0.3
 #: Rows of a gathered block (entries x features) kept under this many float64 values.
 CHUNK_VALUES = 4_000_000

@@ -412,3 +412,24 @@ def test_observe_holds_out_whole_rows_and_columns():
     assert not mask[r.info["cold_rows"]].any() and not mask[:, r.info["cold_cols"]].any()
     assert r.n_users == 8 and r.n_items == 6 and mask.sum() == r.n_ratings
     np.testing.assert_array_equal(noisy, F)
+
+
+@pytest.mark.parametrize("params", [
+    {"method": "kkmcex", "solver": "cg", "max_iter": 5, "tol": 0.0},
+    {"method": "online_rrmcex", "max_iter": 4, "batch_size": 30, "n_components": 50},
+    {"method": "sgd", "max_iter": 2}, {"method": "pg", "max_iter": 2, "tol": 0.0},
+])
+def test_truth_adds_the_whole_matrix_nmse_to_every_row(params):
+    ratings, truth = make_kernel_mc(20, 15, edge_prob=0.2, observed=0.3, cold_rows=1,
+                                    random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = KernelMatrixCompletion(mu=1e-3, random_state=0, **params).fit(
+            ratings, truth=truth.matrix)
+    col = m.trace_.column("truth_nmse")
+    assert col.shape == (m.n_iter_,) and np.isfinite(col).all()
+    F = m.completed_matrix()
+    if params["method"] != "pg":
+        assert col[-1] == pytest.approx(nmse(F, truth.matrix), rel=1e-10)
+    with pytest.raises(DataValueError, match=r"truth has shape \(3, 3\)"):
+        KernelMatrixCompletion().fit(ratings, truth=np.zeros((3, 3)))
