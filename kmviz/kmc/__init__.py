@@ -9,11 +9,12 @@ without observations are extrapolated through the kernels.
 
 :mod:`kmviz.kmc.kernels` builds kernels from prior information (graph-Laplacian kernels,
 Gaussian / linear / Pearson feature kernels, graph builders) and refuses kernels that are not
-PSD. :mod:`kmviz.kmc.datasets` loads Gapminder (countries x years with region and year
-graphs) and Boston housing offline. :mod:`kmviz.kmc.nystrom` has ridge leverage scores (exact Kronecker scores without the
+PSD. :mod:`kmviz.kmc.nystrom` has ridge leverage scores (exact Kronecker scores without the
 Kronecker product, the thesis's approximation (5.23)), the effective dimension, samplers, the
 ``Nystroem`` transformer with uniform / leverage / approximate / recursive landmark sampling,
-and the Nyström error measures. :mod:`kmviz.kmc.synthetic` has the thesis's test beds.
+and the Nyström error measures. :mod:`kmviz.kmc.synthetic` has the thesis's test beds,
+:mod:`kmviz.kmc.datasets` Gapminder (countries x years with region and year graphs) and
+Boston housing, offline.
 """
 
 from .estimator import METHODS, KernelMatrixCompletion
