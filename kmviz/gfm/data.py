@@ -64,7 +64,8 @@ class RegressionData:
 
 def as_regression(data, y=None, *, what="X") -> RegressionData:
     """:class:`RegressionData` from ``(X, y)`` arrays, an ``(X, y)`` tuple, a RegressionData or
-    any object with ``X`` and ``y`` attributes (a :class:`~kmviz.gfm.synthetic.GFMProblem`)."""
+    any object with ``X`` and ``y`` attributes (a :class:`~kmviz.gfm.synthetic.GFMProblem`).
+    A pandas DataFrame X gives its column names as ``feature_names``."""
     if isinstance(data, RegressionData):
         if y is not None:
             raise TypeError("y is given twice: inside the RegressionData and as y.")
@@ -78,4 +79,5 @@ def as_regression(data, y=None, *, what="X") -> RegressionData:
         raise TypeError(
             f"expected regression data: X and y arrays, an (X, y) tuple or a "
             f"kmviz.gfm.RegressionData; got {type(data).__name__} without y.")
-    return RegressionData(data, y)
+    names = tuple(str(c) for c in data.columns) if hasattr(data, "columns") else None
+    return RegressionData(data, y, names)

@@ -22,6 +22,7 @@ from ..exceptions import InvalidParameterError
 from ..trace import Trace
 from . import onepass
 from .data import RegressionData, as_regression
+from .design import RatingsDesign, is_ratings
 from .operators import ENGINES, ChunkedBatch, Standardizer, check_rows, project
 from .recovery import as_truth, recovery_errors
 
@@ -59,7 +60,8 @@ class GeneralizedFM(IterativeEstimator):
         ``standardize=False, fit_intercept=False`` the steps are exactly Algorithm 1.
     engine : {"auto", "numba", "numpy"}, default="auto"
         The per-batch products: fused Numba sweeps, NumPy/BLAS, or Numba for dense data
-        with d >= 128 (measured crossover, bench/gfm_kernels.py).
+        with d >= 128 (measured crossover, bench/gfm_kernels.py). Sparse X always goes
+        through SciPy's sparse products.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the Lanczos start vector of the initialization (the only random choice).
 
@@ -103,6 +105,13 @@ class GeneralizedFM(IterativeEstimator):
     computed from the low-rank factors without forming d x d matrices (M_star itself, if
     given dense, is eigendecomposed once).
 
+    A :class:`kmviz.data.Ratings` is fitted as factorization-machine regression data
+    (:class:`~kmviz.gfm.design.RatingsDesign`: one-hot user, one-hot item, side features ->
+    rating; sparse), shuffled with ``random_state`` before it is cut into batches (ratings
+    files are sorted by user); ``evaluate``, ``predict`` and ``validation`` then take Ratings
+    in the same index space. Caveat (bench/gfm_robustness.py): one-hot features are far from
+    N(0, I) and Algorithm 1 diverges on them; the trace then holds a "diverges" warning.
+
     ``fit`` always starts a new stream; ``partial_fit(X, y)`` continues the current one (or
     starts one) with one batch. Feeding the same batches to ``partial_fit`` one by one gives
     the same model as ``fit`` on them.
@@ -133,7 +142,8 @@ class GeneralizedFM(IterativeEstimator):
                                     "H₁ − h₂/2 I). Off, with standardize off: exactly Alg. 1."),
         "engine": Param(str, options=ENGINES, advanced=True, label="engine",
                         help="Per-batch products: fused Numba sweeps, NumPy/BLAS, or auto "
-                             "(Numba for dense d ≥ 128, measured in bench/gfm_kernels.py)."),
+                             "(Numba for dense d ≥ 128, measured in bench/gfm_kernels.py); "
+                             "sparse data always uses SciPy."),
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
                               help="Seed of the Lanczos start vector of the initialization "
                                    "(same seed, same model)."),
@@ -157,7 +167,8 @@ class GeneralizedFM(IterativeEstimator):
 
         Parameters
         ----------
-        X : array (n, d), sparse matrix, (X, y) tuple, RegressionData or sequence of batches
+        X : array (n, d), sparse matrix, DataFrame, (X, y) tuple, RegressionData, sequence of
+            batches, or a kmviz.data.Ratings (FM design: see the class Notes)
         y : array (n,), optional
             Targets when X is an array.
         callback : callable, optional
@@ -193,7 +204,7 @@ class GeneralizedFM(IterativeEstimator):
             st.truth = as_truth(truth, d=self._first_d(batches))
         self._fit_validation = None
         if validation is not None:
-            self._fit_validation = as_regression(validation).checked("validation X")
+            self._fit_validation = self._as_data(validation).checked("validation X")
         self._stream = st
         return st
 
@@ -302,6 +313,15 @@ class GeneralizedFM(IterativeEstimator):
             st.trace = Trace(solver=self._solver_name(params), params=_json(self))
             self._stream = st
         st.prm = dict(params)
+        if y is None and is_ratings(X):
+            if st.model is None:
+                self._design = RatingsDesign().fit(X)
+                self._feature_names = self._design.feature_names(X)
+            X = self._as_data(X)
+        elif st.model is None:
+            self._design = None
+            self._feature_names = None if isinstance(X, ChunkedBatch) else \
+                as_regression(X, y).feature_names
         batch, checked = _as_batch(X, y, d=None if st.model is None else st.model.d)
         if truth is not None:
             d = st.model.d if st.model is not None else self._first_d([batch])
@@ -326,6 +346,13 @@ class GeneralizedFM(IterativeEstimator):
         """The list of batches of a fit and the number of rows left unused."""
         k = prm["rank"]
         size, count = prm["batch_size"], prm["n_batches"]
+        self._design = None
+        if is_ratings(data):
+            # ratings files are usually sorted by user: shuffle, so batches are i.i.d. draws
+            self._design = RatingsDesign().fit(data)
+            data = self._design.transform(data)
+            order = check_random_state(self.random_state).permutation(data.n_samples)
+            data = RegressionData(data.X[order], data.y[order], data.feature_names, data.name)
         if isinstance(data, RegressionData):
             data = data.checked()
             n, d = data.n_samples, data.n_features
@@ -402,8 +429,11 @@ class GeneralizedFM(IterativeEstimator):
         super()._check_fitted("coef_")
 
     def predict(self, X) -> np.ndarray:
-        """``b + x^T w + x^T M x`` for every row of X (n x d, dense or sparse)."""
+        """``b + x^T w + x^T M x`` for every row of X (n x d, dense or sparse), or for every
+        rating of a Ratings when the model was fitted on ratings."""
         self._check_fitted()
+        if is_ratings(X):
+            X = self._as_data(X).X
         X, _ = check_rows(X, None, d=self.n_features_in_, check_y=False)
         m = self._stream.model
         k = m.rank
@@ -417,7 +447,7 @@ class GeneralizedFM(IterativeEstimator):
         predicting the mean of y; NaN for constant y).
         """
         self._check_fitted()
-        data = as_regression(data)
+        data = self._as_data(data)
         X, y = check_rows(data.X, data.y, d=self.n_features_in_)
         err = self.predict(X) - y
         mse = float(np.mean(err * err))
@@ -427,6 +457,16 @@ class GeneralizedFM(IterativeEstimator):
     def score(self, X, y=None) -> float:
         """Coefficient of determination R^2 = 1 - nmse (scikit-learn's regressor score)."""
         return 1.0 - self.evaluate(as_regression(X, y))["nmse"]
+
+    def _as_data(self, data) -> RegressionData:
+        """Regression data from any accepted form; a Ratings through the fitted design."""
+        if is_ratings(data):
+            design = getattr(self, "_design", None)
+            if design is None:
+                raise TypeError(f"{type(self).__name__} was fitted on arrays, not on ratings; "
+                                "pass (X, y) arrays.")
+            return design.transform(data)
+        return as_regression(data)
 
     # ------------------------------------------------------------------ the learned M
     def M_apply(self, Z) -> np.ndarray:
@@ -500,9 +540,14 @@ class GeneralizedFM(IterativeEstimator):
         """The O(kd) state: w, U, V (standardized coordinates), b, the scaling, counters."""
         self._check_fitted()
         m = self._stream.model
-        return {"w": m.w, "U": m.U, "V": m.V, "intercept": np.array([m.b]),
-                "mean": m.std.mean, "scale": m.std.scale,
-                "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64)}
+        out = {"w": m.w, "U": m.U, "V": m.V, "intercept": np.array([m.b]),
+               "mean": m.std.mean, "scale": m.std.scale,
+               "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64)}
+        if getattr(self, "_design", None) is not None:
+            out.update(self._design.to_arrays())
+        if getattr(self, "feature_names_in_", None) is not None:
+            out["feature_names"] = np.asarray(self.feature_names_in_, dtype=str)
+        return out
 
     @classmethod
     def _from_fitted_arrays(cls, arrays, params, trace, train=None):
@@ -521,6 +566,9 @@ class GeneralizedFM(IterativeEstimator):
             n_seen=int(counts[1]))
         st = model._new_stream(prm)
         st.model = state
+        model._design = RatingsDesign.from_arrays(arrays) if "design_shape" in arrays else None
+        names = arrays["feature_names"] if "feature_names" in arrays else None
+        model._feature_names = None if names is None else [str(x) for x in names]
         trace = trace if trace is not None else Trace(solver="gfm.onepass",
                                                       params=_json(model))
         model._stream = st
@@ -556,7 +604,9 @@ def _is_array(x) -> bool:
 
 
 def _as_fit_data(X, y):
-    """RegressionData for array data, else a sequence of batches (a stream)."""
+    """RegressionData for array data, a Ratings as it is, else a sequence of batches."""
+    if y is None and is_ratings(X):
+        return X
     if y is not None or isinstance(X, RegressionData) or _is_array(X):
         return as_regression(X, y)
     if isinstance(X, (tuple, list)) and len(X) == 2 and _is_array(X[0]):

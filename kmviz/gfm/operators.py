@@ -15,7 +15,7 @@ without copying X (``Z A = X (A / scale) - (mean / scale)^T A`` and
 
 A mini-batch can be an array pair or a :class:`ChunkedBatch`: a re-readable sequence of row
 chunks. Algorithm 1 reads its batch twice per step (the statistics, then ``H_1 U_new`` for
-the V update) and about twenty times at initialization (Lanczos), so a chunked batch bounds
+the V update) and 10-20 times at initialization (Lanczos), so a chunked batch bounds
 the memory by one chunk instead of the batch.
 
 Dense float64 chunks with at least :data:`NUMBA_MIN_D` columns go through the fused Numba
@@ -113,8 +113,8 @@ def _column_moments(X):
         return n, mean, m2
     X = np.asarray(X, dtype=np.float64)
     mean = X.mean(axis=0)
-    m2 = np.einsum("ij,ij->j", X - mean, X - mean)
-    return n, mean, m2
+    dev = X - mean  # one chunk-sized temporary
+    return n, mean, np.einsum("ij,ij->j", dev, dev)
 
 
 def _std(std, d):
@@ -130,7 +130,7 @@ class ChunkedBatch:
     chunks : callable
         ``chunks()`` returns a fresh iterable of ``(X_c, y_c)`` pairs (X_c: n_c x d dense or
         sparse, y_c: n_c) and must give the same rows in the same order on every call: the
-        one-pass step reads the batch twice, the initialization about twenty times.
+        one-pass step reads the batch twice, the initialization 10-20 times.
     n_rows : int, optional
         Rows in the batch, if known (used for messages only).
 

@@ -131,7 +131,7 @@ def test_steps_equal_the_dense_spelling_of_algorithm_1(sanity):
     model.partial_fit(*batches[0])
     st = model._stream.model
     _, U0 = R.initialize(*batches[0], 2)
-    assert tan_theta(st.U, U0) < 1e-6  # same eigenspace (Lanczos vs dense eigh)
+    assert tan_theta(st.U, U0) < 1e-3  # same eigenspace (Lanczos to INIT_TOL vs dense eigh)
     w, U, V = st.w.copy(), st.U.copy(), st.V.copy()
     for X, y in batches[1:]:
         w, U, V = R.step(X, y, w, U, V)
