@@ -52,7 +52,7 @@ def online_rr_block(U, V, w, rows, cols, vals, order, start, count, n_done, xi, 
     """``count`` SGD steps (3.63) of online RRMCEX over the circular stream ``order``.
 
     Step n (0-based over the whole stream) uses entry ``order[(start + q) % s]`` and the step
-    size ``t_n = t0 / (1 + t0 mu n)``; ``phi = w * U[i] * V[j]``;
+    size ``t_n = min(t0 / (1 + t0 mu n), 1 / ||phi||^2)``; ``phi = w * U[i] * V[j]``;
     ``xi <- xi - t_n (phi (phi . xi - m) + mu xi)``. ``mu`` is the per-sample ridge weight
     (the caller passes mu / s). Updates ``xi`` in place.
     """
@@ -64,11 +64,15 @@ def online_rr_block(U, V, w, rows, cols, vals, order, start, count, n_done, xi, 
         i = rows[k]
         j = cols[k]
         pred = 0.0
+        nn = 0.0
         for f in range(d):
             phi[f] = w[f] * U[i, f] * V[j, f]
             pred += phi[f] * xi[f]
+            nn += phi[f] * phi[f]
         n = n_done + q
         t = t0 / (1.0 + t0 * mu * n)
+        if t * nn > 1.0:  # normalized-LMS cap: never step past this sample's fit
+            t = 1.0 / nn
         e = pred - vals[k]
         for f in range(d):
             xi[f] -= t * (phi[f] * e + mu * xi[f])
