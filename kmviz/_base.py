@@ -100,6 +100,11 @@ class IterativeEstimator(BaseEstimator):
     def _solver_name(self, params) -> str:
         return type(self).__name__
 
+    def _n_iterations(self, params, state) -> int:
+        """How many outer iterations at most: ``max_iter``, or 1 for a closed-form method
+        (a family whose count comes from its data, e.g. one per batch, overrides this)."""
+        return int(params.get("max_iter", 1) or 1)
+
     def _fit_context(self, params):
         import contextlib
 
@@ -137,8 +142,10 @@ class IterativeEstimator(BaseEstimator):
         state = self._fit_start(data, params, validation=validation, **inputs)
         trace = Trace(solver=self._solver_name(params), params=json_safe(self.get_params()))
         self.trace_ = trace
-        max_iter = int(params.get("max_iter", 1) or 1)
-        tol = float(params.get("tol", 0.0) or 0.0)
+        max_iter = int(self._n_iterations(params, state))
+        # a family without a declared tol never stops early (its objective may rise, e.g.
+        # when it is measured on fresh data each iteration)
+        tol = params.get("tol") if "tol" in type(self)._parameter_constraints else None
         prev = math.inf
         stop = "max_iter"
         with self._fit_context(params):
@@ -175,12 +182,13 @@ class IterativeEstimator(BaseEstimator):
                         stop = "callback"
                         trace.event("stop", "stopped by the user")
                         break
-                if decrease < tol:
+                if tol is not None and decrease < tol:
                     stop = "converged"
                     break
         trace.stop_reason = stop
         self._fit_publish(state, trace.n_iter, trace)
-        if stop == "max_iter" and tol > 0 and "max_iter" in type(self)._parameter_constraints:
+        if stop == "max_iter" and tol is not None and tol > 0 and (
+                "max_iter" in type(self)._parameter_constraints):
             warnings.warn(
                 f"Maximum number of iterations {max_iter} reached; increase max_iter or tol.",
                 ConvergenceWarning, stacklevel=2)
