@@ -10,9 +10,12 @@ Each kernel is a per-row body (``_*_row``) and two loops over the rows: a ``pran
 (``out[i]``) or its own pairs (``out[indptr[i]:indptr[i + 1]]``): no two iterations touch the
 same element, so there are no races and no reductions inside the parallel loop; per-row
 partial sums (``row_out``) are summed by the caller. The public functions pick the parallel
-loop when the work (pairs x k) is at least :data:`PARALLEL_MIN_WORK`: below it, starting the
-threads costs more than the work (about 0.5 ms per call on a loaded 2-core box, against a
-few microseconds for a 40 x 30 problem).
+loop when the work (pairs x k) is at least :data:`PARALLEL_MIN_WORK`. Below it the threads
+cost more than they save: on this shared 2-core box a parallel call costs about 0.5 ms to
+start (a 40 x 30 problem needs a few microseconds), and between calls Numba's OpenMP threads
+spin and take the core the serial parts (BLAS, Python) need. Measured on MovieLens 100K
+(|Omega+| = 50k, k = 64, load average 5-9): 0.05-0.12 s per outer iteration serial against
+0.24-0.32 s parallel. ``bench/ocmf_ml100k.py --threads`` repeats the comparison.
 
 With ``c_e = a_i o_j`` the weight of pair e in the all-pairs term and ``s_e`` its score, the
 split loss of the OCMF paper, eq. (6), is ``l+_e = l(y_e, s_e) - c_e (a_bar - s_e)^2`` with
@@ -29,7 +32,7 @@ from .._jit import JIT, PJIT
 from .losses import loss_derivatives, loss_value
 
 #: Pairs x k below which the kernels run on one thread.
-PARALLEL_MIN_WORK = 200_000
+PARALLEL_MIN_WORK = 20_000_000
 
 
 def _parallel(nnz, k) -> bool:
@@ -61,6 +64,26 @@ def _value_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out):
         scores_out[e] = s
         r = a_bar - s
         total += loss_value(code, y[e], s) - ai * o[j] * r * r
+    return total
+
+
+@njit(**JIT)
+def _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out):
+    k = E.shape[1]
+    total = 0.0
+    ai = a[i]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        s = 0.0
+        for f in range(k):
+            s += E[i, f] * O[j, f]
+        scores_out[e] = s
+        c = ai * o[j]
+        r = a_bar - s
+        lv, d1, d2 = loss_derivatives(code, y[e], s)
+        total += lv - c * r * r
+        d1_out[e] = d1 - 2.0 * c * (s - a_bar)
+        d2_out[e] = d2 - 2.0 * c
     return total
 
 
@@ -105,6 +128,18 @@ def _hvp_row(i, indptr, idx, N, O, d2, U_out):
         t *= d2[e]
         for f in range(k):
             U_out[i, f] += t * O[j, f]
+
+
+@njit(**JIT)
+def _diag_row(i, indptr, idx, O, d2, out):
+    k = O.shape[1]
+    for f in range(k):
+        out[i, f] = 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        c = d2[e]
+        for f in range(k):
+            out[i, f] += c * O[j, f] * O[j, f]
 
 
 @njit(**JIT)
@@ -192,6 +227,22 @@ def _value_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out):
 
 
 @njit(**PJIT)
+def _value_deriv_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out,
+                     row_out):
+    for i in prange(indptr.shape[0] - 1):
+        row_out[i] = _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                      d1_out, d2_out)
+
+
+@njit(**JIT)
+def _value_deriv_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out,
+                     row_out):
+    for i in range(indptr.shape[0] - 1):
+        row_out[i] = _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                      d1_out, d2_out)
+
+
+@njit(**PJIT)
 def _shifted_par(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_shifted_row(i, indptr, idx, y, s0, ds, alpha, a, o, a_bar, code)
@@ -225,6 +276,18 @@ def _hvp_par(indptr, idx, N, O, d2, U_out):
 def _hvp_ser(indptr, idx, N, O, d2, U_out):
     for i in range(indptr.shape[0] - 1):
         _hvp_row(i, indptr, idx, N, O, d2, U_out)
+
+
+@njit(**PJIT)
+def _diag_par(indptr, idx, O, d2, out):
+    for i in prange(indptr.shape[0] - 1):
+        _diag_row(i, indptr, idx, O, d2, out)
+
+
+@njit(**JIT)
+def _diag_ser(indptr, idx, O, d2, out):
+    for i in range(indptr.shape[0] - 1):
+        _diag_row(i, indptr, idx, O, d2, out)
 
 
 @njit(**PJIT)
@@ -279,6 +342,14 @@ def observed_value(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out)
     fn(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out)
 
 
+def observed_value_derivatives(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out,
+                                d2_out, row_out):
+    """As :func:`observed_value`, also storing ``l+'_e`` and ``l+''_e`` of every pair (one
+    pass: the gradient is then a sparse product, and the logistic loss needs its exp once)."""
+    fn = _value_deriv_par if _parallel(idx.shape[0], E.shape[1]) else _value_deriv_ser
+    fn(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out, row_out)
+
+
 def observed_value_shifted(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
     """Per-row sums of ``l+_e`` at the scores ``s0 + alpha ds`` (line-search trials)."""
     fn = _shifted_par if _parallel(idx.shape[0], 8) else _shifted_ser
@@ -295,6 +366,12 @@ def observed_hvp(indptr, idx, N, O, d2, U_out):
     """``U_out[i] = sum_e d2[e] (N[i] . O[j]) O[j]``: the U+ H of eq. (15)."""
     fn = _hvp_par if _parallel(idx.shape[0], O.shape[1]) else _hvp_ser
     fn(indptr, idx, N, O, d2, U_out)
+
+
+def observed_hess_diag(indptr, idx, O, d2, out):
+    """``out[i, f] = sum_e d2[e] O[j, f]^2``: row i's share of the Hessian diagonal."""
+    fn = _diag_par if _parallel(idx.shape[0], O.shape[1]) else _diag_ser
+    fn(indptr, idx, O, d2, out)
 
 
 def rows_combine(indptr, idx, coef, O, out, perm=None):

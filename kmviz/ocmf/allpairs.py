@@ -51,6 +51,8 @@ import scipy.sparse as sp
 from . import _kernels as K
 from .losses import LOSS_CODES
 
+_LOSS_NAMES = {code: name for name, code in LOSS_CODES.items()}
+
 
 def _f64(a):
     return np.ascontiguousarray(a, dtype=np.float64)
@@ -166,7 +168,11 @@ class BlockTerms:
         self.Oc = weighted_gram(self.O, self.wo)          # O^T B O, k x k
         self.ov = self.O.T @ self.wo                        # O^T b, k
         self.scores = np.empty(self.nnz)
-        self.d2 = np.empty(self.nnz)
+        self.d2 = np.empty(self.nnz)          # l+'' at the last gradient point (for hvp)
+        # l+' and l+'' of the last value pass (a trial point until gradient() accepts it)
+        self._d1_trial = np.empty(self.nnz)
+        self._d2_trial = np.empty(self.nnz)
+        self._trial_valid = False
         self._row = np.empty(self.n_rows)
 
     # -- value -----------------------------------------------------------------------
@@ -177,9 +183,11 @@ class BlockTerms:
             (self.w @ E) @ self.ov)
 
     def l_plus(self, E) -> float:
-        """L+ at E; fills :attr:`scores`."""
-        K.observed_value(self.row_ptr, self.idx, self.labels, _f64(E), self.O, self.w,
-                         self.wo, self.a_bar, self.code, self.scores, self._row)
+        """L+ at E; fills :attr:`scores` and the pairs' l+', l+'' for :meth:`gradient_observed`."""
+        K.observed_value_derivatives(self.row_ptr, self.idx, self.labels, _f64(E), self.O,
+                                     self.w, self.wo, self.a_bar, self.code, self.scores,
+                                     self._d1_trial, self._d2_trial, self._row)
+        self._trial_valid = True
         return float(self._row.sum())
 
     def value(self, E):
@@ -191,6 +199,11 @@ class BlockTerms:
                                  self.w, self.wo, self.a_bar, self.code, self._row)
         return float(self._row.sum())
 
+    def set_scores(self, scores):
+        """Set the pair scores directly (a line search moved along a direction)."""
+        self.scores[:] = scores
+        self._trial_valid = False
+
     def pair_scores(self, E, out=None):
         out = np.empty(self.nnz) if out is None else out
         K.pair_scores(self.row_ptr, self.idx, _f64(E), self.O, out)
@@ -198,11 +211,29 @@ class BlockTerms:
 
     # -- first order -------------------------------------------------------------------
     def gradient_observed(self, scores=None) -> np.ndarray:
-        """D+ O (rows x k) at the given (default: cached) pair scores; caches l+''."""
+        """D+ O (rows x k) at the cached pair scores (or the given ones); makes that point's
+        l+'' the one :meth:`hvp_observed` uses."""
         G = np.empty((self.n_rows, self.k))
+        if scores is None and self._trial_valid:
+            K.rows_combine(self.row_ptr, self.idx, self._d1_trial, self.O, G)
+            self.d2, self._d2_trial = self._d2_trial, self.d2
+            self._trial_valid = False
+            return G
         K.observed_gradient(self.row_ptr, self.idx, self.labels,
                             self.scores if scores is None else scores, self.O, self.w,
                             self.wo, self.a_bar, self.code, G, self.d2)
+        return G
+
+    def gradient_at_zero(self) -> np.ndarray:
+        """dL/dE at E = 0 (all scores 0), without a value pass: for TRON's reference norm."""
+        from .losses import numpy_loss
+
+        rows = np.repeat(np.arange(self.n_rows), np.diff(self.row_ptr))
+        _, d1, _ = numpy_loss(_LOSS_NAMES[self.code], self.labels, 0.0)
+        coef = d1 + 2.0 * self.a_bar * self.w[rows] * self.wo[self.idx]
+        G = np.empty((self.n_rows, self.k))
+        K.rows_combine(self.row_ptr, self.idx, np.ascontiguousarray(coef), self.O, G)
+        G -= 2.0 * self.a_bar * (self.w[:, None] * self.ov[None, :])
         return G
 
     def gradient_dense(self, E) -> np.ndarray:
@@ -227,6 +258,15 @@ class BlockTerms:
 
     def hvp(self, N) -> np.ndarray:
         return self.hvp_observed(N) + self.hvp_dense(N)
+
+    def hess_diag_rows(self) -> np.ndarray:
+        """``R[i, f] = sum_j l+''_ij o_jf^2 + 2 a_i (O_c)_ff`` (rows x k): the diagonal of
+        row i's k x k Hessian block (at the last gradient point), for a Jacobi
+        preconditioner. Nonnegative: the all-pairs part bounds the negative l+''."""
+        R = np.empty((self.n_rows, self.k))
+        K.observed_hess_diag(self.row_ptr, self.idx, self.O, self.d2, R)
+        R += 2.0 * self.w[:, None] * np.diag(self.Oc)[None, :]
+        return R
 
 
 # ----------------------------------------------------------------------------- both sides

@@ -40,9 +40,15 @@ SOLVERS = ("tron", "gd")
 SIDE_FEATURES = ("none", "user", "item", "both")
 GRAPHS = ("none", "cointeraction", "features", "ratings")
 SMALL_D = ("auto", "on", "off")
-#: CG steps per Newton iteration at most (LIBLINEAR has no cap; this only guards against a
-#: badly conditioned block spending minutes in one CG run).
-MAX_CG = 200
+IDENTITY = ("known", "all", "none")
+IDENTITY_LABELS = {"known": "those with training positives", "all": "all (the paper's X = I)",
+                   "none": "none (inductive)"}
+#: CG steps per Newton iteration at most (the extreme-similarity paper's cap; LIBLINEAR has
+#: none). X = [I | F] is over-parameterized -- a feature column is also a combination of
+#: identity columns, told apart only by the L2 terms -- so a block with dense side features
+#: has a condition number of about (curvature / lambda) and CG would need 50-150 steps; a
+#: truncated step is still a descent step and the outer iterations continue the work.
+MAX_CG = 30
 #: The cut-offs ``evaluate`` reports.
 EVAL_KS = (1, 3, 5)
 #: Columns of ``inner_trace_`` (one row per Newton / GD iteration of every block).
@@ -93,13 +99,14 @@ class OneClassMF(IterativeEstimator):
     loss : {"logistic", "squared", "squared_hinge"}, default="logistic"
         l on Omega+: ``log(1 + exp(-s))`` (LR-wSQ), ``(1 - s)^2`` (SQ-wSQ; with a_bar=0 and
         rho=1, SQ-SQ), ``max(0, 1 - s)^2``.
-    rho : float, default=0.0625
+    rho : float, default=0.125
         Weight ``p_i q_j = rho`` of every unobserved entry (eq. (3)); the paper's grid is
-        log2(rho) in {-9, -7, -5, -3, -1, 0}.
+        log2(rho) in {-9, -7, -5, -3, -1, 0}. The defaults of rho and the lambdas are the
+        LR-wSQ optimum on MovieLens 100K (bench/ocmf_ml100k.py); both scale with the data.
     a_bar : float, default=-1.0
         The value unobserved entries are pulled toward (-1 for the weighted methods, 0 for
         SQ-SQ, Supp-2.2).
-    lambda_w, lambda_h : float, default=1.0
+    lambda_w, lambda_h : float, default=4.0
         L2 weights on W (users) and on H (items, W_2 with item features).
     lambda_g : float, default=0.0
         Graph weight: the user term is lambda_w (||W||^2 + lambda_g tr(B^T L B)), so the
@@ -115,17 +122,21 @@ class OneClassMF(IterativeEstimator):
         (0: run max_iter iterations).
     inner_max_iter : int, default=5
         Newton (or GD) iterations per block at most.
-    inner_tol : float, default=0.01
-        A block stops when ``||grad|| <= inner_tol ||grad at W = 0||`` (LIBLINEAR's eps).
+    inner_tol : float, default=0.1
+        A block stops when ``||grad|| <= inner_tol ||grad at the block's start||``. (LIBLINEAR
+        measures against the gradient at W = 0; in a warm-started block with dense side
+        features that norm is dominated by the feature directions, about m times an identity
+        column's curvature, and lets the block stop before its identity part moves.)
     side_features : {"none", "user", "item", "both"}, default="none"
         Which of the interactions' OWN side information (``Ratings.user_features`` /
         ``item_features``) to use when ``fit`` is not given features explicitly. DataFrames
         are encoded by :func:`kmviz.ocmf.encode_features` (one-hot text columns,
         standardized numbers, a missing number -> the column mean, counted in a trace event).
-    user_identity, item_identity : bool, default=True
-        Give every user (item) with training positives its own identity column in X (Z)
-        beside its features: ``X = [I | F]``. Without features the identity is always used
-        (the paper's X = I); False with features gives a purely inductive side.
+    user_identity, item_identity : {"known", "all", "none"}, default="known", "all"
+        Which users (items) get their own identity column in X (Z) beside their features,
+        ``X = [I | F]``: those with training positives ("known"), every index ("all": the
+        paper's X = I), or none (a purely inductive side; needs features). See the rules
+        below for what this means for users and items without positives.
     graph : {"none", "cointeraction", "features", "ratings"}, default="none"
         The user graph when ``fit`` gets no ``user_graph``: kNN on shared training positives
         (:func:`kmviz.ocmf.cointeraction_graph`), kNN on the user features
@@ -173,14 +184,17 @@ class OneClassMF(IterativeEstimator):
     -----
     Users and items without data are handled by these rules:
 
-    - a user (item) with training positives has an identity column; its embedding is its
-      identity part plus its feature part;
-    - a user (item) without training positives has no identity column (no parameters would
-      see a positive): it is embedded from its features alone, ``b_i = W_F^T f_i`` -- the
-      cold-start path;
-    - a user (item) with neither (no positives and no feature value: a row of zeros) gets
-      the mean embedding of the users (items) with training positives, so it is ranked like
-      an average user (a learned popularity order). ``explain`` says which rule applied;
+    - a user (item) with training positives has an identity column (unless the identity
+      setting is "none"); its embedding is its identity part plus its feature part;
+    - a user (item) without training positives is COLD under "known" (the default for
+      users): no identity column, so it is embedded from its features alone,
+      ``b_i = W_F^T f_i``; under "all" (the default for items, the paper's X = I) it keeps an
+      identity column that only ever sees the all-pairs term, so the model learns that
+      nobody likes it and ranks it low -- right for an item nobody rated highly, wrong for a
+      new item: use item_identity="known" to rank new items from their features;
+    - a user (item) with no identity column and no feature value (a row of zeros) gets the
+      mean embedding of the users (items) with training positives, so it is ranked like an
+      average user (a learned popularity order). ``explain`` says which rule applied;
     - indices outside the training index space are refused (the model is tied to it).
 
     Feature matrices passed to ``fit`` must be finite with one row per user (item) in index
@@ -237,16 +251,22 @@ class OneClassMF(IterativeEstimator):
                                 help="Newton (or GD) iterations per W or H block at most."),
         "inner_tol": Param(float, low=0, closed="neither", high=1, label="block tolerance ε",
                            advanced=True,
-                           help="A block stops at ‖∇g‖ ≤ ε ‖∇g(0)‖ (LIBLINEAR's eps)."),
+                           help="A block stops at ‖∇g‖ ≤ ε ‖∇g at the block's start‖ (or "
+                                "after the Newton steps allowed)."),
         "side_features": Param(str, options=SIDE_FEATURES, label="side features",
                                help="Which of the dataset's own side features to use: user "
                                     "features X, item features Z (H = Z W₂), both or none."),
-        "user_identity": Param(bool, label="user identity columns", advanced=True,
-                               help="X = [I | F]: each user with positives gets its own "
-                                    "column beside its features (always on without "
-                                    "features: the paper's X = I)."),
-        "item_identity": Param(bool, label="item identity columns", advanced=True,
-                               help="Z = [I | F] for items, as for users."),
+        "user_identity": Param(str, options=IDENTITY, label="user identity columns",
+                               advanced=True, option_labels=IDENTITY_LABELS,
+                               help="X = [I | F]: which users get their own column beside "
+                                    "their features. known: users with training positives "
+                                    "(the others are cold, scored from features); all: "
+                                    "every user (the paper's X = I); none: inductive."),
+        "item_identity": Param(str, options=IDENTITY, label="item identity columns",
+                               advanced=True, option_labels=IDENTITY_LABELS,
+                               help="Z = [I | F] for items. all (default): an item without "
+                                    "positives is fitted as disliked; known: it is a new "
+                                    "item, ranked from its features."),
         "graph": Param(str, options=GRAPHS, label="user graph",
                        option_labels={"none": "none",
                                       "cointeraction": "co-interaction kNN",
@@ -270,10 +290,10 @@ class OneClassMF(IterativeEstimator):
     _monotone_objective = True
     _numerical_hint = "lower rho or raise lambda_w / lambda_h, and check the features' scale."
 
-    def __init__(self, k=32, *, loss="logistic", rho=0.0625, a_bar=-1.0, lambda_w=1.0,
-                 lambda_h=1.0, lambda_g=0.0, solver="tron", max_iter=15, tol=0.0,
-                 inner_max_iter=5, inner_tol=0.01, side_features="none", user_identity=True,
-                 item_identity=True, graph="none", graph_neighbors=10, threshold=None,
+    def __init__(self, k=32, *, loss="logistic", rho=0.125, a_bar=-1.0, lambda_w=4.0,
+                 lambda_h=4.0, lambda_g=0.0, solver="tron", max_iter=15, tol=0.0,
+                 inner_max_iter=5, inner_tol=0.1, side_features="none", user_identity="known",
+                 item_identity="all", graph="none", graph_neighbors=10, threshold=None,
                  small_d="auto", init_scale=0.1, random_state=None):
         self.k = k
         self.loss = loss
@@ -435,15 +455,16 @@ class OneClassMF(IterativeEstimator):
 
     @staticmethod
     def _side_matrix(n_rows, known, F, names, identity, who):
+        has_features = F is not None and F.shape[1] > 0 and F.nnz > 0
+        if identity == "none" and not has_features:
+            raise DataError(f"{who}_identity='none' leaves the {who}s without any variable: "
+                            f"there are no {who} features (or they are all zero)",
+                            fix=f"give {who} features or set {who}_identity to 'known' or "
+                                "'all'")
+        rows = {"known": np.flatnonzero(known), "all": np.arange(n_rows), "none": None}[identity]
         if F is None or F.shape[1] == 0:
-            if F is not None and F.shape[1] == 0 and not identity:
-                raise DataError(f"{who}_features has no columns and {who}_identity=False "
-                                f"leaves the {who}s without any variable")
-            return SideMatrix(n_rows, np.flatnonzero(known))
-        if not identity and F.nnz == 0:
-            raise DataError(f"{who}_features is all zeros and {who}_identity=False",
-                            fix=f"give features or set {who}_identity=True")
-        return SideMatrix(n_rows, np.flatnonzero(known) if identity else None, F, names)
+            return SideMatrix(n_rows, rows)
+        return SideMatrix(n_rows, rows, F, names)
 
     def _user_laplacian(self, data, user_graph, Fu, pairs, m, prm, events):
         kind = prm["graph"]
@@ -480,9 +501,9 @@ class OneClassMF(IterativeEstimator):
     def _solve_block(self, problem, x0, prm):
         if prm["solver"] == "tron":
             return tron(problem, x0, eps=prm["inner_tol"], max_iter=prm["inner_max_iter"],
-                        max_cg=MAX_CG)
+                        max_cg=MAX_CG, gnorm0="start")
         return gradient_descent(problem, x0, eps=prm["inner_tol"],
-                                max_iter=prm["inner_max_iter"])
+                                max_iter=prm["inner_max_iter"], gnorm0="start")
 
     def _fit_step(self, st, trace, it):
         prm = st.prm
@@ -785,6 +806,12 @@ def _terms(side: SideMatrix, W, row, other, mean_rule, mean, plural, known):
     df = pd.DataFrame({"feature": names, "value": vals, "contribution": contrib})
     df = df.reindex(df["contribution"].abs().sort_values(ascending=False, kind="stable")
                     .index).reset_index(drop=True)
-    rule = ("identity and features" if known and side.n_features else
-            "identity" if known and side.n_identity else "features only (no positives)")
+    has_id = side.n_identity and np.any(side.identity_rows == row)
+    if has_id and not known:
+        rule = "identity fitted without positives" + (" and features" if side.n_features
+                                                      else "")
+    elif has_id:
+        rule = "identity and features" if side.n_features else "identity"
+    else:
+        rule = "features only" + ("" if known else " (no positives)")
     return df, rule

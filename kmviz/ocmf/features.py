@@ -31,6 +31,11 @@ MISSING_POLICIES = ("error", "zero")
 
 
 # ----------------------------------------------------------------------------- encoding
+def _is_indicator(s) -> bool:
+    values = pd.unique(pd.to_numeric(s, errors="coerce").dropna())
+    return len(values) > 0 and set(np.asarray(values, dtype=np.float64).tolist()) <= {0.0, 1.0}
+
+
 def encode_features(df, *, missing="error", what="features"):
     """A DataFrame of side information as a numeric CSR matrix and its column names.
 
@@ -38,10 +43,12 @@ def encode_features(df, *, missing="error", what="features"):
     -----
     - object, string, categorical and boolean columns: one indicator column per distinct
       value, named ``"<column>=<value>"``; a missing value sets none of them.
-    - numeric columns: standardized, ``(x - mean) / std`` (a constant column becomes 0),
-      named after the column. Missing numbers follow ``missing``: ``"error"`` refuses them
-      (the message names the column and the count), ``"zero"`` puts the column mean (0 after
-      standardizing) in their place.
+    - numeric columns holding only 0 and 1 (flags such as MovieLens genres): kept as they
+      are, sparse indicators named after the column; a missing flag counts as 0.
+    - other numeric columns: standardized, ``(x - mean) / std`` (a constant column becomes
+      0), named after the column. Missing numbers follow ``missing``: ``"error"`` refuses
+      them (the message names the column and the count), ``"zero"`` puts the column mean (0
+      after standardizing) in their place.
     - a row with no value at all (every column missing, for example an id the feature table
       does not list) is a row of zeros: an entity "without features" (see
       :class:`kmviz.ocmf.OneClassMF` for how such users and items are scored).
@@ -72,7 +79,14 @@ def encode_features(df, *, missing="error", what="features"):
     for col in df.columns:
         s = df[col]
         numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
-        if numeric:
+        if numeric and _is_indicator(s):
+            # a 0/1 flag (a genre) stays a sparse indicator: centring it would make it
+            # dense and couple it with every identity column (an ill-conditioned block)
+            x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
+            filled += int((np.isnan(x) & ~empty_rows).sum())
+            blocks.append(sp.csr_matrix(np.nan_to_num(x, nan=0.0)[:, None]))
+            names.append(str(col))
+        elif numeric:
             x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
             if np.isinf(x).any():
                 raise DataValueError(f"{what} column {col!r} holds infinite values",
@@ -229,6 +243,29 @@ class SideMatrix:
             out[:self.n_identity] = G[self.identity_rows]
         if self.F is not None:
             out[self.n_identity:] = self.FT @ G
+        return out
+
+    def adjoint_squares(self, R) -> np.ndarray:
+        """``(X o X)^T R`` (d x k), X o X the entrywise square: maps per-row Hessian
+        diagonals to the diagonal in W (the cross terms of a row vanish on the diagonal)."""
+        if self.pure_identity:
+            return np.array(R, dtype=np.float64, order="C")
+        out = np.empty((self.d, R.shape[1]))
+        if self.n_identity:
+            out[:self.n_identity] = R[self.identity_rows]
+        if self.F is not None:
+            if not hasattr(self, "_F2T"):
+                self._F2T = self.F.multiply(self.F).T.tocsr()
+            out[self.n_identity:] = self._F2T @ R
+        return out
+
+    def laplacian_diag(self, L) -> np.ndarray:
+        """The diagonal of ``X^T L X`` (d)."""
+        out = np.empty(self.d)
+        if self.n_identity:
+            out[:self.n_identity] = L.diagonal()[self.identity_rows]
+        if self.F is not None:
+            out[self.n_identity:] = np.asarray(self.F.multiply(L @ self.F).sum(axis=0)).ravel()
         return out
 
     def weighted_gram(self, a) -> np.ndarray:

@@ -67,9 +67,18 @@ def loss_derivatives(code, y, s):
         r = s - y
         return r * r, 2.0 * r, 2.0
     if code == LOGISTIC:
+        # one exp and one log1p: e = exp(-|z|) gives log(1 + exp(-z)) and both sigmoids
+        # (sigma(-z) computed directly: 1 - sigma(z) would lose digits)
         z = y * s
-        neg = _sigmoid(-z)  # sigma(-y s), computed directly: 1 - sigma(y s) loses digits
-        return _log1pexp_neg(z), -y * neg, y * y * _sigmoid(z) * neg
+        e = math.exp(-abs(z))
+        inv = 1.0 / (1.0 + e)
+        if z >= 0.0:
+            value = math.log1p(e)
+            pos, neg = inv, e * inv           # sigma(z), sigma(-z)
+        else:
+            value = -z + math.log1p(e)
+            pos, neg = e * inv, inv
+        return value, -y * neg, y * y * pos * neg
     v = 1.0 - y * s
     if v > 0.0:
         return v * v, -2.0 * y * v, 2.0 * y * y

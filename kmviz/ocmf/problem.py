@@ -87,6 +87,8 @@ class BlockProblem:
             if self.small_d:
                 self.Mbar = side.weighted_gram(terms.w)          # X^T A X, d x d
                 self.xa = side.weighted_colsum(terms.w)          # X^T a, d
+            self._graph_diag = (side.laplacian_diag(self.graph)
+                                if self.graph is not None else None)
         self.n_fun = self.n_grad = self.n_hv = 0
         self._x = None
         self._E = None
@@ -156,6 +158,12 @@ class BlockProblem:
             G += (2.0 * self.lam) * W
             return G.ravel()
 
+    def grad_norm_at_zero(self) -> float:
+        """||grad g(0)||, TRON's reference norm (LIBLINEAR's), in one sparse product."""
+        with self._phase("gradient"):
+            G = self.side.adjoint(self.terms.gradient_at_zero())
+            return float(np.sqrt(np.sum(G * G)))
+
     # -- Hessian-vector --------------------------------------------------------------------
     def hess_vec(self, v) -> np.ndarray:
         """The block Hessian (15) times v, at the last gradient point."""
@@ -175,6 +183,16 @@ class BlockProblem:
                 H = self.side.adjoint(U)
             H += (2.0 * self.lam) * S
             return H.ravel()
+
+    def diag_hessian(self) -> np.ndarray:
+        """The diagonal of the block Hessian at the last gradient point (d * k), for TRON's
+        Jacobi preconditioner: ``(X o X)^T R + 2 lambda_graph diag(X^T L X) + 2 lambda``."""
+        with self._phase("hessian_vector"):
+            D = self.side.adjoint_squares(self.terms.hess_diag_rows())
+            if self._graph_diag is not None:
+                D += (2.0 * self.lam_graph) * self._graph_diag[:, None]
+            D += 2.0 * self.lam
+            return D.ravel()
 
     # -- line search (gradient descent) ----------------------------------------------------
     def line_search(self, x, direction) -> "LineSearch":
@@ -236,7 +254,7 @@ class LineSearch:
             x_new = self.x + alpha * self.dx
             W = p._mat(x_new)
             E = p._E + alpha * self.dE
-            p.terms.scores[:] = self.s0 + alpha * self.ds
+            p.terms.set_scores(self.s0 + alpha * self.ds)
             lp = self._lp[1] if self._lp is not None and self._lp[0] == alpha else \
                 p.terms.l_plus_shifted(self.s0, self.ds, alpha)
             p._x, p._E = x_new, E

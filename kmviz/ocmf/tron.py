@@ -4,8 +4,18 @@
 eqs. (1.14)-(1.18)) with its constants, which the paper leaves open:
 
     eta0 = 1e-4, eta1 = 0.25, eta2 = 0.75; sigma1 = 0.25, sigma2 = 0.5, sigma3 = 4;
-    CG stops at ||r|| <= xi ||g||, xi = 0.1; the first radius is ||g(w0)||, cut to ||s|| after
-    the first step; the block stops when ||g|| <= eps ||g(0)|| (LIBLINEAR's gradient at w = 0).
+    CG stops at ||r|| <= xi ||g||, xi = 0.1 (in the preconditioned norm); the block stops when
+    ||g|| <= eps ||g(0)||, LIBLINEAR's gradient at w = 0 (``gnorm0="zero"``; the OCMF
+    estimator uses ``"start"``, the gradient where the warm-started block begins).
+
+It is LIBLINEAR's current TRON (since 2.20): CG preconditioned by ``M = (1 - a) I + a
+diag(H)`` with a = 0.01, recomputed at every Newton iterate, the trust region measured in
+the M-norm, the first radius ``sqrt(g^T M g)`` cut to ``||s||_M`` after the first step, and
+the radius multiplied by sigma3 after a very successful step that reached the boundary.
+Without ``diag_hessian`` on the problem (or ``precondition=False``) M = I, which is the
+paper's Alg. 4-5 (and LIBLINEAR before 2.20). The preconditioner matters for OCMF with side
+features: a dense feature column is shared by every user, so its curvature is about m times
+an identity column's and plain CG needs tens of steps.
 
 Two deliberate readings (see the digest's errata): the predicted reduction is LIBLINEAR's
 ``prered = -1/2 (g^T s - s^T r)`` (the paper prints the r-term with the wrong sign after a
@@ -32,6 +42,7 @@ import numpy as np
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 CG_XI = 0.1
+PCG_ALPHA = 0.01
 GD_BETA, GD_SIGMA, GD_MAX_BACKTRACK = 0.5, 0.01, 50
 
 
@@ -63,29 +74,42 @@ def _norm(v) -> float:
     return float(np.sqrt(np.dot(v, v)))
 
 
-def _trcg(problem, delta, g, max_cg):
-    """Truncated CG for min g^T s + 1/2 s^T H s, ||s|| <= delta (LIBLINEAR's trcg)."""
+def _gnorm_at_zero(problem, n) -> float:
+    """||grad(0)||: the problem's own shortcut when it has one, else fun + grad at 0."""
+    shortcut = getattr(problem, "grad_norm_at_zero", None)
+    if shortcut is not None:
+        return float(shortcut())
+    zero = np.zeros(n)
+    problem.fun(zero)
+    return _norm(problem.grad(zero))
+
+
+def _trpcg(problem, delta, g, M, max_cg):
+    """Preconditioned truncated CG for min g^T s + 1/2 s^T H s, ||s||_M <= delta
+    (LIBLINEAR's trpcg; M = 1 gives its older trcg)."""
     n = g.shape[0]
     s = np.zeros(n)
     r = -g
-    d = r.copy()
-    cgtol = CG_XI * _norm(g)
-    rTr = float(np.dot(r, r))
+    z = r / M
+    d = z.copy()
+    zTr = float(np.dot(z, r))
+    cgtol = CG_XI * math.sqrt(zTr)
     cg_iter = 0
     boundary = False
     while cg_iter < max_cg:
-        if math.sqrt(rTr) <= cgtol:
+        if math.sqrt(zTr) <= cgtol:
             break
         cg_iter += 1
         Hd = problem.hess_vec(d)
         dHd = float(np.dot(d, Hd))
-        alpha = rTr / dHd if dHd > 0 else math.inf
+        alpha = zTr / dHd if dHd > 0 else math.inf
         s_try = s + alpha * d if math.isfinite(alpha) else None
-        if s_try is None or _norm(s_try) > delta:
-            # step to the boundary along d: tau >= 0 with ||s + tau d|| = delta
-            std = float(np.dot(s, d))
-            sts = float(np.dot(s, s))
-            dtd = float(np.dot(d, d))
+        if s_try is None or math.sqrt(float(np.dot(s_try, M * s_try))) > delta:
+            # step to the boundary along d: tau >= 0 with ||s + tau d||_M = delta
+            Md = M * d
+            std = float(np.dot(s, Md))
+            sts = float(np.dot(s, M * s))
+            dtd = float(np.dot(d, Md))
             dsq = delta * delta
             rad = math.sqrt(max(std * std + dtd * (dsq - sts), 0.0))
             tau = (dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
@@ -95,20 +119,24 @@ def _trcg(problem, delta, g, max_cg):
             break
         s = s_try
         r = r - alpha * Hd
-        rnew = float(np.dot(r, r))
-        d = r + (rnew / rTr) * d
-        rTr = rnew
+        z = r / M
+        znew = float(np.dot(z, r))
+        d = z + (znew / zTr) * d
+        zTr = znew
     return s, r, cg_iter, boundary
 
 
-def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0=None) -> SolverResult:
-    """Trust-region Newton with CG on ``problem`` (``fun``, ``grad``, ``hess_vec``).
+def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
+         precondition=True) -> SolverResult:
+    """Trust-region Newton with (preconditioned) CG on ``problem``.
 
     Parameters
     ----------
     problem : object
         ``fun(x) -> float``, ``grad(x) -> array`` (after ``fun(x)``), ``hess_vec(v)`` (at
-        the last gradient point), and a ``parts`` dict describing the last ``fun``.
+        the last gradient point), a ``parts`` dict describing the last ``fun``; optionally
+        ``diag_hessian()`` (the Hessian's diagonal at the last gradient point) and
+        ``grad_norm_at_zero()``.
     x0 : ndarray
         Start (warm start: the block's current value).
     eps : float
@@ -117,44 +145,51 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0=None) -> Solv
         Newton iterations (accepted steps) at most.
     max_cg : int, optional
         CG steps per Newton iteration at most (default: the dimension).
-    gnorm0 : float, optional
-        The reference gradient norm; default: the gradient norm at x = 0, as LIBLINEAR.
+    gnorm0 : float, "zero" or "start", default="zero"
+        The reference gradient norm: at x = 0 (LIBLINEAR), at x0 (a warm start's own
+        progress), or a given number.
+    precondition : bool, default=True
+        Use the problem's diagonal preconditioner when it has one.
     """
     n = x0.shape[0]
     max_cg = n if max_cg is None else int(max_cg)
-    if gnorm0 is None:
-        zero = np.zeros(n)
-        problem.fun(zero)
-        gnorm0 = _norm(problem.grad(zero))
+    if gnorm0 is None or gnorm0 == "zero":
+        gnorm0 = _gnorm_at_zero(problem, n)
+    diag = getattr(problem, "diag_hessian", None) if precondition else None
     x = np.array(x0, dtype=np.float64)
     f = problem.fun(x)
     parts = dict(problem.parts)
     g = problem.grad(x)
     gnorm = _norm(g)
-    delta = gnorm
-    res = SolverResult(x=x, f=f, parts=parts, gnorm=gnorm, gnorm0=gnorm0, delta=delta)
+    if gnorm0 == "start":
+        gnorm0 = gnorm
+    res = SolverResult(x=x, f=f, parts=parts, gnorm=gnorm, gnorm0=gnorm0)
     if gnorm <= eps * gnorm0:
         res.stop = "tolerance"
         return res
     stop = "max_iter"
+    delta = math.nan
     while res.n_iter < max_iter:
-        s, r, cg_iter, boundary = _trcg(problem, delta, g, max_cg)
+        M = (1.0 - PCG_ALPHA) + PCG_ALPHA * diag() if diag is not None else np.ones(n)
+        if res.n_iter == 0 and not res.steps:
+            delta = math.sqrt(float(np.dot(g, M * g)))
+        s, r, cg_iter, boundary = _trpcg(problem, delta, g, M, max_cg)
         res.n_cg += cg_iter
         x_new = x + s
         gs = float(np.dot(g, s))
         prered = -0.5 * (gs - float(np.dot(s, r)))
         f_new = problem.fun(x_new)
         actred = f - f_new
-        snorm = _norm(s)
+        snorm = math.sqrt(float(np.dot(s, M * s)))
         step = {"f": f, "gnorm": gnorm, "delta": delta, "cg_iter": cg_iter,
                 "boundary": boundary, "snorm": snorm, "prered": prered, "actred": actred,
                 "f_new": f_new}
-        if res.n_iter == 0:  # LIBLINEAR: "if (iter == 1) delta = min(delta, snorm)"
+        if res.n_iter == 0:  # LIBLINEAR: "if (iter == 1) delta = min(delta, sMnorm)"
             delta = min(delta, snorm)
         denom = f_new - f - gs
         alpha = SIGMA3 if denom <= 0 else max(SIGMA1, -0.5 * (gs / denom))
         if actred < ETA0 * prered:
-            delta = min(max(alpha, SIGMA1) * snorm, SIGMA2 * delta)
+            delta = min(alpha * snorm, SIGMA2 * delta)
         elif actred < ETA1 * prered:
             delta = max(SIGMA1 * delta, min(alpha * snorm, SIGMA2 * delta))
         elif actred < ETA2 * prered:
@@ -186,25 +221,26 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0=None) -> Solv
         if abs(actred) <= 1.0e-12 * abs(f) and abs(prered) <= 1.0e-12 * abs(f):
             stop = "no_progress"
             break
-        if delta <= 0 or res.n_rejected > 50:
+        if not delta > 0 or res.n_rejected > 50:
             stop = "trust_region_collapsed"
             break
     res.x, res.f, res.parts, res.gnorm, res.delta, res.stop = x, f, parts, gnorm, delta, stop
     return res
 
 
-def gradient_descent(problem, x0, *, eps=0.01, max_iter=5, gnorm0=None,
+def gradient_descent(problem, x0, *, eps=0.01, max_iter=5, gnorm0="zero",
                      alpha0=1.0) -> SolverResult:
-    """Gradient descent with Armijo backtracking (OCMF Supp-1.4, Alg. 6)."""
+    """Gradient descent with Armijo backtracking (OCMF Supp-1.4, Alg. 6); ``gnorm0`` as in
+    :func:`tron`."""
     n = x0.shape[0]
-    if gnorm0 is None:
-        zero = np.zeros(n)
-        problem.fun(zero)
-        gnorm0 = _norm(problem.grad(zero))
+    if gnorm0 is None or gnorm0 == "zero":
+        gnorm0 = _gnorm_at_zero(problem, n)
     x = np.array(x0, dtype=np.float64)
     f = problem.fun(x)
     g = problem.grad(x)
     gnorm = _norm(g)
+    if gnorm0 == "start":
+        gnorm0 = gnorm
     res = SolverResult(x=x, f=f, parts=dict(problem.parts), gnorm=gnorm, gnorm0=gnorm0)
     if gnorm <= eps * gnorm0:
         res.stop = "tolerance"

@@ -81,10 +81,22 @@ def test_cold_items_ranked_from_features_beat_popularity(planted):
     ratings = planted[0]
     train, test, cold = cold_item_split(ratings, 0.2, random_state=4)
     plain = OneClassMF(**QUICK).fit(train)
-    side = OneClassMF(**QUICK, side_features="item").fit(train)
-    # popularity can only put cold items last; the item features rank them
-    assert side.evaluate(test)["precision_at_5"] > 2 * plain.evaluate(test)["precision_at_5"]
-    assert side.evaluate(test)["precision_at_5"] > _popularity_p5(train, test)
+    new_items = OneClassMF(**QUICK, side_features="item", item_identity="known").fit(train)
+    disliked = OneClassMF(**QUICK, side_features="item").fit(train)
+    # popularity (and the plain model) can only put cold items last; their features rank
+    # them when they are declared new (item_identity="known") ...
+    p5 = new_items.evaluate(test)["precision_at_5"]
+    assert p5 > 0.015 and p5 > 3 * _popularity_p5(train, test)
+    assert plain.evaluate(test)["precision_at_5"] < 0.2 * p5
+    # (warm items keep their identity part and outrank new ones; a purely inductive item
+    # side ranks items by features only and finds many more of the new items' positives)
+    inductive = OneClassMF(**QUICK, side_features="item", item_identity="none").fit(train)
+    assert inductive.evaluate(test)["precision_at_5"] > 3 * p5
+    # ... while the default ("all") fits an item without positives as disliked
+    assert disliked.evaluate(test)["precision_at_5"] < 0.2 * p5
+    j = int(np.flatnonzero(cold)[0])
+    assert new_items.explain(0, j).item_rule == "features only (no positives)"
+    assert disliked.explain(0, j).item_rule == "identity fitted without positives and features"
 
 
 def test_user_graph_regularizer_is_used_and_documented(planted):
@@ -173,8 +185,8 @@ def test_gd_solver_fits_and_records_backtracking(planted):
 
 def test_small_d_variant_gives_the_same_fit(planted):
     _, _, train, _ = planted
-    params = {**QUICK, "max_iter": 2, "side_features": "both", "user_identity": False,
-              "item_identity": False}
+    params = {**QUICK, "max_iter": 2, "side_features": "both", "user_identity": "none",
+              "item_identity": "none"}
     a = OneClassMF(**params, small_d="on").fit(train)
     b = OneClassMF(**params, small_d="off").fit(train)
     np.testing.assert_allclose(a.trace_.column("objective"), b.trace_.column("objective"),

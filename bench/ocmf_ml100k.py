@@ -1,0 +1,418 @@
+"""One-class MF on MovieLens 100K: the OCMF paper's protocol, side by side with implicit.
+
+Protocol (OCMF paper, Supp-2; digest Part A7): ratings r >= 4 are the positives, a random
+90/10 split of the positives gives train/test (seed --seed); 10% of the training positives
+are held out again as the validation split on which every method is tuned (the paper's
+grids: log2 rho in {-9, -7, -5, -3, -1, 0}, lambda_w = lambda_h with log2 lambda in
+{-6, -4, ..., 6}, log2(lambda_w lambda_g) in {-6, -3, 0, 3, 6}; the best outer iteration of
+15 by validation p@5). The chosen setting is refitted on the whole training split and
+evaluated on test. Metrics (kmviz.metrics): p@k = hits / k, items ranked among those that
+are not the user's training positives, averaged over users with a test positive (the
+paper's and LightFM's convention); implicit's min(k, |R|) variant as "capped p@5".
+
+Methods: OCMF SQ-SQ (squared loss, a_bar = 0, rho = 1: GRALS/LEML without graph), SQ-wSQ
+(a_bar = -1), SQ-wSQ with a_bar = 0 (the weighted MF that implicit's ALS solves), LR-wSQ;
+the best of these on validation with a user graph (a 10-NN co-interaction graph of the
+training positives: the paper's GRALS graph is not public), then with side features (item
+genres / year, or those and the user age / gender / occupation) and the graph; the Subsampled baseline (logistic loss on
+the positives and on |Omega-| = ratio |Omega+| uniformly drawn unobserved pairs labelled -1,
+rho = 0, the paper's "LR-LR (S)"); implicit ALS and BPR if implicit is installed. Same k for
+all (--k, default 64 as in the paper's Table 2), the threads of --threads for everyone
+(Numba and OpenBLAS / implicit's num_threads).
+
+Tables: test metrics with the time per outer iteration; the paper's ml100k rows; cold and
+sparse users (<= 5 training positives) and cold items (10% of users / items whose positives
+are all moved to test; ALS and BPR can only rank those by popularity); time per iteration
+at 1 and 2 threads.
+
+    python bench/ocmf_ml100k.py [--quick] [--k 64] [--threads 2] [--ml100k DIR]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+THREADS = "2"
+for _i, _a in enumerate(sys.argv):
+    if _a == "--threads" and _i + 1 < len(sys.argv):
+        THREADS = sys.argv[_i + 1]
+for _v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, THREADS)
+
+import numpy as np  # noqa: E402  (after the thread variables)
+from _common import footer, header, load_ml100k, parser, table  # noqa: E402
+
+PAPER = [  # Table Supp-1, ml100k rows (percent)
+    ("paper: SQ-SQ", 26.93, 16.95, 22.54, 1.2), ("paper: SQ-wSQ", 28.56, 18.04, 24.59, 0.9),
+    ("paper: LR-wSQ", 30.98, 18.80, 25.42, 1.8),
+    ("paper: SQ-SQ + graph (GRALS)", 28.55, 19.05, 25.38, 1.3),
+    ("paper: SQ-wSQ + graph", 30.75, 19.12, 25.82, 0.9),
+    ("paper: LR-wSQ + graph", 31.45, 19.28, 26.04, 7.0),
+]
+KS = (1, 2, 3, 4, 5)
+
+
+def ranking(scores, train, test):
+    """p@1..5, nDCG@1..5, capped p@5 (percent) and the number of evaluated users."""
+    from kmviz import metrics
+
+    ranked = metrics.rank_items(scores, 5, exclude=train.csr)
+    rel = [set() for _ in range(train.n_users)]
+    for u, i in zip(np.asarray(test.users), np.asarray(test.items)):
+        rel[int(u)].add(int(i))
+    out = {}
+    for k in KS:
+        out[f"p@{k}"] = 100 * metrics.precision_at_k(ranked, rel, k)
+    for k in KS:
+        out[f"n@{k}"] = 100 * metrics.ndcg_at_k(ranked, rel, k)
+    out["capped p@5"] = 100 * metrics.capped_precision_at_k(ranked, rel, 5)
+    out["users"] = sum(1 for r in rel if r)
+    return out
+
+
+# ----------------------------------------------------------------------------- OCMF
+def ocmf_fit(train, params, *, validation=None, **inputs):
+    from kmviz.ocmf import OneClassMF
+
+    model = OneClassMF(**params)
+    t0 = time.perf_counter()
+    model.fit(train, validation=validation, **inputs)
+    return model, (time.perf_counter() - t0) / model.n_iter_
+
+
+def ocmf_tune(train, val, base, grid, *, inputs=None):
+    """Best (params, iteration) by validation p@5 over the grid (15 outer iterations)."""
+    best = (-1.0, None, None)
+    for params in grid:
+        prm = {**base, **params}
+        model, _ = ocmf_fit(train, prm, validation=val, **(inputs or {}))
+        p5 = model.trace_.column("validation_precision_at_5")
+        it = int(np.nanargmax(p5))
+        if p5[it] > best[0]:
+            best = (float(p5[it]), prm, it + 1)
+    return best
+
+
+def _fmt(d):
+    out = []
+    for k, v in d.items():
+        if isinstance(v, float) and v > 0 and abs(np.log2(v) - round(np.log2(v))) < 1e-9:
+            out.append(f"{k}=2^{int(round(np.log2(v)))}")
+        else:
+            out.append(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}")
+    return " ".join(out)
+
+
+# ----------------------------------------------------------------------------- Subsampled
+def subsampled_fit(train, k, lam, ratio, seed, iters=15, val=None):
+    """LR-LR (S): logistic loss on Omega+ and ratio |Omega+| sampled negatives, rho = 0,
+    alternating TRON over W and H with the same block machinery (no all-pairs term)."""
+    from kmviz.ocmf import AllPairsLoss, BlockProblem, ObservedPairs, SideMatrix, tron
+
+    rng = np.random.default_rng(seed)
+    m, n = train.n_users, train.n_items
+    pos = set(zip(np.asarray(train.users).tolist(), np.asarray(train.items).tolist()))
+    n_neg = int(ratio * len(pos))
+    neg = set()
+    while len(neg) < n_neg:
+        u = rng.integers(m, size=n_neg)
+        i = rng.integers(n, size=n_neg)
+        for pair in zip(u.tolist(), i.tolist()):
+            if pair not in pos:
+                neg.add(pair)
+                if len(neg) == n_neg:
+                    break
+    rows = np.array([p[0] for p in pos] + [p[0] for p in neg])
+    cols = np.array([p[1] for p in pos] + [p[1] for p in neg])
+    labels = np.concatenate([np.ones(len(pos)), -np.ones(len(neg))])
+    pairs = ObservedPairs(rows, cols, m, n, labels)
+    loss = AllPairsLoss(pairs, "logistic", np.zeros(m), np.zeros(n), 0.0)
+    X, Z = SideMatrix(m, np.arange(m)), SideMatrix(n, np.arange(n))
+    W = rng.normal(0, 0.1, (m, k))
+    H = rng.normal(0, 0.1, (n, k))
+    t0 = time.perf_counter()
+    history = []
+    for _ in range(iters):
+        W = tron(BlockProblem(loss.block("rows", H), X, lam), W.ravel(), max_iter=5,
+                 max_cg=200).x.reshape(m, k)
+        H = tron(BlockProblem(loss.block("cols", W), Z, lam), H.ravel(), max_iter=5,
+                 max_cg=200).x.reshape(n, k)
+        if val is not None:
+            history.append(ranking(W @ H.T, train, val)["p@5"])
+    return W, H, (time.perf_counter() - t0) / iters, history
+
+
+# ----------------------------------------------------------------------------- implicit
+def implicit_available():
+    try:
+        import implicit  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def als_fit(train, k, reg, alpha, threads, iters=15, seed=0):
+    from implicit.cpu.als import AlternatingLeastSquares
+
+    from threadpoolctl import threadpool_limits
+
+    model = AlternatingLeastSquares(factors=k, regularization=reg, alpha=alpha,
+                                    iterations=iters, num_threads=threads, random_state=seed)
+    t0 = time.perf_counter()
+    with threadpool_limits(1, "blas"):  # implicit's advice: its own threads, BLAS single
+        model.fit(train.csr.astype(np.float32), show_progress=False)
+    return model, (time.perf_counter() - t0) / iters
+
+
+def bpr_fit(train, k, lr, reg, threads, iters=100, seed=0):
+    from implicit.cpu.bpr import BayesianPersonalizedRanking
+
+    model = BayesianPersonalizedRanking(factors=k, learning_rate=lr, regularization=reg,
+                                        iterations=iters, num_threads=threads,
+                                        random_state=seed)
+    t0 = time.perf_counter()
+    model.fit(train.csr.astype(np.float32), show_progress=False)
+    return model, (time.perf_counter() - t0) / iters
+
+
+def implicit_scores(model):
+    U = np.asarray(model.user_factors, dtype=np.float64)
+    V = np.asarray(model.item_factors, dtype=np.float64)
+    return U @ V.T
+
+
+def implicit_rows(train, val, test, k, threads, quick):
+    rows, chosen = [], {}
+    grid = [(r, a) for r in ((0.1, 1.0, 10.0) if quick else (0.01, 0.1, 1.0, 10.0, 30.0))
+            for a in ((1.0, 10.0) if quick else (1.0, 3.0, 10.0, 20.0, 40.0))]
+    best = (-1, None)
+    for reg, alpha in grid:
+        m, _ = als_fit(train_part(train, val), k, reg, alpha, threads)
+        v = ranking(implicit_scores(m), train_part(train, val), val)["p@5"]
+        if v > best[0]:
+            best = (v, (reg, alpha))
+    reg, alpha = best[1]
+    m, per = als_fit(train, k, reg, alpha, threads)
+    rows.append({"method": "implicit ALS", "setting": f"reg={reg:g} alpha={alpha:g} iters=15",
+                 "val p@5": best[0], "s / iter": per,
+                 **ranking(implicit_scores(m), train, test)})
+    chosen["als"] = (reg, alpha)
+    grid = [(lr, r) for lr in ((0.05,) if quick else (0.01, 0.05, 0.1))
+            for r in ((0.01,) if quick else (0.001, 0.01, 0.1))]
+    best = (-1, None)
+    for lr, reg in grid:
+        m, _ = bpr_fit(train_part(train, val), k, lr, reg, threads)
+        v = ranking(implicit_scores(m), train_part(train, val), val)["p@5"]
+        if v > best[0]:
+            best = (v, (lr, reg))
+    lr, reg = best[1]
+    m, per = bpr_fit(train, k, lr, reg, threads)
+    rows.append({"method": "implicit BPR", "setting": f"lr={lr:g} reg={reg:g} iters=100",
+                 "val p@5": best[0], "s / iter": per,
+                 **ranking(implicit_scores(m), train, test)})
+    chosen["bpr"] = (lr, reg)
+    return rows, chosen
+
+
+_PARTS = {}
+
+
+def train_part(train, val):
+    """The training split minus the validation positives (cached)."""
+    key = (id(train), id(val))
+    if key not in _PARTS:
+        vk = set(zip(np.asarray(val.users).tolist(), np.asarray(val.items).tolist()))
+        keep = np.array([(u, i) not in vk for u, i in
+                         zip(np.asarray(train.users).tolist(), np.asarray(train.items).tolist())])
+        _PARTS[key] = train.subset(keep)
+    return _PARTS[key]
+
+
+# ----------------------------------------------------------------------------- main
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--k", type=int, default=64)
+    p.add_argument("--threads", default=THREADS)
+    args = p.parse_args()
+    t_start = time.perf_counter()
+    header("One-class MF on MovieLens 100K (r >= 4, 90/10 split of positives)")
+    import numba
+
+    from kmviz.ocmf import cold_item_split, cold_user_split, user_groups
+    from kmviz.ocmf import restrict_users
+
+    data = load_ml100k(args.ml100k)
+    if data is None:
+        return
+    threads = int(args.threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    k = args.k
+    pos = data.binarize(4)
+    train, test = pos.split(0.1, random_state=args.seed)
+    sub, val = train.split(0.1, random_state=args.seed + 1)
+    print(f"{pos.n_users} users x {pos.n_items} items, {pos.n_ratings:,} positives (r >= 4): "
+          f"train {train.n_ratings:,}, test {test.n_ratings:,} (the paper: 49,791 / 5,584); "
+          f"validation {val.n_ratings:,} of the training positives. k = {k}, "
+          f"{threads} thread(s).\n")
+    quick = args.quick
+    rhos = [2.0 ** e for e in ((-5, -3, -1) if quick else (-9, -7, -5, -3, -1, 0))]
+    lams = [2.0 ** e for e in ((0, 2, 4) if quick else (-6, -4, -2, 0, 2, 4, 6))]
+    base = {"k": k, "max_iter": 15, "random_state": args.seed}
+    wgrid = [{"rho": r, "lambda_w": lam, "lambda_h": lam} for r in rhos for lam in lams]
+    sqsq_grid = [{"lambda_w": lam, "lambda_h": lam} for lam in lams]
+    rows, models = [], {}
+
+    def add(name, b, grid, inputs=None):
+        v, prm, n_iter = ocmf_tune(sub, val, b, grid, inputs=inputs)
+        final = {**prm, "max_iter": n_iter}
+        model, per = ocmf_fit(train, final, **(inputs or {}))
+        shown = {key: prm[key] for key in ("rho", "lambda_w", "lambda_g", "side_features")
+                 if key in prm and (key not in ("lambda_g", "side_features")
+                                    or prm[key] not in (0, 0.0, "none"))}
+        shown["iters"] = n_iter
+        rows.append({"method": name, "setting": _fmt(shown), "val p@5": 100 * v,
+                     "s / iter": per,
+                     **ranking(model.score_items(np.arange(train.n_users)), train, test)})
+        models[name] = (model, final)
+        print(f"  done: {name} ({time.perf_counter() - t_start:.0f} s)", flush=True)
+        return final
+
+    add("OCMF SQ-SQ", {**base, "loss": "squared", "a_bar": 0.0, "rho": 1.0}, sqsq_grid)
+    add("OCMF SQ-wSQ", {**base, "loss": "squared"}, wgrid)
+    add("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", {**base, "loss": "squared", "a_bar": 0.0}, wgrid)
+    add("OCMF LR-wSQ", {**base, "loss": "logistic"}, wgrid)
+    # the graph and the side features on top of the best of the four (by validation p@5)
+    plain = [r for r in rows if r["method"].startswith("OCMF")]
+    top = max(plain, key=lambda r: r["val p@5"])["method"]
+    best = models[top][1]
+    print(f"  best without side information on validation: {top}")
+    gl = [2.0 ** e for e in ((-3, 0, 3) if quick else (-6, -3, 0, 3, 6))]
+    ggrid = [{"lambda_g": g / best["lambda_w"]} for g in gl]
+    lrg = add(f"OCMF {top[5:]} + graph", {**best, "max_iter": 15, "graph": "cointeraction"}, ggrid)
+    lam0 = best["lambda_w"]
+    fgrid = [{"side_features": sf, "lambda_w": lam, "lambda_h": lam,
+              "lambda_g": lrg["lambda_g"] * lam0 / lam}
+             for sf in ("item", "both") for lam in (lam0 / 2, lam0, 2 * lam0)]
+    add(f"OCMF {top[5:]} + features + graph", {**lrg, "max_iter": 15}, fgrid)
+
+    # Subsampled LR-LR, tuned on the ratio and lambda
+    sbest = (-1, None)
+    for ratio in ((1.0,) if quick else (0.25, 0.5, 1.0, 2.0)):
+        for lam in ((1.0, 4.0) if quick else (0.25, 1.0, 4.0, 16.0)):
+            _, _, _, hist = subsampled_fit(sub, k, lam, ratio, args.seed, val=val)
+            it = int(np.argmax(hist))
+            if hist[it] > sbest[0]:
+                sbest = (hist[it], (ratio, lam, it + 1))
+    ratio, lam, its = sbest[1]
+    W, H, per, _ = subsampled_fit(train, k, lam, ratio, args.seed, iters=its)
+    rows.append({"method": "Subsampled LR-LR (S)",
+                 "setting": f"|Omega-|/|Omega+|={ratio:g} lambda={lam:g} iters={its}",
+                 "val p@5": sbest[0], "s / iter": per, **ranking(W @ H.T, train, test)})
+    print(f"  done: subsampled ({time.perf_counter() - t_start:.0f} s)", flush=True)
+    have_implicit = implicit_available()
+    chosen = {}
+    if have_implicit:
+        irows, chosen = implicit_rows(train, val, test, k, threads, quick)
+        rows.extend(irows)
+        print(f"  done: implicit ({time.perf_counter() - t_start:.0f} s)", flush=True)
+    else:
+        print("  implicit is not installed (pip install implicit): its rows are left out")
+    print("\n## Test metrics (percent), tuned on the validation split\n")
+    cols = ["method", "setting", "s / iter", "val p@5", *[f"p@{k}" for k in KS],
+            *[f"n@{k}" for k in KS], "capped p@5", "users"]
+    print(table(rows, cols, floatfmt="{:.2f}"))
+    print("## The paper's ml100k rows (Table Supp-1; its own split and GRALS graph; time in "
+          "s for the whole fit)\n")
+    print(table([{"method": n, "p@1": a, "p@5": b, "n@5": c, "time": t}
+                 for n, a, b, c, t in PAPER], floatfmt="{:.2f}"))
+
+    # -- user groups of the main split
+    groups = user_groups(train, sparse_max=5)
+    grows = []
+    for name, (model, _) in models.items():
+        scores = model.score_items(np.arange(train.n_users))
+        r = {"method": name}
+        for g in ("sparse", "regular"):
+            part = restrict_users(test, groups[g])
+            r[f"{g} users p@5"] = ranking(scores, train, part)["p@5"] if part.n_ratings else \
+                float("nan")
+        grows.append(r)
+    if have_implicit:
+        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads)[0]),
+                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads)[0])):
+            scores = implicit_scores(fit(train))
+            r = {"method": label}
+            for g in ("sparse", "regular"):
+                part = restrict_users(test, groups[g])
+                r[f"{g} users p@5"] = ranking(scores, train, part)["p@5"]
+            grows.append(r)
+
+    # -- cold users and cold items
+    cu_train, cu_test, _ = cold_user_split(pos, 0.1, random_state=args.seed)
+    ci_train, ci_test, _ = cold_item_split(pos, 0.1, random_state=args.seed)
+    from kmviz.ocmf import popularity_scores
+
+    side_name = [n for n in models if n.endswith("features + graph")][0]
+    side_final = models[side_name][1]
+    cold = {}
+    for label, final in ((top, best),
+                         (side_name + ", cold rows from features",
+                          {**side_final, "side_features": "both",
+                           "user_identity": "known", "item_identity": "known"})):
+        for split, (tr, te) in (("cold users", (cu_train, cu_test)),
+                                ("cold items", (ci_train, ci_test))):
+            m, _ = ocmf_fit(tr, final)
+            cold.setdefault(label, {})[split] = ranking(
+                m.score_items(np.arange(tr.n_users)), tr, te)["p@5"]
+    for split, (tr, te) in (("cold users", (cu_train, cu_test)),
+                            ("cold items", (ci_train, ci_test))):
+        cold.setdefault("popularity", {})[split] = ranking(popularity_scores(tr), tr, te)["p@5"]
+        if have_implicit:
+            cold.setdefault("implicit ALS", {})[split] = ranking(
+                implicit_scores(als_fit(tr, k, *chosen["als"], threads)[0]), tr, te)["p@5"]
+            cold.setdefault("implicit BPR", {})[split] = ranking(
+                implicit_scores(bpr_fit(tr, k, *chosen["bpr"], threads)[0]), tr, te)["p@5"]
+    by = {r["method"]: r for r in grows}
+    crow = []
+    for name in dict.fromkeys([*by, *cold]):
+        crow.append({"method": name, **{k2: v for k2, v in by.get(name, {}).items()
+                                         if k2 != "method"},
+                     **{f"{s} p@5": v for s, v in cold.get(name, {}).items()}})
+    print("## Cold and sparse users, cold items (test p@5, percent)\n")
+    print(f"sparse users: <= 5 training positives ({int(groups['sparse'].sum())} users); cold "
+          f"users / items: 10% of the users / items with every positive moved to test "
+          f"(test: {cu_test.n_ratings:,} / {ci_test.n_ratings:,} positives); same settings "
+          "as above.\n")
+    print(table(crow, floatfmt="{:.2f}"))
+
+    # -- time per outer iteration at 1 and 2 threads
+    trows = []
+    for nt in (1, 2):
+        numba.set_num_threads(min(nt, numba.config.NUMBA_NUM_THREADS))
+        from kmviz.ocmf import _kernels
+
+        saved = _kernels.PARALLEL_MIN_WORK
+        if nt == 2:
+            _kernels.PARALLEL_MIN_WORK = 0  # force the parallel loops
+        lr_final = models["OCMF LR-wSQ"][1]
+        _, per = ocmf_fit(train, {**lr_final, "max_iter": 10})
+        _kernels.PARALLEL_MIN_WORK = saved
+        r = {"threads": nt, "OCMF LR-wSQ s / iter": per}
+        _, per_d = ocmf_fit(train, {**lr_final, "max_iter": 10})
+        r["OCMF LR-wSQ (default loops) s / iter"] = per_d
+        if have_implicit:
+            r["implicit ALS s / iter"] = als_fit(train, k, *chosen["als"], nt)[1]
+            r["implicit BPR s / iter"] = bpr_fit(train, k, *chosen["bpr"], nt)[1]
+        trows.append(r)
+    print("## Time per outer iteration (s), k = %d\n" % k)
+    print("OCMF forced onto 1 or 2 Numba threads (all loops parallel at 2) and with its "
+          "default (serial below kmviz.ocmf._kernels.PARALLEL_MIN_WORK); implicit with "
+          "num_threads = 1 / 2. One OCMF iteration = a W block and an H block by TRON.\n")
+    print(table(trows, floatfmt="{:.3f}"))
+    footer(t_start)
+
+
+if __name__ == "__main__":
+    main()
