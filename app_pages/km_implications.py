@@ -114,7 +114,7 @@ fmt["p_value"] = st.column_config.NumberColumn(format="%.1e")
 fmt["antecedent_name"] = st.column_config.TextColumn("if liked (j)")
 fmt["consequent_name"] = st.column_config.TextColumn("then liked (i)")
 st.dataframe(table[[c for c in SHOWN if c in table]], hide_index=True, column_config=fmt,
-             key="impl_table")
+             key="impl_table", height=min(320, 38 + 35 * max(len(table), 1)))
 st.download_button("Download the implications (CSV)",
                    data=lambda: mining.export_csv(
                        mining.filter_implications(frame, top_k=f_top, **filters),
@@ -123,6 +123,19 @@ st.download_button("Download the implications (CSV)",
                    key="impl_csv", icon=":material/download:")
 st.caption("The rows that pass the filters, with every statistic (training and held-out), the "
            "groups' other members, the hub count and the meaning of liked.")
+
+# ------------------------------------------------------------------ hubs: influence scores
+st.subheader("Hubs: items most others imply ($\\varsigma_i$, Fig. 8)")
+c1, c2 = st.columns([1, 3])
+kind = c1.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True)
+top = c1.slider("items shown", 1, max(2, min(100, summary["shown"])),
+                min(15, summary["shown"]), key="impl_top")
+c1.metric("items shown with $\\varsigma_i = 1$", summary["one_shown"])
+c1.caption("ς_i is the share of items whose support lies inside item i's, eq. (21): near 1, "
+           "liking almost anything implies liking i, which says i is popular with everyone "
+           "the model sees rather than that the items are related.")
+c2.plotly_chart(influence_figure(scores, names, kind=kind, top=top,
+                                 items=np.flatnonzero(keep)))
 
 # ------------------------------------------------------------------ one item: words and graph
 st.subheader("Implication graph")
@@ -145,11 +158,6 @@ view = g2.radio("view", views, index=1 if n_groups <= mining.HASSE_MAX_GROUPS el
                      f"models (up to {mining.HASSE_MAX_GROUPS} groups; here {n_groups}).")
 hops = int(g3.radio("steps", [1, 2], key="impl_hops", horizontal=True,
                     disabled=view != views[0]))
-around = km.item_implications(run, liked, min_ratings, item)
-said = mining.sentences(mining.filter_implications(around, top_k=f_top, **filters), item,
-                        names)
-if said:
-    st.markdown("\n".join(f"- {pieces_markdown(p)}" for p in said))
 graph_rows = mining.filter_implications(frame, **filters)
 center = mining.group_of(frame, item)
 if view == views[0]:
@@ -162,6 +170,11 @@ else:
                              run.model, names)
     fig = implication_graph_figure(G, selected=center if center in G else None)
 st.plotly_chart(fig, key="impl_graph", on_select="rerun", selection_mode="points")
+around = km.item_implications(run, liked, min_ratings, item)
+said = mining.sentences(mining.filter_implications(around, top_k=f_top, **filters), item,
+                        names)
+if said:
+    st.markdown("\n".join(f"- {pieces_markdown(p)}" for p in said))
 
 # ------------------------------------------------------------------ rules, planted truth
 st.subheader("Side by side with association rules")
@@ -211,13 +224,7 @@ if recovered is not None:
                                 for k in ("precision", "recall", "f1")})
 
 # ------------------------------------------------------------------ the paper's views
-with st.expander("The paper's views: influence scores (Fig. 8) and Table VI"):
-    kind = st.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True)
-    top = st.slider("items shown", 1, max(2, min(100, summary["shown"])),
-                    min(30, summary["shown"]), key="impl_top")
-    st.metric("items shown with $\\varsigma_i = 1$", summary["one_shown"])
-    st.plotly_chart(influence_figure(scores, names, kind=kind, top=top,
-                                     items=np.flatnonzero(keep)))
+with st.expander("The paper's relation-mining accuracy (Table VI)"):
     chosen = st.multiselect("items for the Table VI measure", rated, default=summary["top3"],
                             key="impl_table_items", format_func=lambda i: f"{names[i]} [{i}]")
     users = st.multiselect("users (empty = every user who rated the items)",

@@ -174,22 +174,32 @@ class LikeCounts:
         return np.diff(self.R.indptr).astype(np.int64)
 
 
-def pair_counts(A: sp.csc_matrix, B: sp.csc_matrix, ante, cons, *, chunk: int = 512):
-    """``(A^T B)[ante[k], cons[k]]`` for every k, computed antecedent block by block: only the
-    rows of the co-occurrence matrix that the pairs need, never a dense users x items."""
+def pair_counts(A: sp.csc_matrix, B: sp.csc_matrix, ante, cons, *, chunk: int = 512,
+                dense_cells: int = 4_000_000):
+    """``(A^T B)[ante[k], cons[k]]`` for every k, computed antecedent block by block against
+    the needed consequents only: the rows and columns of the co-occurrence matrix that the
+    pairs name, never a dense users x items array (a block is made dense only when it holds
+    at most ``dense_cells`` cells, for fast lookups)."""
     ante = np.asarray(ante, dtype=np.int64)
     cons = np.asarray(cons, dtype=np.int64)
     out = np.zeros(ante.size, dtype=np.int64)
     if ante.size == 0:
         return out
-    Bc = B.tocsc()
     uniq, pos = np.unique(ante, return_inverse=True)
-    for lo in range(0, uniq.size, chunk):
+    cols, cpos = np.unique(cons, return_inverse=True)
+    Bc = B.tocsc()[:, cols]
+    order = np.argsort(pos, kind="stable")
+    bounds = np.searchsorted(pos[order], np.arange(0, uniq.size + chunk, chunk))
+    for b, lo in enumerate(range(0, uniq.size, chunk)):
         block = uniq[lo:lo + chunk]
-        M = (A[:, block].T @ Bc).tocsr()  # len(block) x n_items
-        sel = (pos >= lo) & (pos < lo + block.size)
-        if sel.any():
-            out[sel] = np.asarray(M[pos[sel] - lo, cons[sel]]).ravel()
+        sel = order[bounds[b]:bounds[b + 1]]
+        if sel.size == 0:
+            continue
+        M = A[:, block].T @ Bc  # len(block) x len(cols)
+        if M.shape[0] * M.shape[1] <= dense_cells:
+            out[sel] = np.asarray(M.toarray())[pos[sel] - lo, cpos[sel]]
+        else:
+            out[sel] = np.asarray(M.tocsr()[pos[sel] - lo, cpos[sel]]).ravel()
     return out
 
 

@@ -61,6 +61,8 @@ __all__ = [
 
 #: Largest number of item pairs mine_implications scores at once (guards memory and time).
 MAX_PAIRS = 5_000_000
+#: Other members of a group named beside a row (the rest are counted).
+OTHERS_SHOWN = 10
 #: Up to this many groups, the whole lattice (Hasse diagram) is the graph's default view.
 HASSE_MAX_GROUPS = 40
 
@@ -281,9 +283,12 @@ def mine_implications(model, ratings, *, liked=None, validation=None, items=None
     equiv = df["equivalent"].to_numpy(bool)
     others_of = {}
 
-    def others(item, grp):
+    def others(item, grp):  # the group's other members, most liked first, at most ten
         if item not in others_of:
-            others_of[item] = "; ".join(nm[k] for k in members[grp] if k != item)
+            rest = [nm[k] for k in members[grp] if k != item]
+            more = f"; and {len(rest) - OTHERS_SHOWN:,} more" if len(rest) > OTHERS_SHOWN \
+                else ""
+            others_of[item] = "; ".join(rest[:OTHERS_SHOWN]) + more
         return others_of[item]
 
     an = [nm[k] for k in ante]

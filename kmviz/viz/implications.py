@@ -143,9 +143,10 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
                                ayref="y", showarrow=True, arrowhead=2, arrowsize=1.2,
                                arrowwidth=2 if hot else 1, standoff=9, startstandoff=7,
                                arrowcolor="#444444" if hot else "#b0b0b0", text="")
-    fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name="implication (hover)",
-                             marker=dict(size=6, color="rgba(0,0,0,0)"), text=mtext,
-                             hovertemplate="%{text}<extra></extra>", showlegend=False))
+    if mx:  # (an empty trace draws no <g class="trace">, which would shift the DOM's order)
+        fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name="implication (hover)",
+                                 marker=dict(size=6, color="rgba(0,0,0,0)"), text=mtext,
+                                 hovertemplate="%{text}<extra></extra>", showlegend=False))
 
     nodes = list(G.nodes())
     xs = [pos[n][0] for n in nodes]

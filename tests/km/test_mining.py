@@ -324,3 +324,17 @@ def test_interaction_data_counts_every_user():
     said = sentences(mine_implications(PSI, train, around=2), 2, [f"film {k}" for k in
                                                                  range(8)])
     assert said and all(isinstance(t, str) for s in said for t, _ in s)
+
+
+def test_graph_without_edges_puts_the_nodes_first():
+    """Plotly draws no <g class="trace"> for an empty trace: the node trace must come first
+    when there is no edge to hover, so the DOM's traces and the figure's stay aligned."""
+    from kmviz.viz import implication_graph_figure
+
+    r = _ratings(seed=14)
+    df = mine_implications(PSI, r)
+    G = lattice_graph(df[df.equivalent], support_groups(PSI, r), PSI, r)
+    assert G.number_of_edges() == 0 and G.number_of_nodes() == 2
+    fig = implication_graph_figure(G)
+    assert [t.name for t in fig.data][0] == "item groups (same support)"
+    assert all(len(t.x) for t in fig.data)
