@@ -12,7 +12,7 @@ the scores are computed once per (data, gamma, m) and the draws reuse them (one 
 ``Nystroem(sampling="leverage")`` fit per cell is timed). Leverage draws are with
 replacement (fewer distinct landmarks than m); ``unique`` is their mean count.
 
-    python bench/kmc_nystrom.py [--quick] [--reps 10] [--full]
+    python bench/kmc_nystrom.py [--quick] [--reps 10] [--full] [--only grid|scaling]
 """
 
 from __future__ import annotations
@@ -133,28 +133,47 @@ def grid(name, X, gammas, ms, reps, seed):
     return rows
 
 
-def scaling(ns, m, gamma, seed, exact_max_n):
-    """Exact-leverage vs recursive sampling time and error as n grows (mixture data)."""
+def scaling(ns, m, gamma, seed, exact_max_n, reps):
+    """Exact-leverage vs recursive sampling time and error as n grows (mixture data); errors
+    are means over ``reps`` draws (the exact scores computed once per n and reused, one full
+    ``Nystroem(sampling="leverage")`` fit timed)."""
     from kmviz.kmc import nystrom as ny
+    from kmviz.kmc.kernels import gaussian_kernel
     from kmviz.kmc.synthetic import gaussian_mixture
 
     rows = []
     for n in ns:
         X, _ = gaussian_mixture(n, far_fraction=0.01, far_distance=12.0, random_state=seed)
         row = {"n": n, "m": m, "gamma": gamma}
-        t0 = time.perf_counter()
-        rec = ny.Nystroem(gamma=gamma, n_components=m, sampling="recursive",
-                          random_state=seed).fit(X)
-        row["recursive s"] = time.perf_counter() - t0
-        row["recursive err"] = rec.trace_error(X)
-        uni = ny.Nystroem(gamma=gamma, n_components=m, random_state=seed).fit(X)
-        row["uniform err"] = uni.trace_error(X)
+        errs, secs, uerr = [], [], []
+        for r in range(reps):
+            t0 = time.perf_counter()
+            rec = ny.Nystroem(gamma=gamma, n_components=m, sampling="recursive",
+                              random_state=seed + r).fit(X)
+            secs.append(time.perf_counter() - t0)
+            errs.append(rec.trace_error(X))
+            uerr.append(ny.Nystroem(gamma=gamma, n_components=m,
+                                    random_state=seed + r).fit(X).trace_error(X))
+        row["recursive s"] = float(np.mean(secs))
+        row["recursive err"] = float(np.mean(errs))
+        row["uniform err"] = float(np.mean(uerr))
         if n <= exact_max_n:
             t0 = time.perf_counter()
-            lev = ny.Nystroem(gamma=gamma, n_components=m, sampling="leverage",
-                              random_state=seed).fit(X)
+            ny.Nystroem(gamma=gamma, n_components=m, sampling="leverage",
+                        random_state=seed).fit(X)
             row["exact lev s"] = time.perf_counter() - t0
-            row["exact lev err"] = lev.trace_error(X)
+            K = gaussian_kernel(X, gamma=gamma)
+            sig, Q = np.linalg.eigh(K)
+            sig = np.clip(sig, 0, None)
+            lev = (Q * Q) @ (sig / (sig + ny.tail_alpha(sig, ny._k_of(m))))
+            del Q
+            p = lev / lev.sum()
+            lerr = []
+            for r in range(reps):
+                idx = np.unique(np.random.default_rng(seed + r).choice(n, m, p=p))
+                lerr.append(ny.residual_diagonal(K, idx).sum() / n)
+            del K
+            row["exact lev err"] = float(np.mean(lerr))
             row["time ratio"] = row["exact lev s"] / row["recursive s"]
             row["err ratio rec/lev"] = row["recursive err"] / row["exact lev err"]
         for k in list(row):
@@ -171,14 +190,29 @@ def main():
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--full", action="store_true",
-                   help="scaling up to n = 20,000 (exact scores up to n = 10,000: 0.8 GB "
-                        "kernel, minutes of eigh)")
+                   help="exact scores up to n = 10,000 in the scaling table (0.8 GB kernel, "
+                        "minutes of eigh; default up to 5,000; recursive always up to 20,000)")
+    p.add_argument("--only", choices=("grid", "scaling"), default=None)
     args = p.parse_args()
     t_start = time.perf_counter()
     header("Nyström landmark sampling: uniform / leverage / approximate / recursive, "
            "and scikit-learn's Nystroem")
     reps = 4 if args.quick else args.reps
     ms = (20, 50, 100) if args.quick else (20, 50, 100, 200)
+    if args.only != "scaling":
+        grid_section(args, reps, ms)
+    if args.only != "grid":
+        print(f"## 2. Exact vs recursive ridge-leverage sampling as n grows (mixture, m = 100, "
+              f"gamma = 0.5; mean over {reps} draws)\n")
+        ns = (1000, 2000, 5000, 20000) if not args.full else (1000, 2000, 5000, 10000, 20000)
+        if args.quick:
+            ns = (1000, 2000)
+        rows = scaling(ns, 100, 0.5, args.seed, 10000 if args.full else 5000, reps)
+        print(table(rows))
+    footer(t_start)
+
+
+def grid_section(args, reps, ms):
     print(f"## 1. Relative trace error Tr(K - K_hat) / Tr K, mean ± std over {reps} draws\n")
     print("ratios < 1: better than uniform. Leverage alpha = tail rule with k = m / 4; "
           "d_eff(alpha) = sum of the exact scores.\n")
@@ -188,18 +222,11 @@ def main():
         rows = grid(name, X, gammas, ms, reps, args.seed)
         print(table(rows))
         all_rows += rows
-    lev = [float(r["lev / unif"]) for r in all_rows if r["lev / unif"] != "-"]
-    print(f"leverage / uniform over the grid: min {min(lev):.2f}, max {max(lev):.2f}; "
-          f"cells above 1.05: {sum(x > 1.05 for x in lev)} of {len(lev)}\n")
-
-    print("## 2. Exact vs recursive ridge-leverage sampling as n grows (mixture, m = 100, "
-          "gamma = 0.5)\n")
-    ns = (1000, 2000, 5000) if not args.full else (1000, 2000, 5000, 10000, 20000)
-    if args.quick:
-        ns = (1000, 2000)
-    rows = scaling(ns, 100, 0.5, args.seed, exact_max_n=10000 if args.full else 5000)
-    print(table(rows))
-    footer(t_start)
+    for col in ("lev / unif", "approx / unif", "rec / unif"):
+        r = [float(x[col]) for x in all_rows if x[col] != "-"]
+        print(f"- {col} over the grid: min {min(r):.2f}, max {max(r):.2f}; cells above 1.05: "
+              f"{sum(x > 1.05 for x in r)} of {len(r)}")
+    print()
 
 
 if __name__ == "__main__":
