@@ -550,13 +550,14 @@ class KernelMatrixCompletion(IterativeEstimator):
             self._check_predictable(np.asarray(validation.users), np.asarray(validation.items),
                                     st.predictable_rows, st.predictable_cols, method,
                                     "validation ratings")
-        # the loop's own tol test is not ours: every method decides its convergence
-        if not st.iterative:
-            prm["max_iter"] = 1
-            prm["tol"] = 0.0
-        else:
-            prm["tol"] = -math.inf
+        # the loop's own tol test (relative objective decrease) is not ours: every method
+        # decides its convergence (CG residual, PG change at the final mu ...), see fit
+        prm["tol"] = -math.inf
         return st
+
+    def _n_iterations(self, params, state) -> int:
+        """One step for the closed-form methods (KKMCEX direct, RRMCEX), else max_iter."""
+        return int(params["max_iter"]) if state.iterative else 1
 
     def _start_kkmcex(self, st, prm, rng, graphs, feats):
         s = st.rows.shape[0]
