@@ -1,7 +1,7 @@
 """One-class MF: the all-pairs fast path against the naive dense O(mn) computation.
 
 For the W block of OCMF (items fixed) at m = n = 2,000, k = 32, 3% positives (ml100k's
-density), every loss: the function value, the gradient and a Hessian-vector product by
+density) and 0.5% (sparser, like larger recommender data), every loss: the function value, the gradient and a Hessian-vector product by
 
 - naive: the m x n score matrix S = P Q^T and every per-entry loss, weight and derivative
   (eq. (2)-(3) as written; BLAS for the m x n x k products; the gradient and Hv reuse S of
@@ -16,6 +16,7 @@ OpenMP threads and a multi-threaded OpenBLAS oversubscribe the cores otherwise).
 Rows: plain OCMF (X = I) and X = [I | F] with 20 user features plus a 10-NN user graph.
 
     python bench/ocmf_allpairs.py [--quick] [--m 2000] [--n 2000] [--k 32] [--reps 5]
+                                  [--densities 0.03,0.005]
 """
 
 from __future__ import annotations
@@ -43,34 +44,24 @@ def rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
 
 
-def main():
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--m", type=int, default=2000)
-    p.add_argument("--n", type=int, default=2000)
-    p.add_argument("--k", type=int, default=32)
-    p.add_argument("--density", type=float, default=0.03)
-    p.add_argument("--reps", type=int, default=5)
-    args = p.parse_args()
-    if args.quick:
-        args.m, args.n, args.reps = 500, 500, 2
-    t_start = time.perf_counter()
-    header("OCMF all-pairs terms: fast path vs naive O(mn)")
+def run_density(args, density):
     from kmviz._threads import single_blas_thread
     from kmviz.ocmf import AllPairsLoss, BlockProblem, ObservedPairs, SideMatrix, knn_graph
     from kmviz.ocmf import _reference as R
     from kmviz.ocmf.features import laplacian
     from kmviz.ocmf.losses import LOSSES
 
+    rows = []
     rng = np.random.default_rng(args.seed)
     m, n, k = args.m, args.n, args.k
-    Y = sp.random(m, n, density=args.density, random_state=rng, format="csr")
+    Y = sp.random(m, n, density=density, random_state=rng, format="csr")
     Y.data[:] = 1.0
     pairs = ObservedPairs.from_matrix(Y)
     Yd = Y.toarray()
     rho, a_bar, lam_w, lam_g = 2.0 ** -5, -1.0, 1.0, 0.5
     p_w, q_w = np.full(m, rho), np.ones(n)
     print(f"m = {m}, n = {n}, k = {k}, |Omega+| = {pairs.nnz:,} "
-          f"({pairs.nnz / (m * n):.1%}), rho = {rho:g}, a_bar = {a_bar:g}\n")
+          f"({pairs.nnz / (m * n):.1%}), rho = {rho:g}, a_bar = {a_bar:g}", flush=True)
     F = sp.csr_matrix(rng.standard_normal((m, 20)))
     setups = {
         "X = I": (SideMatrix(m, np.arange(m)), None),
@@ -79,7 +70,6 @@ def main():
             laplacian(knn_graph(F, 10), m)),
     }
     Q = rng.standard_normal((n, k)) * 0.3
-    rows = []
     for setup, (X, L) in setups.items():
         Xd = X.apply(np.eye(X.d)) if X.d <= 4000 else None
         W = rng.standard_normal((X.d, k)) * 0.3
@@ -98,7 +88,7 @@ def main():
             def naive_f():
                 P = Xd @ W
                 S = P @ Q.T
-                value, first, second = R.entry_terms(S, Yd, loss, p_w, q_w, a_bar)
+                value, _, _ = R.entry_terms(S, Yd, loss, p_w, q_w, a_bar, parts=(0,))
                 cache.update(P=P, S=S)
                 f = float(value.sum()) + lam_w * float(np.sum(W * W))
                 if Ld is not None:
@@ -106,7 +96,8 @@ def main():
                 return f
 
             def naive_grad():
-                _, first, second = R.entry_terms(cache["S"], Yd, loss, p_w, q_w, a_bar)
+                _, first, second = R.entry_terms(cache["S"], Yd, loss, p_w, q_w, a_bar,
+                                                 parts=(1, 2))
                 cache["D2"] = second
                 G = first @ Q
                 if Ld is not None:
@@ -143,13 +134,32 @@ def main():
                 prob.fun(x)
                 t["fast_grad"] = best_of(fast_grad, args.reps)
                 t["fast_hv"] = best_of(fast_hv, args.reps)
-            row = {"setup": setup, "loss": loss, "max rel. diff": f"{err:.1e}"}
+            row = {"density": f"{pairs.nnz / (m * n):.1%}", "setup": setup, "loss": loss,
+                   "max rel. diff": f"{err:.1e}"}
             for part in ("f", "grad", "hv"):
                 row[f"{part} naive ms"] = 1e3 * t[f"naive_{part}"]
                 row[f"{part} fast ms"] = 1e3 * t[f"fast_{part}"]
                 row[f"{part} speed-up"] = t[f"naive_{part}"] / t[f"fast_{part}"]
             rows.append(row)
-            print(f"  done: {setup}, {loss}", flush=True)
+            print(f"  done: {density:.1%}, {setup}, {loss}", flush=True)
+    return rows
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--m", type=int, default=2000)
+    p.add_argument("--n", type=int, default=2000)
+    p.add_argument("--k", type=int, default=32)
+    p.add_argument("--densities", default="0.03,0.005")
+    p.add_argument("--reps", type=int, default=5)
+    args = p.parse_args()
+    if args.quick:
+        args.m, args.n, args.reps = 500, 500, 2
+    t_start = time.perf_counter()
+    header("OCMF all-pairs terms: fast path vs naive O(mn)")
+    rows = []
+    for density in [float(x) for x in args.densities.split(",")]:
+        rows.extend(run_density(args, density))
     print()
     print(table(rows, floatfmt="{:.3g}"))
     ups = [r[f"{part} speed-up"] for r in rows for part in ("f", "grad", "hv")]

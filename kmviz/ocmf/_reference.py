@@ -17,14 +17,15 @@ def _dense(A):
     return A.toarray() if hasattr(A, "toarray") else np.asarray(A, dtype=np.float64)
 
 
-def entry_terms(S, Y, loss, p, q, a_bar):
-    """Per-entry value, first and second derivative of l_ij(Y_ij, S_ij) (m x n each)."""
+def entry_terms(S, Y, loss, p, q, a_bar, parts=(0, 1, 2)):
+    """Per-entry value, first and second derivative of l_ij(Y_ij, S_ij) (m x n each); only
+    the ``parts`` asked for are computed (the others are None)."""
     obs = _dense(Y) != 0
     C = np.outer(p, q)
-    lv, d1, d2 = numpy_loss(loss, np.ones_like(S), S)
-    value = np.where(obs, lv, C * (a_bar - S) ** 2)
-    first = np.where(obs, d1, 2.0 * C * (S - a_bar))
-    second = np.where(obs, d2, 2.0 * C)
+    lv, d1, d2 = numpy_loss(loss, np.ones_like(S), S, parts)
+    value = np.where(obs, lv, C * (a_bar - S) ** 2) if 0 in parts else None
+    first = np.where(obs, d1, 2.0 * C * (S - a_bar)) if 1 in parts else None
+    second = np.where(obs, d2, 2.0 * C) if 2 in parts else None
     return value, first, second
 
 

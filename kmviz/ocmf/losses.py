@@ -86,18 +86,37 @@ def loss_derivatives(code, y, s):
 
 
 # ----------------------------------------------------------------------------- NumPy oracles
-def numpy_loss(name, y, s):
-    """``(l, l', l'')`` as arrays: the reference the kernels are tested against."""
+def numpy_loss(name, y, s, parts=(0, 1, 2)):
+    """``(l, l', l'')`` as arrays: the reference the kernels are tested against. Only the
+    ``parts`` asked for (0: value, 1: l', 2: l'') are computed; the others are None."""
     y = np.asarray(y, dtype=np.float64)
     s = np.asarray(s, dtype=np.float64)
+    out = [None, None, None]
     if name == "squared":
-        return (y - s) ** 2, 2.0 * (s - y), np.full(np.broadcast(y, s).shape, 2.0)
-    if name == "logistic":
+        if 0 in parts:
+            out[0] = (y - s) ** 2
+        if 1 in parts:
+            out[1] = 2.0 * (s - y)
+        if 2 in parts:
+            out[2] = np.full(np.broadcast(y, s).shape, 2.0)
+    elif name == "logistic":
         z = y * s
-        sig = np.exp(-np.logaddexp(0.0, -z))  # sigma(z), no overflow
-        neg = np.exp(-np.logaddexp(0.0, z))   # sigma(-z)
-        return np.logaddexp(0.0, -z), -y * neg, y * y * sig * neg
-    if name == "squared_hinge":
+        if 0 in parts:
+            out[0] = np.logaddexp(0.0, -z)
+        if 1 in parts or 2 in parts:
+            neg = np.exp(-np.logaddexp(0.0, z))   # sigma(-z), no overflow
+            if 1 in parts:
+                out[1] = -y * neg
+            if 2 in parts:
+                out[2] = y * y * np.exp(-np.logaddexp(0.0, -z)) * neg
+    elif name == "squared_hinge":
         v = np.maximum(0.0, 1.0 - y * s)
-        return v ** 2, -2.0 * y * v, 2.0 * y * y * (v > 0)
-    raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}")
+        if 0 in parts:
+            out[0] = v ** 2
+        if 1 in parts:
+            out[1] = -2.0 * y * v
+        if 2 in parts:
+            out[2] = 2.0 * y * y * (v > 0)
+    else:
+        raise ValueError(f"unknown loss {name!r}; choose one of {', '.join(LOSSES)}")
+    return tuple(out)
