@@ -97,6 +97,7 @@ def _open_home(browser, server):
     from playwright.sync_api import expect
 
     ARTIFACTS.mkdir(exist_ok=True)
+    expect.set_options(timeout=60_000)  # a loaded 2-core box: expect's own default is 5 s
     page = browser.new_page(viewport={"width": 1400, "height": 2600})
     page.set_default_timeout(60_000)
     page.goto(server["url"])
@@ -127,7 +128,10 @@ def test_fresh_server_train_then_implications_without_data_step(server):
             # Train straight away: the default dataset (MovieLens latest-small) is loaded
             _nav(page, "Train")
             expect(page.get_by_text("MovieLens latest-small").first).to_be_visible()
-            form = page.locator('[data-testid="stForm"]')
+            # the Train page's own form (not a form of the page we come from, still on screen
+            # while the navigation runs)
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_role("spinbutton", name="D (dimension)"))
             expect(form).to_be_visible(timeout=120_000)
             form.get_by_role("spinbutton", name="D (dimension)").fill("3")
             form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
@@ -180,7 +184,10 @@ def test_data_train_implications_runs(server):
 
             # Train: D = 3, three BCD iterations
             _nav(page, "Train")
-            form = page.locator('[data-testid="stForm"]')
+            # the Train page's own form (not a form of the page we come from, still on screen
+            # while the navigation runs)
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_role("spinbutton", name="D (dimension)"))
             expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
             form.get_by_role("spinbutton", name="D (dimension)").fill("3")
             form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
@@ -300,7 +307,8 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
 
             # Runs: rename the run to Markdown; it shows as typed, never as a link
             _nav(page, "Runs")
-            form = page.locator('[data-testid="stForm"]')
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_label("Name", exact=True))
             expect(form).to_be_visible()
             name = form.get_by_label("Name", exact=True)
             name.fill(TITLE)
