@@ -10,8 +10,10 @@ uniformly at random.
    includes the ~0.1 GB of the preloaded interpreter) and NumPy's traced peak during the fit.
 2. The vec-trick product ``K_OO v``: dense BLAS route vs the sparse Numba kernel per
    observed density (the crossover sets ``kmviz.kmc.krr.SPARSE_DENSITY``).
-3. Fig. 3.5 / 3.6 in shape: NMSE and time vs P_s for KKMCEX, RRMCEX (d = 250), ALS (p = 10)
-   and online RRMCEX (one pass), noiseless and at snr = 1, with the spectrum shares of F.
+3. Fig. 3.5 / 3.6 in shape: NMSE and time vs P_s for KKMCEX, RRMCEX (d = 250), ALS (p = 10;
+   its kernels with jitter 1e-4, since it inverts them) and online RRMCEX (one pass),
+   noiseless and at snr = 1, with the spectrum shares of F.
+4. Online RRMCEX vs ALS on the same entries: time to ALS's final whole-matrix NMSE.
 
     python bench/kmc_timing.py [--quick] [--eta 1.0] [--mu 1e-3] [--skip-figs]
 """
@@ -108,7 +110,7 @@ def figs_cell(emit, n, pcts, eta, mu_grid, snr, seed):
             "RRMCEX d=250": dict(method="rrmcex", n_components=250),
             "online RRMCEX (1 pass)": dict(method="online_rrmcex", n_components=250,
                                            max_iter=1, tol=0.0),
-            "ALS p=10": dict(method="als", rank=10, max_iter=200, tol=1e-6),
+            "ALS p=10": dict(method="als", rank=10, max_iter=200, tol=1e-6, jitter=1e-4),
         }
         for name, prm in methods.items():
             best = (np.inf, None, None)
@@ -141,7 +143,8 @@ def online_cell(emit, n, pct, eta, mu_grid, d, seed):
     ratings, truth = _problem(n, int(pct / 100 * n * n), eta, seed)
     kern = dict(row_kernel=truth.row_kernel, col_kernel=truth.col_kernel, truth=truth.matrix)
     out = {}
-    for name, prm in (("ALS p=10", dict(method="als", rank=10, max_iter=300, tol=1e-7)),
+    for name, prm in (("ALS p=10", dict(method="als", rank=10, max_iter=300, tol=1e-7,
+                                        jitter=1e-4)),
                       ("online RRMCEX d=%d" % d,
                        dict(method="online_rrmcex", n_components=d, max_iter=40,
                             batch_size=ratings.n_ratings // 10, tol=0.0))):
@@ -175,67 +178,69 @@ def main():
     p.add_argument("--mu", type=float, default=1e-3)
     p.add_argument("--budget", type=float, default=600)
     p.add_argument("--skip-figs", action="store_true")
+    p.add_argument("--only-figs", action="store_true", help="sections 3 and 4 only")
     args = p.parse_args()
     t_start = time.perf_counter()
     header("Kernel MC: KKMCEX direct vs CG, issue 9's timing targets, Figs. 3.5-3.6")
 
-    # 1. targets --------------------------------------------------------------------------
-    print(f"## 1. Targets (thesis synthetic, eta = {args.eta}, mu = {args.mu}, noiseless, "
-          f"CG tol 1e-8 on the relative residual)\n")
-    cells = [
-        ("250 x 250, s = 6,250", 250, 6250, "direct", "jacobi", 2.0, None),
-        ("250 x 250, s = 6,250", 250, 6250, "cg", "jacobi", 2.0, None),
-        ("250 x 250, s = 6,250", 250, 6250, "cg", "eigen", 2.0, None),
-        ("500 x 500, s = 20,000", 500, 20000, "cg", "jacobi", 60.0, 2.0),
-        ("500 x 500, s = 20,000", 500, 20000, "cg", "eigen", 60.0, 2.0),
-    ]
-    if args.quick:
-        cells = [c for c in cells if c[1] == 250]
-    rows = []
-    for label, n, s, solver, pc, target_s, target_gb in cells:
-        res = run_cell(target_cell, n, s, solver, args.mu, args.eta, args.seed,
-                       preconditioner=pc, budget=args.budget)
-        row = {"problem": label, "solver": solver if solver == "direct" else f"cg ({pc})"}
-        if not res.ok:
-            row.update(wall_s="-", note=res.reason)
+    if not args.only_figs:
+        # 1. targets --------------------------------------------------------------------------
+        print(f"## 1. Targets (thesis synthetic, eta = {args.eta}, mu = {args.mu}, noiseless, "
+              f"CG tol 1e-8 on the relative residual)\n")
+        cells = [
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "jacobi", 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "cg", "jacobi", 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "cg", "eigen", 2.0, None),
+            ("500 x 500, s = 20,000", 500, 20000, "cg", "jacobi", 60.0, 2.0),
+            ("500 x 500, s = 20,000", 500, 20000, "cg", "eigen", 60.0, 2.0),
+        ]
+        if args.quick:
+            cells = [c for c in cells if c[1] == 250]
+        rows = []
+        for label, n, s, solver, pc, target_s, target_gb in cells:
+            res = run_cell(target_cell, n, s, solver, args.mu, args.eta, args.seed,
+                           preconditioner=pc, budget=args.budget)
+            row = {"problem": label, "solver": solver if solver == "direct" else f"cg ({pc})"}
+            if not res.ok:
+                row.update(wall_s="-", note=res.reason)
+                rows.append(row)
+                continue
+            v = res.value
+            ph = v["phases"]
+            ok = v["wall"] <= target_s and (target_gb is None or v["peak_rss_gb"] < target_gb)
+            row.update({
+                "fit s": fmt_s(v["wall"]), "target s": target_s,
+                "kernels s": fmt_s(ph.get("kernels")), "gram+solve s": fmt_s(
+                    ph.get("gram", 0) + ph.get("solve", 0)) if solver == "direct" else "-",
+                "setup s": fmt_s(ph.get("setup", 0) + ph.get("eig", 0)) if solver == "cg"
+                else "-",
+                "cg s": fmt_s(ph.get("cg")) if solver == "cg" else "-",
+                "iters": v["iters"], "rel. residual": "-" if v["residual"] is None
+                else f"{v['residual']:.1e}",
+                "peak RSS GB": f"{v['peak_rss_gb']:.2f}", "numpy peak GB": f"{v['traced_gb']:.2f}",
+                "NMSE": f"{v['nmse']:.4g}", "verdict": "PASS" if ok else "MISS"})
             rows.append(row)
-            continue
-        v = res.value
-        ph = v["phases"]
-        ok = v["wall"] <= target_s and (target_gb is None or v["peak_rss_gb"] < target_gb)
-        row.update({
-            "fit s": fmt_s(v["wall"]), "target s": target_s,
-            "kernels s": fmt_s(ph.get("kernels")), "gram+solve s": fmt_s(
-                ph.get("gram", 0) + ph.get("solve", 0)) if solver == "direct" else "-",
-            "setup s": fmt_s(ph.get("setup", 0) + ph.get("eig", 0)) if solver == "cg"
-            else "-",
-            "cg s": fmt_s(ph.get("cg")) if solver == "cg" else "-",
-            "iters": v["iters"], "rel. residual": "-" if v["residual"] is None
-            else f"{v['residual']:.1e}",
-            "peak RSS GB": f"{v['peak_rss_gb']:.2f}", "numpy peak GB": f"{v['traced_gb']:.2f}",
-            "NMSE": f"{v['nmse']:.4g}", "verdict": "PASS" if ok else "MISS"})
-        rows.append(row)
-    print(table(rows))
-    print("fit s: the whole `fit` (kernel checks, K_OO or CG set-up, solve); peak RSS: the "
-          "child process (interpreter and kmviz included).\n")
+        print(table(rows))
+        print("fit s: the whole `fit` (kernel checks, K_OO or CG set-up, solve); peak RSS: the "
+              "child process (interpreter and kmviz included).\n")
 
-    # 2. matvec crossover --------------------------------------------------------------------
-    from kmviz.kmc.krr import SPARSE_DENSITY
+        # 2. matvec crossover --------------------------------------------------------------------
+        from kmviz.kmc.krr import SPARSE_DENSITY
 
-    print("## 2. The vec-trick product K_OO v: dense BLAS route vs sparse Numba kernel "
-          "(seconds; min and median of the repetitions)\n")
-    dens = [0.01, 0.05, 0.1, 0.25, 0.5]
-    mv = []
-    for n in ((250,) if args.quick else (250, 500)):
-        res = run_cell(matvec_cell, n, dens, 10 if args.quick else 30, args.seed, budget=300)
-        if res.ok:
-            mv += res.value
-    for r in mv:
-        for k in ("dense min", "dense median", "sparse min", "sparse median"):
-            r[k] = fmt_s(r[k])
-        r["dense/sparse (min)"] = f"{r['dense/sparse (min)']:.2f}"
-    print(table(mv))
-    print(f"sparse route used below density {SPARSE_DENSITY} (kmviz.kmc.krr.SPARSE_DENSITY)\n")
+        print("## 2. The vec-trick product K_OO v: dense BLAS route vs sparse Numba kernel "
+              "(seconds; min and median of the repetitions)\n")
+        dens = [0.01, 0.05, 0.1, 0.25, 0.5]
+        mv = []
+        for n in ((250,) if args.quick else (250, 500)):
+            res = run_cell(matvec_cell, n, dens, 10 if args.quick else 30, args.seed, budget=300)
+            if res.ok:
+                mv += res.value
+        for r in mv:
+            for k in ("dense min", "dense median", "sparse min", "sparse median"):
+                r[k] = fmt_s(r[k])
+            r["dense/sparse (min)"] = f"{r['dense/sparse (min)']:.2f}"
+        print(table(mv))
+        print(f"sparse route used below density {SPARSE_DENSITY} (kmviz.kmc.krr.SPARSE_DENSITY)\n")
 
     # 3. Figs. 3.5-3.6 -------------------------------------------------------------------
     if not args.skip_figs:

@@ -57,6 +57,8 @@ PG_INITS = ("zero", "graph")
 #: ``solver="auto"`` solves KKMCEX directly up to this many observations (a dense s x s
 #: Cholesky: 72 MB and about 0.3 s at s = 3000 on the 2-core box) and by CG above.
 DIRECT_MAX_S = 3000
+#: ALS / SGD log a trace warning above this (lower estimate of the) kernel condition number.
+ILL_CONDITIONED = 1e10
 #: Methods that use the row and column kernels.
 KERNEL_METHODS = ("kkmcex", "rrmcex", "online_rrmcex", "als", "sgd")
 
@@ -121,7 +123,9 @@ class KernelMatrixCompletion(IterativeEstimator):
         ``1 / n_features``.
     jitter : float >= 0, optional
         Added to the diagonal of every kernel before the PSD check. Without it a kernel that
-        is not PSD within rounding is refused.
+        is not PSD within rounding is refused. ALS and SGD invert the kernels (3.28):
+        diffusion kernels are numerically singular (cond ~1e15), and there a jitter of about
+        1e-4 turns NMSE ~1 into ~0.01 (the trace logs a warning above cond 1e10).
     n_components : int >= 1, default=100
         d: RRMCEX features, and the rank of the CG's eigen preconditioner.
     rr_features : {"eigen", "linear"}, default="eigen"
@@ -240,7 +244,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                        help="Width γ of the Gaussian feature kernel; empty: 1 / n_features."),
         "jitter": Param(float, low=0, none_ok=True, label="jitter", advanced=True,
                         help="Added to every kernel's diagonal before the PSD check; empty: "
-                             "a kernel that is not PSD is refused."),
+                             "a kernel that is not PSD is refused. ALS/SGD invert the "
+                             "kernels: diffusion kernels need ~1e-4 there."),
         "n_components": Param(int, low=1, form_high=5000, step=50, label="d (features)",
                               help="d: RRMCEX's Kronecker eigen features (3.59) (250 in the "
                                    "thesis's synthetic test); rank of the eigen "
@@ -625,9 +630,15 @@ class KernelMatrixCompletion(IterativeEstimator):
 
     def _factor_start(self, st, prm):
         t0 = time.perf_counter()
-        st.Aw = fz.kernel_inverse(st.row_kernel, "row_kernel")
-        st.Ah = fz.kernel_inverse(st.col_kernel, "col_kernel")
+        st.Aw, cond_r = fz.kernel_inverse(st.row_kernel, "row_kernel", return_condition=True)
+        st.Ah, cond_c = fz.kernel_inverse(st.col_kernel, "col_kernel", return_condition=True)
         st.pending["invert"] = time.perf_counter() - t0
+        for side, cond in (("row", cond_r), ("column", cond_c)):
+            if cond > ILL_CONDITIONED:
+                st.events.append(
+                    f"the {side} kernel is ill-conditioned (cond >= {cond:.1e}): its inverse in "
+                    f"(3.28) is dominated by rounding; consider jitter (e.g. 1e-4 times the "
+                    f"largest kernel entry)")
         st.iterative = True
         st.prev_obj = math.inf
 

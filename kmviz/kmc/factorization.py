@@ -49,8 +49,20 @@ def _by_row(major, minor, vals, n):
     return [mi[ptr[k]:ptr[k + 1]] for k in range(n)], [va[ptr[k]:ptr[k + 1]] for k in range(n)]
 
 
-def kernel_inverse(K, name="kernel"):
-    """``K^-1`` of a positive definite kernel by Cholesky; a clear error if it is singular."""
+def cholesky_condition(c) -> float:
+    """A cheap lower estimate of cond(K) from its Cholesky factor: (max L_ii / min L_ii)^2."""
+    d = np.abs(np.diag(c[0]))
+    return float((d.max() / max(d.min(), 1e-300)) ** 2) if d.size else 1.0
+
+
+def kernel_inverse(K, name="kernel", *, return_condition=False):
+    """``K^-1`` of a positive definite kernel by Cholesky; a clear error if it is singular.
+
+    With ``return_condition``, also a lower estimate of cond(K) (:func:`cholesky_condition`):
+    diffusion kernels are numerically singular (cond ~1e15 at eta = 2 on the thesis's
+    graphs), and ALS / SGD on (3.28) with such an inverse fit badly (NMSE ~1 where
+    ``jitter=1e-4`` gives 0.01).
+    """
     try:
         c = sla.cho_factor(K, lower=True, check_finite=False)
     except np.linalg.LinAlgError:
@@ -62,7 +74,8 @@ def kernel_inverse(K, name="kernel"):
             fix="pass jitter= (e.g. 1e-6 times its largest diagonal entry) to add to its "
                 "diagonal, or use method='kkmcex', which needs no inverse") from None
     Ainv = sla.cho_solve(c, np.eye(K.shape[0]), check_finite=False)
-    return 0.5 * (Ainv + Ainv.T)
+    Ainv = 0.5 * (Ainv + Ainv.T)
+    return (Ainv, cholesky_condition(c)) if return_condition else Ainv
 
 
 def init_factors(rng, N, L, p, m):

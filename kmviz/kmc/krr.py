@@ -32,10 +32,10 @@ import scipy.linalg as sla
 
 #: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
 #: O(s (N + L)) serial Numba kernel against the O(N L (N + L)) of two BLAS products). Measured
-#: by bench/kmc_timing.py on the shared 2-core box, best-of ratio dense / sparse: 250 x 250:
-#: ~600x at 1 %, 2x at 10 %, 0.8x at 25 %, 0.5x at 50 %; 500 x 500: 60x, 1.7x, 4x, 1x. The
-#: medians favour the sparse route further (multi-threaded BLAS suffers most from a loaded box).
-SPARSE_DENSITY = 0.3
+#: by bench/kmc_timing.py on the shared 2-core box (two runs), best-of ratio dense / sparse:
+#: 250 x 250: 7-600x at 1 %, 1.1-2x at 10 %, 0.6-0.8x at 25 %, 0.3-0.5x at 50 %; 500 x 500:
+#: 17-60x, 1.7-2.3x, 0.6-4x, 0.4-1x. The sparse kernel's times vary far less under load.
+SPARSE_DENSITY = 0.15
 #: Rows of a gathered block (entries x features) kept under this many float64 values.
 CHUNK_VALUES = 4_000_000
 
