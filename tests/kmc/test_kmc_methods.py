@@ -183,3 +183,9 @@ def test_laplacian_regularized_pg_uses_the_inverse_lipschitz_step():
             ratings)
     row = m.trace_.rows[0]
     assert row["shrink"] == pytest.approx(1e-3 * 10 / (1 + 2 * 0.5 * lam_max))
+
+
+def test_warmup_compiles_every_kernel():
+    from kmviz.kmc import warmup
+
+    assert warmup.compile_kernels() >= 0.0
