@@ -210,3 +210,28 @@ def test_observed_pairs_layouts_agree():
         ObservedPairs([0, 0], [1, 1], 2, 2)
     with pytest.raises(ValueError, match="must lie in"):
         ObservedPairs([0, 3], [1, 1], 2, 2)
+
+
+@pytest.mark.parametrize("case", SIDE_CASES, ids=SIDE_IDS)
+def test_diagonal_preconditioner_is_the_hessian_diagonal(tiny_factory, case):
+    uf, vf, graph, identity = case
+    t = tiny_factory("logistic", user_features=uf, item_features=vf, graph=graph,
+                     identity=identity, seed=21, rho=1.5)
+    for prob, x in zip(_problems(t), (t.Wu.ravel(), t.Wv.ravel())):
+        prob.fun(x)
+        prob.grad(x)
+        H = np.column_stack([prob.hess_vec(e) for e in np.eye(x.size)])
+        np.testing.assert_allclose(prob.diag_hessian(), np.diag(H), rtol=1e-10, atol=1e-12)
+        assert prob.diag_hessian().min() > 0
+
+
+def test_preconditioned_and_plain_tron_reach_the_same_minimum(tiny_factory):
+    from kmviz.ocmf import tron
+
+    t = tiny_factory("logistic", seed=4)
+    pw, _ = _problems(t)
+    a = tron(pw, np.zeros(t.Wu.size), eps=1e-10, max_iter=100, precondition=True)
+    b = tron(pw, np.zeros(t.Wu.size), eps=1e-10, max_iter=100, precondition=False)
+    assert a.f == pytest.approx(b.f, rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-5, atol=1e-7)
+    assert {a.stop, b.stop} <= {"tolerance", "no_progress"}

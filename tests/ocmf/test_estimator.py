@@ -405,3 +405,15 @@ def test_user_groups_and_restrictions(planted):
     assert sum(int(g.sum()) for g in groups.values()) == train.n_users
     sub = restrict_users(test, groups["regular"])
     assert set(np.asarray(sub.users)) <= set(np.flatnonzero(groups["regular"]))
+
+
+def test_predict_broadcasts_pairs(fitted):
+    S = fitted.score_items(np.arange(5))
+    assert fitted.predict(2, 7) == pytest.approx(S[2, 7])
+    np.testing.assert_allclose(fitted.predict([0, 1, 2], [3, 3, 4]), S[[0, 1, 2], [3, 3, 4]])
+    np.testing.assert_allclose(fitted.predict(np.arange(5)[:, None], np.arange(3)[None, :]),
+                               S[:, :3])
+    with pytest.raises(ValueError, match="user index 300 is out of range"):
+        fitted.predict(300, 0)
+    with pytest.raises(ValueError, match="item index -1 is out of range"):
+        fitted.predict(0, -1)
