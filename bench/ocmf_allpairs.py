@@ -1,7 +1,8 @@
 """One-class MF: the all-pairs fast path against the naive dense O(mn) computation.
 
 For the W block of OCMF (items fixed) at m = n = 2,000, k = 32, 3% positives (ml100k's
-density) and 0.5% (sparser, like larger recommender data), every loss: the function value, the gradient and a Hessian-vector product by
+density) and 0.5% (sparser, like larger recommender data), every loss: the function value,
+the gradient and a Hessian-vector product by
 
 - naive: the m x n score matrix S = P Q^T and every per-entry loss, weight and derivative
   (eq. (2)-(3) as written; BLAS for the m x n x k products; the gradient and Hv reuse S of

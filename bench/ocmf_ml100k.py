@@ -14,11 +14,12 @@ Methods: OCMF SQ-SQ (squared loss, a_bar = 0, rho = 1: GRALS/LEML without graph)
 (a_bar = -1), SQ-wSQ with a_bar = 0 (the weighted MF that implicit's ALS solves), LR-wSQ;
 the best of these on validation with a user graph (a 10-NN co-interaction graph of the
 training positives: the paper's GRALS graph is not public), then with side features (item
-genres / year, or those and the user age / gender / occupation) and the graph; the Subsampled baseline (logistic loss on
-the positives and on |Omega-| = ratio |Omega+| uniformly drawn unobserved pairs labelled -1,
-rho = 0, the paper's "LR-LR (S)"); implicit ALS and BPR if implicit is installed. Same k for
-all (--k, default 64 as in the paper's Table 2), the threads of --threads for everyone
-(Numba and OpenBLAS / implicit's num_threads).
+genres / year, or those and the user age / gender / occupation) and the graph; the
+Subsampled baseline (logistic loss on the positives and on |Omega-| = ratio |Omega+|
+uniformly drawn unobserved pairs labelled -1, rho = 0, the paper's "LR-LR (S)"); implicit
+ALS and BPR if implicit is installed. Same k for all (--k, default 64 as in the paper's
+Table 2), the threads of --threads for everyone (Numba and OpenBLAS / implicit's
+num_threads).
 
 Tables: test metrics with the time per outer iteration; the paper's ml100k rows; cold and
 sparse users (<= 5 training positives) and cold items (10% of users / items whose positives

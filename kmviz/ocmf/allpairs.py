@@ -4,17 +4,17 @@ The model scores pair (i, j) by ``s_ij = p_i . q_j`` with embeddings P (m x k) a
 Over ALL pairs the loss is
 
     L(P, Q) = sum_{(i,j) in Omega} l(y_ij, s_ij)
-              + sum_{(i,j) not in Omega} a_i b_j (a_bar - s_ij)^2                      (OCMF (2)-(3))
+              + sum_{(i,j) not in Omega} a_i b_j (a_bar - s_ij)^2                  (OCMF (2)-(3))
 
 with a convex loss l on the observed set Omega, and on every other pair a squared loss toward
 the constant ``a_bar`` weighted by the rank-one weights ``a_i b_j`` (the OCMF paper's
 ``p_i q_j``; a constant rho by default). The split of eqs. (6)-(7) pretends every pair is an
 unobserved one and corrects the observed pairs:
 
-    L = L+ + L-,   L+ = sum_{Omega} [l(y_ij, s_ij) - a_i b_j (a_bar - s_ij)^2]         O(|Omega| k)
+    L = L+ + L-,   L+ = sum_{Omega} [l(y_ij, s_ij) - a_i b_j (a_bar - s_ij)^2]     O(|Omega| k)
                    L- = sum_{all i, j} a_i b_j (a_bar - s_ij)^2
                       = a_bar^2 (sum a)(sum b) - 2 a_bar (a^T P)(Q^T b) + <P^T A P, Q^T B Q>
-                                                                                       O((m + n) k^2)
+                                                                                   O((m + n) k^2)
 
 with A = diag(a), B = diag(b) (kept as vectors). The Gramians ``P_c = P^T A P`` and
 ``Q_c = Q^T B Q`` (k x k) carry every m x n sum. The constant ``a_bar^2 (sum a)(sum b)``

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from .._base import IterativeEstimator
 from .._params import RANDOM_STATE, Param
@@ -173,11 +172,13 @@ class OneClassMF(IterativeEstimator):
     trace_ : Trace
         One row per outer iteration: ``objective`` and its split ``l_plus``, ``l_minus``,
         ``reg_w``, ``reg_graph``, ``reg_h``; per block (``w_``, ``h_``) the final gradient
-        norm ``*_grad_norm`` and its ratio to the norm at 0 ``*_grad_ratio``, the trust radius
-        ``*_trust_radius``, counts ``n_*_newton``, ``n_*_cg``, ``n_*_rejected`` (GD:
-        ``n_*_backtrack``, ``*_step_size``) and the stop reason ``*_stop``; phase times
-        ``t_w_<phase>_s`` and ``t_h_<phase>_s`` for the phases precompute, function,
-        gradient, hessian_vector, line_search; with validation, ``validation_<metric>`` of
+        norm ``*_grad_norm`` and its ratio to the norm at the block's start
+        ``*_grad_ratio``, the trust radius ``*_trust_radius``, counts ``n_*_newton``,
+        ``n_*_cg``, ``n_*_rejected`` (GD: ``n_*_backtrack``, ``*_step_size``) and the stop
+        reason ``*_stop``; phase times ``t_w_<phase>_s`` and ``t_h_<phase>_s`` for the
+        phases precompute, function, gradient, hessian_vector, line_search, and
+        ``t_objective_s``; the counts of function, gradient and Hessian-vector evaluations
+        ``n_fun``, ``n_grad``, ``n_hess_vec``; with validation, ``validation_<metric>`` of
         :meth:`evaluate`.
 
     Notes
@@ -251,8 +252,8 @@ class OneClassMF(IterativeEstimator):
                                 help="Newton (or GD) iterations per W or H block at most."),
         "inner_tol": Param(float, low=0, closed="neither", high=1, label="block tolerance ε",
                            advanced=True,
-                           help="A block stops at ‖∇g‖ ≤ ε ‖∇g at the block's start‖ (or "
-                                "after the Newton steps allowed)."),
+                           help="A block stops at ‖∇g‖ ≤ ε ‖∇g at the block's start‖ "
+                                "(or after the Newton steps allowed)."),
         "side_features": Param(str, options=SIDE_FEATURES, label="side features",
                                help="Which of the dataset's own side features to use: user "
                                     "features X, item features Z (H = Z W₂), both or none."),
