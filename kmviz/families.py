@@ -185,3 +185,25 @@ register(Family(
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
 ))
+
+register(Family(
+    name="ocmf",
+    title="One-class MF with side information (OCMF)",
+    short="OCMF",
+    estimator="kmviz.ocmf.estimator:OneClassMF",
+    summary=(
+        "Positives only (e.g. ratings ≥ 4): a convex loss on the observed pairs and a "
+        "weighted squared loss toward $\\bar a$ on all other $m \\times n$ pairs, never "
+        "formed; alternating trust-region Newton (TRON) over $W$ and $H$, with optional "
+        "side features and a user graph. Set the positive threshold for graded ratings."),
+    metrics=("validation_precision_at_5", "test_precision_at_5", "test_ndcg_at_5",
+             "test_recall_at_5"),
+    label_params=("k", "loss", "rho"),
+    telemetry="kmviz.ocmf.telemetry",
+    explore=(ExplorePage("app_pages/ocmf.py", "OCMF", ":material/recommend:"),),
+    quick_params={"k": 4, "max_iter": 3, "threshold": 0.5, "random_state": 0},
+    contract_data={"source": "planted-lowrank", "n_users": 60, "n_items": 40, "rank": 3,
+                   "random_state": 1},
+    cli_aliases={"iters": "max_iter"},
+    warmup="kmviz.ocmf.warmup",
+))

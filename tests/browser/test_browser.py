@@ -108,10 +108,10 @@ def _open_home(browser, server):
     return page
 
 
-#: The sidebar's links, in order: the shared pages, then KM's Explore section. Nothing else
+#: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
-             "Implications"]
+             "Implications", "OCMF"]
 
 
 def test_fresh_server_train_then_implications_without_data_step(server):
