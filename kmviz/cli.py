@@ -240,8 +240,9 @@ def _cmd_train(args) -> int:
     phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
     if phases:
         summary.append(("time per phase", ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
-    print("Done. Metrics are {part}_{metric}: nrmse is the RMSE on the model's [0, 1] scale, "
-          "rmse on the rating scale.\n" + _pairs(summary))
+    meaning = (" (nrmse: the RMSE on the model's [0, 1] scale; rmse: on the rating scale)"
+               if any(k.endswith("_nrmse") for k in metrics) else "")
+    print(f"Done. Metrics are named part_metric{meaning}.\n" + _pairs(summary))
 
     if args.save:
         from .runs import RunStore, save_run

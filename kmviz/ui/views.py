@@ -137,9 +137,10 @@ def run_metrics(run) -> None:
     for col, k in zip(c[1:], shown):
         col.metric(metric_label(k), f"{m[k]:.4f}", help=f"{k}: the run's metric name")
     c[-1].metric("time", f"{m.get('wall_s', float('nan')):.1f} s")
+    meaning = (": nrmse is the RMSE on the model's [0, 1] scale, rmse on the rating scale"
+               if any(k.endswith("_nrmse") for k in m) else "")
     st.caption(f"Run `{run.run_id}` · stop reason: {run.stop_reason or 'n/a'}. Metrics are "
-               "named part_metric: nrmse is the RMSE on the model's [0, 1] scale, rmse on the "
-               "rating scale.")
+               f"named part_metric{meaning}.")
 
 
 def progress_panel() -> None:
