@@ -242,7 +242,7 @@ def _cmd_train(args) -> int:
         summary.append(("time per phase", ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
     meaning = (" (nrmse: the RMSE on the model's [0, 1] scale; rmse: on the rating scale)"
                if any(k.endswith("_nrmse") for k in metrics) else "")
-    print(f"Done. Metrics are named part_metric{meaning}.\n" + _pairs(summary))
+    print(f"Done. Metrics are named {{part}}_{{metric}}{meaning}.\n" + _pairs(summary))
 
     if args.save:
         from .runs import RunStore, save_run
