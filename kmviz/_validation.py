@@ -69,3 +69,18 @@ def check_random_state(random_state) -> np.random.Generator:
     raise InvalidParameterError(
         f"random_state must be None, an int or a numpy Generator. Got {random_state!r} instead."
     )
+
+
+def check_index_pairs(users, items, n_users: int, n_items: int):
+    """``(users, items)`` as broadcast integer arrays, or ValueError naming the first index
+    out of range (the shared check of every estimator's ``predict(users, items)``)."""
+    users = np.asarray(users)
+    items = np.asarray(items)
+    for name, arr, n in (("users", users, n_users), ("items", items, n_items)):
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{name} must be integer indices; got dtype {arr.dtype}.")
+        if arr.size and (arr.min() < 0 or arr.max() >= n):
+            bad = arr[(arr < 0) | (arr >= n)].ravel()[0]
+            raise ValueError(f"{name} index {int(bad)} is out of range; the model was "
+                             f"fitted on {n} {name} (indices 0..{n - 1}).")
+    return np.broadcast_arrays(users, items)

@@ -17,7 +17,7 @@ import numpy as np
 from .._base import IterativeEstimator
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
-from .._validation import check_random_state
+from .._validation import check_index_pairs, check_random_state
 from ..data.ratings import check_ratings_finite
 from ..exceptions import EmptyDataError, RunStoreError
 from ..trace import Trace
@@ -417,18 +417,7 @@ class KolmogorovModel(IterativeEstimator):
 
     # ------------------------------------------------------------------ prediction
     def _check_pairs(self, users, items):
-        users = np.asarray(users)
-        items = np.asarray(items)
-        for name, arr, n in (("users", users, self.theta_.shape[0]),
-                             ("items", items, self.psi_.shape[0])):
-            if arr.size and not np.issubdtype(arr.dtype, np.integer):
-                raise ValueError(f"{name} must be integer indices; got dtype {arr.dtype}.")
-            if arr.size and (arr.min() < 0 or arr.max() >= n):
-                bad = arr[(arr < 0) | (arr >= n)].ravel()[0]
-                raise ValueError(f"{name} index {int(bad)} is out of range; the model was "
-                                 f"fitted on {n} {name} (indices 0..{n - 1}).")
-        users, items = np.broadcast_arrays(users, items)
-        return users, items
+        return check_index_pairs(users, items, self.theta_.shape[0], self.psi_.shape[0])
 
     def predict(self, users, items):
         """Predicted probabilities ``theta_u^T psi_i`` (eq. (5)) for pairs of indices.

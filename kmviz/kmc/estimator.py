@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from .._base import IterativeEstimator
 from .._params import RANDOM_STATE, Param
-from .._validation import check_random_state
+from .._validation import check_index_pairs, check_random_state
 from ..exceptions import ConvergenceWarning, DataValueError, InvalidParameterError
 from ..trace import Trace
 from . import factorization as fz
@@ -909,17 +909,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                     f"({n_bad} such {name} in all). Fix: {fix}.")
 
     def _pairs(self, users, items):
-        users = np.asarray(users)
-        items = np.asarray(items)
-        for name, arr, n in (("users", users, self.n_rows_), ("items", items, self.n_cols_)):
-            if arr.size and not np.issubdtype(arr.dtype, np.integer):
-                raise ValueError(f"{name} must be integer indices; got dtype {arr.dtype}.")
-            if arr.size and (arr.min() < 0 or arr.max() >= n):
-                bad = arr[(arr < 0) | (arr >= n)].ravel()[0]
-                raise ValueError(f"{name} index {int(bad)} is out of range; the model was "
-                                 f"fitted on {n} {name} (indices 0..{n - 1}).")
-        users, items = np.broadcast_arrays(users, items)
-        return users, items
+        return check_index_pairs(users, items, self.n_rows_, self.n_cols_)
 
     def predict(self, users, items):
         """Predicted values for pairs of indices (broadcast), ``offset_`` included.
