@@ -7,7 +7,6 @@ import streamlit as st
 from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
 from kmviz.km import mining
-from kmviz.km.estimator import to_probability
 from kmviz.ui import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
@@ -229,10 +228,8 @@ with st.expander("The paper's relation-mining accuracy (Table VI)"):
                             key="impl_table_items", format_func=lambda i: f"{names[i]} [{i}]")
     users = st.multiselect("users (empty = every user who rated the items)",
                            an.raters_of(train, chosen), key="impl_table_users")
-    p_cut = 0.0 if liked == pair_rules.INTERACTED else float(to_probability(
-        [liked], train.r_min, train.r_max, run.model.probability_)[0])
     with user_errors("computing the relation-mining accuracy"):
-        tab = an.table_vi(run.model, train, chosen, threshold=p_cut - 1e-9, users=users)
+        tab = an.table_vi(run.model, train, chosen, liked=liked, users=users)
         st.markdown("**Relation-mining accuracy: the paper's measure (Table VI)**: for each "
                     "user who rated the item, the share of their rated items that they like "
                     "(liked as set above).")

@@ -12,14 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .interpret import (
-    implication_precision,
-    implications_frame,
-    implied_by_liking,
-    implies,
-    relation_mining_accuracy,
-    support_matrix,
-)
+from ..rules import INTERACTED
+from .estimator import to_probability
+from .interpret import relation_mining_accuracy
 
 
 def items_by_count(ratings) -> list[int]:
@@ -154,99 +149,22 @@ def filter_caption(summary: dict, min_ratings: int) -> str:
             f"{why}, {summary['one_hidden']:,} of them with ς = 1.")
 
 
-def restrict_graph(G, keep: np.ndarray):
-    """The implication graph over the kept items only: hidden items leave their nodes; a
-    node with no kept member is dropped. Supports (so the edges) and ς are unchanged."""
-    H = G.copy()
-    for n, d in list(H.nodes(data=True)):
-        pairs = [(m, nm) for m, nm in zip(d.get("members", ()), d.get("names", ()))
-                 if keep[int(m)]]
-        if not pairs:
-            H.remove_node(n)
-            continue
-        members, names = [m for m, _ in pairs], [nm for _, nm in pairs]
-        H.nodes[n].update(members=members, names=names,
-                          label=names[0] if len(names) == 1 else
-                          f"{names[0]} (+{len(names) - 1})")
-    return H
+def liked_probability(model, train, liked) -> float:
+    """The probability-scale cut of "liked" (a rating threshold in the data's units, or
+    :data:`kmviz.rules.INTERACTED`), as the paper's measures take it."""
+    if liked == INTERACTED:
+        return 0.0
+    return float(to_probability([liked], train.r_min, train.r_max, model.probability_)[0])
 
 
-def node_of_item(G, item: int):
-    for n, d in G.nodes(data=True):
-        if int(item) in d.get("members", ()):
-            return n
-    return None
+def table_vi(model, train, items, *, threshold: float = 0.5, users=None,
+             liked=None) -> pd.DataFrame:
+    """The paper's Table VI measure for the chosen items (and users, if given).
 
-
-def plain_words(psi, item: int, names: list[str], limit: int = 15,
-                keep: np.ndarray | None = None) -> tuple[list, list]:
-    """What liking ``item`` implies, and what implies liking it, as two sentences.
-
-    Each sentence is a list of ``(text, bold)`` pieces, so that item names (user data) are
-    rendered as plain text by the caller, never as markup.
-    """
-    psi = np.asarray(psi)
-    a = names[int(item)]
-    hidden = {"out": 0, "in": 0}
-
-    def listing(idx):
-        pieces = []
-        for k, j in enumerate(idx[:limit]):
-            if k:
-                pieces.append((", ", False))
-            pieces.append((names[j], True))
-        if len(idx) > limit:
-            pieces.append((f" and {len(idx) - limit} more", False))
-        return pieces
-
-    out = implied_by_liking(psi, item)
-    inn = implies(psi, item)
-    if keep is not None:
-        hidden = {"out": int((~keep[out]).sum()), "in": int((~keep[inn]).sum())}
-        out, inn = out[keep[out]], inn[keep[inn]]
-    if not psi[int(item)].any():
-        msg = [(a, True), (" has an empty support (no training ratings or never liked): no "
-                           "implications.", False)]
-        return msg, msg
-
-    def note(k):
-        return [(f" ({k} rarely rated item(s) hidden)", False)] if k else []
-
-    s1 = ([("Everyone who likes ", False), (a, True), (" also likes ", False), *listing(out),
-           (".", False)] if len(out) else
-          [("Liking ", False), (a, True), (" implies nothing about the items shown.", False)])
-    s2 = ([("Everyone who likes any of ", False), *listing(inn), (" also likes ", False),
-           (a, True), (".", False)] if len(inn) else
-          [("No other item shown implies liking ", False), (a, True), (".", False)])
-    return s1 + note(hidden["out"]), s2 + note(hidden["in"])
-
-
-def precision_table(model, split, *, threshold: float = 0.5, min_users: int = 3,
-                    keep: np.ndarray | None = None) -> pd.DataFrame:
-    """Precision of each implication on the training and the held-out ratings, side by
-    side; only pairs of items in ``keep`` when given."""
-    psi = np.asarray(model.psi_)
-    kw = dict(threshold=threshold, probability=model.probability_,
-              names=item_names(split.train), subset=keep)
-    key = ["antecedent", "consequent"]
-    train = implication_precision(psi, split.train, min_users=min_users, **kw)
-    out = train.rename(columns={"n_users": "train_users", "precision": "train_precision",
-                                "lift": "train_lift", "base_rate": "train_base_rate"})
-    held = split.held_out()
-    if held is not None:
-        test = implication_precision(psi, held, min_users=1, **kw)[
-            key + ["n_users", "precision", "lift"]]
-        test = test.rename(columns={"n_users": "heldout_users",
-                                    "precision": "heldout_precision", "lift": "heldout_lift"})
-        out = out.merge(test, on=key, how="left")
-    columns = ["antecedent_name", "consequent_name", "train_users", "train_precision",
-               "train_lift", "heldout_users", "heldout_precision", "heldout_lift", "equivalent",
-               "antecedent", "consequent"]
-    return out[[c for c in columns if c in out]].reset_index(drop=True)
-
-
-def table_vi(model, train, items, *, threshold: float = 0.5, users=None) -> pd.DataFrame:
-    """The paper's Table VI measure for the chosen items (and users, if given)."""
+    ``threshold`` is on the model's probability scale; ``liked`` (a rating in the data's
+    units, as elsewhere in kmviz) overrides it when given."""
+    if liked is not None:
+        threshold = liked_probability(model, train, liked) - 1e-9
     names = item_names(train)
     frames = []
     for i in items:
@@ -266,27 +184,3 @@ def raters_of(train, items) -> list[int]:
     """Users who rated any of ``items`` in the training ratings."""
     mask = np.isin(np.asarray(train.items), [int(i) for i in items])
     return [int(u) for u in np.unique(np.asarray(train.users)[mask])]
-
-
-#: Largest item-level implications table offered for download (rows).
-MAX_EXPORT_ROWS = 1_000_000
-
-
-def implications_csv(psi, names: list[str], train=None, keep_mask: np.ndarray | None = None
-                     ) -> tuple[str, str]:
-    """(CSV text, note) of the item-level implications among the items in ``keep_mask``
-    (all by default); capped to the most rated items when the table would exceed
-    :data:`MAX_EXPORT_ROWS` rows."""
-    psi = np.asarray(psi)
-    n = psi.shape[0]
-    note = ""
-    keep = np.arange(n) if keep_mask is None else np.flatnonzero(keep_mask)
-    if int(support_matrix(psi[keep]).sum()) > MAX_EXPORT_ROWS and train is not None:
-        counts = train.item_counts()
-        keep = np.sort(keep[np.argsort(-counts[keep], kind="stable")[:1000]])
-        note = ("The full table is too large to download; this file covers the 1,000 most "
-                "rated items.")
-    frame = implications_frame(psi[keep], [names[i] for i in keep])
-    frame["antecedent"] = keep[frame["antecedent"].to_numpy()]
-    frame["consequent"] = keep[frame["consequent"].to_numpy()]
-    return frame.to_csv(index=False), note
