@@ -37,7 +37,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._params import json_safe
+from .data.splits import has_split_arrays, split_arrays, split_from_arrays
 from .exceptions import RunStoreBusyError, RunStoreError
+from .families import family_of
+from .families import get as get_family
 from .trace import Trace, json_default
 
 __all__ = ["RUN_FORMAT", "OpenedRun", "Run", "RunStore", "default_runs_dir", "load_model_file",
@@ -1257,9 +1261,6 @@ def _provenance(writer: str, extra: dict | None = None) -> dict:
 
 def _model_payload(model, split, dataset, spec):
     """(family name, arrays, dataset meta, split meta) of a fitted model and its data."""
-    from .data.splits import split_arrays
-    from .families import family_of
-
     fam = family_of(model)
     arrays = {k: np.asarray(v) for k, v in model._fitted_arrays().items()}
     bad = [k for k in arrays if k.startswith("data_")]
@@ -1308,8 +1309,6 @@ def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str
         The run id.
     """
     fam, arrays, ds, split_meta = _model_payload(model, split, dataset, spec)
-    from ._params import json_safe
-
     params = json_safe(model.get_params())
     if metrics is None:
         metrics = run_metrics(model, split) if split is not None else {
@@ -1339,15 +1338,12 @@ class OpenedRun:
 
 def open_run(run_id: str, store: "RunStore | None" = None) -> OpenedRun:
     """Reopen a saved run: the fitted model (its family's estimator) and its split."""
-    from .data.splits import has_split_arrays, split_from_arrays
-    from .families import get
-
     store = store if store is not None else RunStore()
     run = store.load(run_id)
-    return _open(run, get, has_split_arrays, split_from_arrays)
+    return _open(run)
 
 
-def _open(run, get_family, has_split_arrays, split_from_arrays) -> OpenedRun:
+def _open(run) -> OpenedRun:
     split = whole = None
     problem = ""
     if has_split_arrays(run.arrays):
@@ -1387,8 +1383,6 @@ def save_model_file(path, model, *, split=None, dataset=None, spec=None) -> Path
     """One fitted model in one file, in the run format: a zip holding ``meta.json``,
     ``trace.json`` and ``arrays.npz`` (the members of a run folder). Written atomically."""
     fam, arrays, ds, split_meta = _model_payload(model, split, dataset, spec)
-    from ._params import json_safe
-
     path = Path(path)
     meta = {
         "format": RUN_FORMAT, "kind": "kmviz model", "family": fam.name,
@@ -1424,9 +1418,6 @@ def load_model_file(path):
     Also reads the single ``.npz`` files of kmviz 0.1.0's ``KolmogorovModel.save``. Nothing
     is unpickled; a file that is neither raises :class:`RunStoreError` saying why.
     """
-    from .data.splits import has_split_arrays, split_from_arrays
-    from .families import get
-
     path = Path(path)
     if not path.exists():
         raise RunStoreError(f"{path}: no such model file.")
@@ -1458,8 +1449,7 @@ def load_model_file(path):
     meta.setdefault("run_id", path.stem)
     for key in ("family", "params", "dataset", "metrics", "status", "created", "label"):
         meta.setdefault(key, {} if key in ("params", "dataset", "metrics") else "")
-    opened = _open(Run(meta=meta, trace=trace, arrays=arrays), get, has_split_arrays,
-                   split_from_arrays)
+    opened = _open(Run(meta=meta, trace=trace, arrays=arrays))
     if opened.model is None:
         raise RunStoreError(f"{path}: {opened.problem}")
     return opened.model, opened.split
@@ -1479,9 +1469,7 @@ def _load_v1_model_file(path):
                             f"{sorted(need - set(data))}).")
     if int(data["format"]) > 1:
         raise RunStoreError(f"{path}: an unknown model file format {int(data['format'])}.")
-    from .families import get
-
-    cls = get("km").estimator_class()
+    cls = get_family("km").estimator_class()
     params = json.loads(str(data["params"]))
     trace = Trace.from_json(str(data["trace"]))
     return cls._from_fitted_arrays(data, params, trace), None
