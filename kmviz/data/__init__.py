@@ -3,7 +3,8 @@
 :func:`load` is the single entry point: a catalogue name (:func:`list_datasets`) or a path.
 """
 
-from .builtin import load_movielens_small
+from .builtin import load_boston, load_gapminder, load_movielens_small
+from .graphs import erdos_renyi_graph, group_graph, temporal_graph
 from .catalogue import DatasetEntry, get_dataset, list_datasets, load
 from .loaders import (
     detect_format,
@@ -50,6 +51,11 @@ __all__ = [
     "load_movielens_csv",
     "load_movielens_dat",
     "load_movielens_small",
+    "load_boston",
+    "load_gapminder",
+    "erdos_renyi_graph",
+    "group_graph",
+    "temporal_graph",
     "load_path",
     "load_zip",
     "make_planted_km",

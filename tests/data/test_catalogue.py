@@ -68,3 +68,30 @@ def test_movielens_small_builtin():
 
 def test_movielens_small_is_cached():
     assert data.load_movielens_small() is data.load("movielens-small")
+
+
+def test_gapminder_entry_is_countries_by_years_with_both_graphs():
+    r = data.load("gapminder")
+    assert r.shape == (185, 57) and r.n_ratings == 185 * 57  # life expectancy is complete
+    assert r.user_label(0) and r.item_label(0) == "1960"
+    A, T = r.user_graph.toarray(), r.item_graph.toarray()
+    assert np.allclose(A, A.T) and np.all(np.diag(A) == 0)
+    # countries of one region are linked to each other and to nobody else
+    regions = data.builtin.gapminder_matrix()[3]
+    u = 0
+    assert set(np.flatnonzero(A[u])) == set(np.flatnonzero(regions == regions[u])) - {u}
+    assert T[10, 13] == 1 and T[10, 14] == 0  # year_width=3 by default
+    gdp = data.load("gapminder", indicator="gdp")
+    assert gdp.n_ratings < 185 * 57 and gdp.info["log"]
+    with pytest.raises(InvalidParameterError, match="indicator"):
+        data.load("gapminder", indicator="happiness")
+
+
+def test_boston_entry_is_one_target_with_thirteen_standardized_features():
+    r = data.load("boston")
+    assert r.shape == (506, 1) and r.item_label(0) == "medv"
+    X, y, names = data.builtin.boston_arrays()
+    assert np.array_equal(r.values[np.argsort(r.users)], y)
+    assert list(r.user_features.columns) == names and len(names) == 13
+    F = r.user_features.to_numpy()
+    assert np.allclose(F.mean(axis=0), 0, atol=1e-12) and np.allclose(F.std(axis=0), 1)
