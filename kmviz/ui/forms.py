@@ -112,10 +112,22 @@ GENERATOR_HELP = {
     "rank": "Rank of the planted matrix.",
     "n_user_features": "Number of user side features.",
     "n_item_features": "Number of item side features.",
+    "indicator": "Which Gapminder indicator fills the countries x years matrix.",
+    "year_width": "Each year is linked to this many years before and after it in the year "
+                  "graph (the temporal prior of kernel matrix completion).",
+    "log": "Take log10 of the values; automatic does so for GDP and population, whose "
+           "values span orders of magnitude.",
+    "standardize": "Scale every feature to zero mean and unit variance.",
 }
 #: Enumerated generator parameters: value -> label.
 GENERATOR_CHOICES = {"scale": {"unit": "unit (probabilities in [0, 1])",
-                               "stars": "stars (1-5)"}}
+                               "stars": "stars (1-5)"},
+                     "indicator": {"life_expectancy": "life expectancy (years)",
+                                   "fertility": "fertility (children per woman)",
+                                   "infant_mortality": "infant mortality (per 1,000)",
+                                   "gdp": "GDP (constant 2000 US$)",
+                                   "population": "population"},
+                     "log": {None: "automatic", True: "log10", False: "as they are"}}
 #: Optional numeric parameters whose "None" is entered as 0 (the help says what 0 means).
 GENERATOR_ZERO_IS_NONE = {"max_support": int, "star_step": float}
 #: Widget bounds (min, max) per parameter; None = unbounded.
@@ -123,6 +135,7 @@ GENERATOR_BOUNDS = {
     "n_users": (2, 100_000), "n_items": (2, 100_000), "D": (1, 16), "noise": (0.0, 1.0),
     "observed": (0.01, 1.0), "star_step": (0.0, 4.0), "n_chains": (1, 64),
     "max_support": (0, 16), "alpha": (0.01, 100.0), "random_state": (0, 2**31 - 1),
+    "year_width": (1, 20),
     "rank": (1, 100), "n_user_features": (1, 100), "n_item_features": (1, 100),
 }
 

@@ -583,3 +583,22 @@ def test_too_small_for_the_split_loads_with_everything_in_training():
     split = at.session_state[StateKeys.SPLIT]
     assert split.validation is None and split.test is None
     assert split.train.n_ratings == at.session_state[StateKeys.DATASET].n_ratings
+
+
+def test_data_page_loads_gapminder_with_its_options_and_boston():
+    at = goto(new_session(), DATA)
+    at.selectbox(key="data_builtin").set_value("gapminder").run()
+    indicator = at.selectbox(key="data_gapminder_indicator")
+    assert indicator.value == "life_expectancy" and "fertility" in indicator.options[1]
+    assert at.selectbox(key="data_gapminder_log").value is None
+    indicator.set_value("gdp")
+    at.number_input(key="data_gapminder_year_width").set_value(5)
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ratings = at.session_state[StateKeys.DATASET]
+    assert ratings.name == "Gapminder gdp (log10)" and ratings.shape == (185, 57)
+    assert ratings.info["year_width"] == 5
+    at.selectbox(key="data_builtin").set_value("boston").run()
+    at.button(key="data_load_builtin").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state[StateKeys.DATASET].shape == (506, 1)
