@@ -30,6 +30,9 @@ from pathlib import Path
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+#: ``--split`` choices: kmviz.data.ratings.SPLIT_KINDS, spelled out so that ``--help`` does
+#: not import the data layer (tests/test_cli.py keeps the two equal).
+SPLIT_CHOICES = ("random", "user", "cold_users", "cold_items")
 #: Environment variables `kmviz app` hands to the app (read in kmviz.ui).
 DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
 SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
@@ -466,8 +469,9 @@ def _add_train_parser(train_cmds, fam, option_help) -> None:
                    help="validation fraction, 0 for none (default: 0.1, as in the app)")
     p.add_argument("--test-size", type=_fraction, default=0.2,
                    help="test fraction, 0 for none (default: 0.2, as in the app)")
-    p.add_argument("--split", choices=("random", "user"), default="random",
-                   help="hold out random ratings, or a share of each user's (default random)")
+    p.add_argument("--split", choices=SPLIT_CHOICES, default="random",
+                   help="hold out random ratings, a share of each user's, or whole users or "
+                        "items (cold start) (default random)")
     p.add_argument("--save", action="store_true", help="save the run to the run store")
     p.add_argument("--label", help="display name of the saved run")
     p.add_argument("--note", help="a note kept with the saved run")

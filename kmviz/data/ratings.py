@@ -19,6 +19,9 @@ from .._validation import check_number, check_option, check_random_state
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 
 DUPLICATE_POLICIES = ("error", "mean", "first", "last")
+#: How a dataset can be cut into parts: random ratings, a share of each user's ratings, or
+#: whole users / whole items held out (cold start).
+SPLIT_KINDS = ("random", "user", "cold_users", "cold_items")
 #: Largest magnitude accepted for a rating value or a scale bound. Beyond it, squares, sums
 #: and the span of the scale lose all precision or overflow (1e308 - (-1e308) is inf), so
 #: such a value is almost surely a unit or parsing mistake.
@@ -457,15 +460,46 @@ class Ratings:
                                  expected="users with more than min_train ratings")
         return self.subset(~mask, name=f"{self.name} (train)"), self.subset(mask, name=f"{self.name} (test)")
 
-    def train_val_test(self, val_size=0.1, test_size=0.2, *, by="random", random_state=None):
-        """Three disjoint parts: train, validation, test (``by`` in {"random", "user"})."""
-        check_option("Ratings.train_val_test", "by", by, ("random", "user"))
+    def split_cold(self, test_size=0.2, *, axis="users", random_state=None):
+        """Cold-start hold-out: ``test_size`` of the users (or items) that have ratings send
+        every rating to test, so the model never sees them in training.
+
+        Only models that predict from side information (kernels, features) can score the
+        held-out part; the others say so. At least two users (items) stay in training.
+        """
+        check_option("Ratings.split_cold", "axis", axis, ("users", "items"))
+        test_size = check_number("Ratings.split_cold", "test_size", test_size, low=0.0,
+                                 high=1.0, closed="neither")
         rng = check_random_state(random_state)
-        splitter = self.split if by == "random" else self.split_per_user
-        rest, test = splitter(test_size, random_state=rng)
+        ids = np.asarray(self.users if axis == "users" else self.items)
+        present = np.unique(ids)
+        k = min(int(round(test_size * present.size)), present.size - 2)
+        if k < 1:
+            raise EmptyDataError(
+                f"a cold-start split of {test_size:g} of the {present.size} {axis} with "
+                "ratings holds out none of them",
+                expected=f"a fraction that holds out at least one of the {axis} and leaves two")
+        cold = rng.choice(present, size=k, replace=False)
+        mask = np.isin(ids, cold)
+        return (self.subset(~mask, name=f"{self.name} (train)"),
+                self.subset(mask, name=f"{self.name} (test)"))
+
+    def _splitter(self, by):
+        if by == "random":
+            return self.split
+        if by == "user":
+            return self.split_per_user
+        axis = by.removeprefix("cold_")
+        return lambda size, random_state=None: self.split_cold(size, axis=axis,
+                                                                random_state=random_state)
+
+    def train_val_test(self, val_size=0.1, test_size=0.2, *, by="random", random_state=None):
+        """Three disjoint parts: train, validation, test (``by`` in :data:`SPLIT_KINDS`)."""
+        check_option("Ratings.train_val_test", "by", by, SPLIT_KINDS)
+        rng = check_random_state(random_state)
+        rest, test = self._splitter(by)(test_size, random_state=rng)
         frac = val_size / (1.0 - test_size)
-        split2 = rest.split if by == "random" else rest.split_per_user
-        train, val = split2(frac, random_state=rng)
+        train, val = rest._splitter(by)(frac, random_state=rng)
         return (train._replace_entries(train.users, train.items, train.values, name=f"{self.name} (train)"),
                 val._replace_entries(val.users, val.items, val.values, name=f"{self.name} (validation)"),
                 test)

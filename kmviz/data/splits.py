@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import DataError
+from .ratings import SPLIT_KINDS
 
 #: The split both the CLI and the app use unless told otherwise.
 DEFAULT_SPLIT = {"val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 0}
@@ -70,8 +71,9 @@ def make_split(ratings, *, val_size: float = 0.1, test_size: float = 0.2, by: st
 
     The same arguments give the same split of the same data (the seed drives the draws).
     """
-    if by not in ("random", "user"):
-        raise DataError(f"the split must be by 'random' ratings or per 'user'; got {by!r}")
+    if by not in SPLIT_KINDS:
+        raise DataError(f"the split must be by 'random' ratings, per 'user', or hold out "
+                        f"whole users or items ('cold_users', 'cold_items'); got {by!r}")
     if val_size < 0 or test_size < 0 or val_size + test_size >= 0.9:
         raise DataError(
             f"validation ({val_size:g}) and test ({test_size:g}) fractions must be >= 0 and "
@@ -83,8 +85,7 @@ def make_split(ratings, *, val_size: float = 0.1, test_size: float = 0.2, by: st
         train, val, test = ratings.train_val_test(val_size, test_size, by=by,
                                                   random_state=seed)
     elif test_size > 0 or val_size > 0:
-        splitter = ratings.split if by == "random" else ratings.split_per_user
-        train, held = splitter(test_size or val_size, random_state=seed)
+        train, held = ratings._splitter(by)(test_size or val_size, random_state=seed)
         if test_size > 0:
             test = held
         else:

@@ -55,7 +55,7 @@ def test_data_page_shows_counts_split_and_preview():
     assert {"user", "item", "value", "item_name"} <= set(preview.columns)
     # change the split: per user, no validation part
     at.number_input(key="data_val_size").set_value(0.0)
-    at.radio(key="data_split_by").set_value("user")
+    at.selectbox(key="data_split_by").set_value("user")
     [b for b in at.button if b.label == "Apply split"][0].click().run()
     assert not at.exception
     split = at.session_state[StateKeys.SPLIT]

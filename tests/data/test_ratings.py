@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kmviz.data import Ratings
+from kmviz.data import Ratings, planted_km
 from kmviz.exceptions import (
     DataValueError,
     DuplicateRatingsError,
@@ -160,3 +160,37 @@ def test_train_val_test_are_disjoint():
 def test_split_rejects_bad_fraction():
     with pytest.raises(InvalidParameterError, match="'test_size' parameter of Ratings.split"):
         _grid().split(1.5)
+
+
+@pytest.mark.parametrize("axis", ["users", "items"])
+def test_split_cold_holds_out_whole_users_or_items(axis):
+    r = planted_km(n_users=40, n_items=30, observed=0.5, random_state=3)
+    train, test = r.split_cold(0.25, axis=axis, random_state=0)
+    assert train.n_ratings + test.n_ratings == r.n_ratings
+    key = "users" if axis == "users" else "items"
+    held, kept = set(np.asarray(getattr(test, key))), set(np.asarray(getattr(train, key)))
+    assert held and not held & kept  # every rating of a held-out user is in test
+    present = np.unique(getattr(r, key)).size
+    assert len(held) == round(0.25 * present)
+    again = r.split_cold(0.25, axis=axis, random_state=0)[1]
+    assert np.array_equal(again.users, test.users) and np.array_equal(again.items, test.items)
+    with pytest.raises(EmptyDataError, match="holds out none"):
+        r.split_cold(0.001, axis=axis)
+
+
+def test_make_split_cold_users_gives_disjoint_user_sets():
+    from kmviz.data.splits import make_split
+
+    r = planted_km(n_users=60, n_items=20, random_state=1)
+    s = make_split(r, val_size=0.1, test_size=0.2, by="cold_users", seed=0)
+    tr, va, te = (set(np.asarray(p.users)) for p in (s.train, s.validation, s.test))
+    assert va and te and not (tr & va) and not (tr & te) and not (va & te)
+    assert len(te) == 12 and s.settings()["by"] == "cold_users"
+    assert s.train.n_ratings + s.validation.n_ratings + s.test.n_ratings == r.n_ratings
+
+
+def test_cli_split_choices_are_the_data_layers():
+    from kmviz.cli import SPLIT_CHOICES
+    from kmviz.data.ratings import SPLIT_KINDS
+
+    assert SPLIT_CHOICES == SPLIT_KINDS
