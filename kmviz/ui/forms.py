@@ -190,6 +190,11 @@ def generator_options_form(defaults: dict, *, prefix: str) -> dict:
     return out
 
 
+#: The split kinds (kmviz.data.ratings.SPLIT_KINDS) as the Data page names them.
+SPLIT_LABELS = {"random": "random ratings", "user": "per user",
+                "cold_users": "whole users (cold start)", "cold_items": "whole items (cold start)"}
+
+
 def split_form(current=None) -> tuple[dict, bool]:
     """Train / validation / test fractions, random vs per-user, seed; returns (params, applied)."""
     cur = current or {"val_size": 0.1, "test_size": 0.2, "by": "random", "seed": 0}
@@ -199,11 +204,14 @@ def split_form(current=None) -> tuple[dict, bool]:
                               key="data_val_size")
         test = c2.number_input("test fraction", 0.0, 0.5, float(cur["test_size"]), 0.05,
                                key="data_test_size")
-        by = c3.radio("split", ["random", "user"], index=0 if cur["by"] == "random" else 1,
-                      format_func={"random": "random ratings", "user": "per user"}.get,
-                      key="data_split_by", horizontal=True,
-                      help="per user: every user keeps ratings in training and sends a share "
-                           "of them to validation/test")
+        kinds = list(SPLIT_LABELS)
+        by = c3.selectbox("split", kinds, index=kinds.index(cur["by"]) if cur["by"] in kinds
+                          else 0, format_func=SPLIT_LABELS.get, key="data_split_by",
+                          help="per user: every user keeps ratings in training and sends a "
+                               "share of them to validation/test. Whole users / items: the "
+                               "fractions are of the users (items), whose every rating is "
+                               "held out: cold start, which only models that read side "
+                               "information (kernels, features) can predict.")
         seed = c4.number_input("seed", 0, 2**31 - 1, int(cur["seed"]), 1, key="data_split_seed")
         applied = st.form_submit_button("Apply split")
     return {"val_size": float(val), "test_size": float(test), "by": by, "seed": int(seed)}, applied
