@@ -1012,25 +1012,27 @@ def max_run_bytes() -> int:
     return int(mb * 1024 * 1024)
 
 
-def _read_npz(path: Path, run_id: str, limit: int | None = None) -> dict:
+def _read_npz(path, run_id: str, limit: int | None = None, *, owner: str | None = None,
+              fix: str | None = None) -> dict:
     """The arrays of a run's ``arrays.npz``, every member checked before it is read.
 
     Each member's .npy header gives its shape and dtype: object dtypes (pickle) are refused,
     the data size the header implies must equal the member's size in the archive, and the
     total must stay under :func:`max_run_bytes`. Only then is anything allocated, and each
-    member is read through the zip's own size and CRC checks.
+    member is read through the zip's own size and CRC checks. ``path`` may be a file
+    object (a model file's member); ``owner`` and ``fix`` word the errors for it.
     """
     limit = max_run_bytes() if limit is None else limit
-    fix = _DAMAGED_FIX.replace("ID", run_id)
+    fix = _DAMAGED_FIX.replace("ID", run_id) if fix is None else fix
+    owner = f"Run {run_id!r}" if owner is None else owner
 
     def bad(problem: str) -> RunStoreError:
-        return RunStoreError(f"Run {run_id!r}: arrays.npz {problem}. {fix}")
+        return RunStoreError(f"{owner}: arrays.npz {problem}. {fix}")
 
     try:
         archive = zipfile.ZipFile(path)
     except FileNotFoundError:
-        raise RunStoreError(f"Run {run_id!r} is incomplete: arrays.npz is missing. {fix}") \
-            from None
+        raise RunStoreError(f"{owner} is incomplete: arrays.npz is missing. {fix}") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
         raise bad(f"cannot be read ({exc})") from None
     arrays = {}
@@ -1066,7 +1068,7 @@ def _read_npz(path: Path, run_id: str, limit: int | None = None) -> dict:
             total += nbytes
             if total > limit:
                 raise RunStoreError(
-                    f"Run {run_id!r}: its arrays take more than {limit / 2**20:,.0f} MB "
+                    f"{owner}: its arrays take more than {limit / 2**20:,.0f} MB "
                     f"(member {name!r}: shape {tuple(shape)} of {dtype}); not loading them. "
                     f"Fix: if the run is genuine, set {MAX_RUN_MB_ENV} to a larger number of "
                     "megabytes; otherwise delete it.")
@@ -1432,8 +1434,9 @@ def load_model_file(path):
             if {"meta.json", "trace.json", "arrays.npz"} <= names:
                 meta = json.loads(zf.read("meta.json").decode("utf-8"))
                 trace = Trace.from_json(zf.read("trace.json").decode("utf-8"))
-                with np.load(io.BytesIO(zf.read("arrays.npz")), allow_pickle=False) as npz:
-                    arrays = {k: npz[k] for k in npz.files}
+                arrays = _read_npz(io.BytesIO(zf.read("arrays.npz")), path.stem,
+                                   _MODEL_FILE_MAX_BYTES, owner=str(path),
+                                   fix="Fix: save the model again (kmviz.runs.save_model_file).")
             else:
                 return _load_v1_model_file(path)
     except (zipfile.BadZipFile, OSError, ValueError, UnicodeDecodeError) as exc:

@@ -10,6 +10,7 @@ those layouts by hand, byte for byte as 0.1.0 did, and check that this version r
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 import warnings
@@ -346,6 +347,40 @@ def test_model_file_round_trip_of_this_version(tmp_path, fit):
     with zipfile.ZipFile(path) as zf:
         assert set(zf.namelist()) == {"meta.json", "trace.json", "arrays.npz"}
         assert json.loads(zf.read("meta.json"))["format"] == RUN_FORMAT
+
+
+def test_model_file_arrays_get_the_run_stores_member_checks(tmp_path, fit):
+    whole, split, model = fit
+    path = model.save(tmp_path / "km.kmviz", split=split, dataset=whole)
+    with zipfile.ZipFile(path) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+
+    def rewrite(name, **arrays):
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        out = tmp_path / name
+        with zipfile.ZipFile(out, "w") as zf:
+            for n, data in members.items():
+                zf.writestr(n, buf.getvalue() if n == "arrays.npz" else data)
+        return out
+
+    hostile = rewrite("pickle.kmviz", psi=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(RunStoreError, match="never unpickles") as info:
+        load_model_file(hostile)
+    assert str(hostile) in str(info.value) and "save the model again" in str(info.value)
+    # a header that promises more data than the member holds is refused before allocating
+    buf = io.BytesIO()
+    np.save(buf, np.zeros(4))
+    raw = buf.getvalue().replace(b"(4,)", b"(9,)")
+    lying = tmp_path / "lying.kmviz"
+    inner = io.BytesIO()
+    with zipfile.ZipFile(inner, "w") as zf:
+        zf.writestr("psi.npy", raw)
+    with zipfile.ZipFile(lying, "w") as zf:
+        for n, data in members.items():
+            zf.writestr(n, inner.getvalue() if n == "arrays.npz" else data)
+    with pytest.raises(RunStoreError, match=r"declares shape \(9,\)"):
+        load_model_file(lying)
 
 
 def test_foreign_files_are_refused_naming_the_path(tmp_path):
