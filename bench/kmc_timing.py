@@ -20,6 +20,8 @@ uniformly at random.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import numpy as np
@@ -34,12 +36,24 @@ def _problem(n, s, eta, seed, snr=None):
 
 
 def target_cell(emit, n, s, solver, mu, eta, seed, preconditioner="jacobi", tol=1e-8,
-                max_iter=5000):
-    """One KKMCEX fit in a child: wall time, phases, iterations, peak memory, NMSE."""
+                max_iter=5000, precision="auto", threads=None):
+    """One KKMCEX fit in a child: wall and CPU time, phases, iterations, peak memory, NMSE.
+
+    ``precision`` ("auto", "mixed", "double") and ``threads`` (BLAS threads of the dense
+    factor; None: ``krr.factor_threads()``, which reads the load) set the direct solve's
+    module switches in the child.
+    """
     import resource
     import tracemalloc
 
-    from kmviz.kmc import KernelMatrixCompletion, nmse
+    from kmviz.kmc import KernelMatrixCompletion, krr, nmse
+
+    if precision == "double":
+        krr.MIXED_MIN_S = 10 ** 12
+    elif precision == "mixed":
+        krr.MIXED_MIN_S = 0
+    if threads is not None:
+        krr.factor_threads = lambda n=None: threads
 
     ratings, truth = _problem(n, s, eta, seed)
     # warm the Numba kernels (cache load) on a tiny problem first
@@ -48,9 +62,12 @@ def target_cell(emit, n, s, solver, mu, eta, seed, preconditioner="jacobi", tol=
     model = KernelMatrixCompletion(mu=mu, solver=solver, preconditioner=preconditioner,
                                    tol=tol, max_iter=max_iter)
     tracemalloc.start()
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
+    c0 = time.process_time()
     model.fit(ratings, row_kernel=truth.row_kernel, col_kernel=truth.col_kernel)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     frame = model.trace_.to_frame()
@@ -58,7 +75,9 @@ def target_cell(emit, n, s, solver, mu, eta, seed, preconditioner="jacobi", tol=
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     F = model.completed_matrix()
     last = model.trace_.rows[-1]
-    return {"wall": wall, "phases": phases, "iters": model.n_iter_,
+    return {"wall": wall, "cpu": cpu, "load": load, "phases": phases, "iters": model.n_iter_,
+            "threads": last.get("blas_threads"), "refine": last.get("refine_iter"),
+            "mixed": last.get("mixed_precision"),
             "stop": model.trace_.stop_reason, "residual": last.get("cg_residual"),
             "peak_rss_gb": rss / 2 ** 30, "traced_gb": traced / 2 ** 30,
             "nmse": nmse(F, truth.matrix), "objective": last["objective"]}
@@ -178,6 +197,8 @@ def main():
     p.add_argument("--mu", type=float, default=1e-3)
     p.add_argument("--budget", type=float, default=600)
     p.add_argument("--skip-figs", action="store_true")
+    p.add_argument("--reps", type=int, default=1, help="repeat the target cells")
+    p.add_argument("--only-targets", action="store_true", help="section 1 only")
     p.add_argument("--only-figs", action="store_true", help="sections 3 and 4 only")
     args = p.parse_args()
     t_start = time.perf_counter()
@@ -187,43 +208,70 @@ def main():
         # 1. targets --------------------------------------------------------------------------
         print(f"## 1. Targets (thesis synthetic, eta = {args.eta}, mu = {args.mu}, noiseless, "
               f"CG tol 1e-8 on the relative residual)\n")
+        # (label, n, s, solver, preconditioner, precision, factor threads, target s, GB)
         cells = [
-            ("250 x 250, s = 6,250", 250, 6250, "direct", "jacobi", 2.0, None),
-            ("250 x 250, s = 6,250", 250, 6250, "cg", "jacobi", 2.0, None),
-            ("250 x 250, s = 6,250", 250, 6250, "cg", "eigen", 2.0, None),
-            ("500 x 500, s = 20,000", 500, 20000, "cg", "jacobi", 60.0, 2.0),
-            ("500 x 500, s = 20,000", 500, 20000, "cg", "eigen", 60.0, 2.0),
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "-", "mixed", None, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "-", "mixed", 1, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "-", "mixed", 2, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "-", "double", None, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "direct", "-", "double", 2, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "cg", "jacobi", "-", None, 2.0, None),
+            ("250 x 250, s = 6,250", 250, 6250, "cg", "eigen", "-", None, 2.0, None),
+            ("500 x 500, s = 20,000", 500, 20000, "cg", "jacobi", "-", None, 60.0, 2.0),
+            ("500 x 500, s = 20,000", 500, 20000, "cg", "eigen", "-", None, 60.0, 2.0),
         ]
         if args.quick:
             cells = [c for c in cells if c[1] == 250]
         rows = []
-        for label, n, s, solver, pc, target_s, target_gb in cells:
-            res = run_cell(target_cell, n, s, solver, args.mu, args.eta, args.seed,
-                           preconditioner=pc, budget=args.budget)
-            row = {"problem": label, "solver": solver if solver == "direct" else f"cg ({pc})"}
-            if not res.ok:
-                row.update(wall_s="-", note=res.reason)
+        for _ in range(args.reps):
+            for label, n, s, solver, pc, prec, threads, target_s, target_gb in cells:
+                res = run_cell(target_cell, n, s, solver, args.mu, args.eta, args.seed,
+                               preconditioner=pc if solver == "cg" else "jacobi",
+                               precision=prec if solver == "direct" else "auto",
+                               threads=threads, budget=args.budget)
+                name = (f"direct {prec}, threads {threads or 'auto'}" if solver == "direct"
+                        else f"cg ({pc})")
+                row = {"problem": label, "solver": name}
+                if not res.ok:
+                    row.update(wall_s="-", note=res.reason)
+                    rows.append(row)
+                    continue
+                v = res.value
+                ph = v["phases"]
+                ok = v["wall"] <= target_s and (target_gb is None or
+                                                v["peak_rss_gb"] < target_gb)
+                direct = solver == "direct"
+                row.update({
+                    "load": f"{v['load']:.1f}", "fit s": fmt_s(v["wall"]),
+                    "CPU s": fmt_s(v["cpu"]), "target s": target_s,
+                    "kernels s": fmt_s(ph.get("kernels")),
+                    "gram s": fmt_s(ph.get("gram")) if direct else "-",
+                    "factor s": fmt_s(ph.get("factor", 0) + ph.get("solve", 0)) if direct
+                    else "-",
+                    "refine s (sweeps)": f"{fmt_s(ph.get('refine', 0))} ({v['refine']})"
+                    if direct and v["mixed"] else "-",
+                    "threads": v["threads"] if direct else "-",
+                    "setup s": fmt_s(ph.get("setup", 0) + ph.get("eig", 0)) if not direct
+                    else "-",
+                    "cg s": fmt_s(ph.get("cg")) if not direct else "-",
+                    "iters": v["iters"], "rel. residual": "-" if v["residual"] is None
+                    else f"{v['residual']:.1e}",
+                    "peak RSS GB": f"{v['peak_rss_gb']:.2f}",
+                    "numpy peak GB": f"{v['traced_gb']:.2f}",
+                    "NMSE": f"{v['nmse']:.4g}", "verdict": "PASS" if ok else "MISS"})
                 rows.append(row)
-                continue
-            v = res.value
-            ph = v["phases"]
-            ok = v["wall"] <= target_s and (target_gb is None or v["peak_rss_gb"] < target_gb)
-            row.update({
-                "fit s": fmt_s(v["wall"]), "target s": target_s,
-                "kernels s": fmt_s(ph.get("kernels")), "gram+solve s": fmt_s(
-                    ph.get("gram", 0) + ph.get("solve", 0)) if solver == "direct" else "-",
-                "setup s": fmt_s(ph.get("setup", 0) + ph.get("eig", 0)) if solver == "cg"
-                else "-",
-                "cg s": fmt_s(ph.get("cg")) if solver == "cg" else "-",
-                "iters": v["iters"], "rel. residual": "-" if v["residual"] is None
-                else f"{v['residual']:.1e}",
-                "peak RSS GB": f"{v['peak_rss_gb']:.2f}", "numpy peak GB": f"{v['traced_gb']:.2f}",
-                "NMSE": f"{v['nmse']:.4g}", "verdict": "PASS" if ok else "MISS"})
-            rows.append(row)
+                print(table([row]).splitlines()[-1], file=sys.stderr, flush=True)
         print(table(rows))
-        print("fit s: the whole `fit` (kernel checks, K_OO or CG set-up, solve); peak RSS: the "
-              "child process (interpreter and kmviz included).\n")
+        print("fit s: the whole `fit` (kernel checks, K_OO or CG set-up, solve); CPU s: the "
+              "child's process time over the fit (all threads; a spinning BLAS thread counts); "
+              "load: 1-min load average just before the fit; direct: `mixed` = float32 "
+              "factor + float64 refinement to LAPACK dsposv's backward-error test, `double` = "
+              "one float64 potrf; threads `auto` = krr.factor_threads() (cores left free by "
+              "the load); peak RSS: the child process (interpreter and kmviz included).\n")
 
+        if args.only_targets:
+            footer(t_start)
+            return
         # 2. matvec crossover --------------------------------------------------------------------
         from kmviz.kmc.krr import SPARSE_DENSITY
 

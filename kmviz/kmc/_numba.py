@@ -6,9 +6,46 @@ Kernels take typed arrays only, write only to their ``out`` arguments and never 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from .._jit import JIT
+from .._jit import JIT, PJIT
+
+
+def _kron_gram_fill(R, C, rows, cols, lower_only, out):
+    """``out[k, k'] = R[rows[k], k'] C[cols[k], k']``: K_OO of KKMCEX from the gathered
+    kernels ``R = K_row[:, rows]`` (N x s) and ``C = K_col[:, cols]`` (L x s).
+
+    Row k of K_OO is the product of two contiguous rows, so the inner loop is a vectorized
+    multiply with no index gathers. ``lower_only`` fills ``out[k, :k + 1]`` (what a Cholesky
+    of the lower triangle reads); rows are then handed out in pairs ``(q, s - 1 - q)`` so
+    every parallel iteration writes ``s + 1`` values (a plain prange over a triangle gives
+    one thread three times the other's work). ``out`` may be float32 or float64.
+    """
+    s = rows.shape[0]
+    if not lower_only:
+        for k in prange(s):
+            r = rows[k]
+            c = cols[k]
+            for j in range(s):
+                out[k, j] = R[r, j] * C[c, j]
+        return
+    half = (s + 1) // 2
+    for q in prange(half):
+        k = q
+        r = rows[k]
+        c = cols[k]
+        for j in range(k + 1):
+            out[k, j] = R[r, j] * C[c, j]
+        k = s - 1 - q
+        if k != q:
+            r = rows[k]
+            c = cols[k]
+            for j in range(k + 1):
+                out[k, j] = R[r, j] * C[c, j]
+
+
+kron_gram_fill = njit(**PJIT)(_kron_gram_fill)
+kron_gram_fill_serial = njit(**JIT)(_kron_gram_fill)
 
 
 @njit(**JIT)
@@ -143,6 +180,10 @@ def compile_kernels() -> None:
     v = np.ones(2)
     kron_gram_matvec(K, K, rows, cols, colptr, order, v, np.empty((2, 2)), np.empty((2, 2)),
                      np.empty(2))
+    for dtype in (np.float64, np.float32):
+        for fill in (kron_gram_fill, kron_gram_fill_serial):
+            fill(K, K, rows, cols, True, np.empty((2, 2), dtype=dtype))
+            fill(K, K, rows, cols, False, np.empty((2, 2), dtype=dtype))
     online_rr_block(K, K, np.ones(2), rows, cols, v, order, 0, 2, 0, np.zeros(2), 0.1, 0.5)
     W = np.zeros((2, 1))
     sgd_factor_epoch(rows, cols, v, order, W, W.copy(), K, K, W.copy(), W.copy(),

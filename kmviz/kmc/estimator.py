@@ -36,7 +36,6 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
 from .._base import IterativeEstimator
@@ -734,19 +733,23 @@ class KernelMatrixCompletion(IterativeEstimator):
     def _step_kkmcex(self, st, trace, it):
         st.converged = False
         if self._resolved_solver == "direct":
-            with trace.phase("gram"):
-                A = krr.kkmcex_gram(st.row_kernel, st.col_kernel, st.rows, st.cols)
-            with trace.phase("solve"):
-                A[np.diag_indices_from(A)] += st.prm["mu"]
-                factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-                st.coef = sla.cho_solve(factor, st.m, check_finite=False)
-                del A, factor
+            # one Cholesky: float32 factor + float64 refinement from krr.MIXED_MIN_S
+            # observations up, float64 below or when refinement cannot reach its accuracy
+            st.coef, info = krr.kkmcex_cholesky(st.row_kernel, st.col_kernel, st.rows,
+                                                st.cols, st.m, st.prm["mu"])
+            for phase in ("gram", "factor", "refine", "solve"):
+                if info[phase] > 0:
+                    trace.add_time(phase, info[phase])
+            if info["fallback"]:
+                trace.event("info", f"float64 Cholesky: {info['fallback']}")
+            extra = dict(refine_iter=info["refine_iter"], blas_threads=info["threads"],
+                         mixed_precision=info["precision"] == "mixed")
             with trace.phase("objective"):
                 # K_OO c = m - mu c at the exact solution
                 Kc_part = st.m - st.prm["mu"] * st.coef
                 obj = krr.kkmcex_objective(Kc_part, st.coef, st.m, st.prm["mu"])
             return dict(objective=obj, train_rmse=self._train_rmse(st, Kc_part),
-                        n_observed=int(st.m.shape[0]))
+                        n_observed=int(st.m.shape[0]), **extra)
         cg = st.cg
         with trace.phase("cg"):
             cg.step()

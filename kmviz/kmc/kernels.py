@@ -91,12 +91,49 @@ def _symmetrized(K, name):
     return 0.5 * (K + K.T)
 
 
+#: Below this order a dense LAPACK call (Cholesky, eigenvalues) runs on one BLAS thread: it
+#: takes milliseconds there, and a threaded OpenBLAS waiting for a busy core costs more.
+SMALL_DENSE = 1000
+
+
+def factor_threads(n=None) -> int:
+    """BLAS threads for a dense factorization of order n: the cores other processes leave.
+
+    OpenBLAS's threaded ``potrf`` synchronizes its threads at every block step and spins
+    while it waits; when another process holds a core, each step waits for the scheduler.
+    Measured on the shared 2-core box (load average 10, ``spotrf`` of order 6,250): one
+    thread 1.9-3.1 s wall and 0.9 s CPU, two threads 6.2-14 s wall and 2.4-4.8 s CPU; and a
+    250 x 250 PSD check took 0.6-1 s instead of 1 ms. So: one thread below
+    :data:`SMALL_DENSE`, else ``cpu_count - (load average - 1)`` threads (our own process
+    counts 1 in the load), at least one: every core on an idle machine, one on a busy one.
+    """
+    import os
+
+    if n is not None and n < SMALL_DENSE:
+        return 1
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return cores
+    return int(min(cores, max(1, math.floor(cores - max(load - 1.0, 0.0) + 0.5))))
+
+
+def blas_threads(k):
+    """Context manager: BLAS limited to k threads inside (the shared controller of
+    :mod:`kmviz._threads`)."""
+    from .._threads import _get_controller
+
+    return _get_controller().limit(limits=int(k), user_api="blas")
+
+
 def min_eigenvalue(K) -> float:
     """The smallest eigenvalue of a symmetric matrix (LAPACK, only that eigenvalue)."""
     K = np.asarray(K, dtype=np.float64)
     if K.shape[0] == 0:
         return math.inf
-    return float(sla.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0])
+    with blas_threads(factor_threads(K.shape[0])):
+        return float(sla.eigvalsh(K, subset_by_index=[0, 0], check_finite=False)[0])
 
 
 def psd_tolerance(K) -> float:
@@ -111,7 +148,8 @@ def is_psd(K) -> bool:
     K = np.asarray(K, dtype=np.float64)
     tol = psd_tolerance(K)
     try:
-        sla.cholesky(K + tol * np.eye(K.shape[0]), lower=True, check_finite=False)
+        with blas_threads(factor_threads(K.shape[0])):
+            sla.cholesky(K + tol * np.eye(K.shape[0]), lower=True, check_finite=False)
     except np.linalg.LinAlgError:
         return False
     return True
@@ -179,7 +217,9 @@ def laplacian(A) -> np.ndarray:
 
 def laplacian_eigen(A):
     """``(lambda, Q)`` of the Laplacian of ``A``, eigenvalues ascending and clipped at 0."""
-    lam, Q = np.linalg.eigh(laplacian(A))
+    Lap = laplacian(A)
+    with blas_threads(factor_threads(Lap.shape[0])):
+        lam, Q = np.linalg.eigh(Lap)
     return np.clip(lam, 0.0, None), Q
 
 

@@ -30,6 +30,8 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
+from .kernels import blas_threads, factor_threads
+
 #: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
 #: O(s (N + L)) serial Numba kernel against the O(N L (N + L)) of two BLAS products). Measured
 #: by bench/kmc_timing.py on the shared 2-core box (two runs), best-of ratio dense / sparse:
@@ -41,14 +43,204 @@ CHUNK_VALUES = 4_000_000
 
 
 # ----------------------------------------------------------------------------- KKMCEX
-def kkmcex_gram(K_row, K_col, rows, cols) -> np.ndarray:
-    """``K_OO = S K_f S^T`` (s x s): ``K_row[rows][:, rows] * K_col[cols][:, cols]``."""
-    A = np.take(np.take(K_row, rows, axis=0), rows, axis=1)
-    A *= np.take(np.take(K_col, cols, axis=0), cols, axis=1)
-    return A
+#: ``precision="auto"`` of :func:`kkmcex_cholesky` factors in float32 from this many
+#: observations up (below it the float64 factor takes well under a second).
+MIXED_MIN_S = 2000
+#: Refinement sweeps of the mixed-precision solve before it falls back to float64.
+REFINE_MAX_ITER = 30
 
 
-def kkmcex_direct(K_row, K_col, rows, cols, m, mu, *, ridge=None):
+def _gathered(K, idx):
+    """``K[:, idx]``, C-contiguous float64 (N x s): row ``K[r]`` restricted to the entries."""
+    return np.ascontiguousarray(np.take(np.asarray(K, dtype=np.float64), idx, axis=1))
+
+
+def kkmcex_gram(K_row, K_col, rows, cols, *, dtype=np.float64, lower_only=False,
+                parallel=True) -> np.ndarray:
+    """``K_OO = S K_f S^T`` (s x s): ``K_OO[k, k'] = K_row[rows[k], rows[k']] *
+    K_col[cols[k], cols[k']]``.
+
+    Row k is ``K_row[:, rows][rows[k]] * K_col[:, cols][cols[k]]``, the product of two
+    contiguous rows of the gathered kernels (N x s and L x s), written by a Numba kernel
+    (:func:`kmviz.kmc._numba.kron_gram_fill`; a double ``np.take`` gather took 2 s at
+    s = 6,250, this 0.05-0.15 s). ``lower_only`` fills only ``k' <= k`` (the rest is left
+    uninitialized: what a lower Cholesky reads); ``dtype`` float32 halves memory and
+    traffic.
+    """
+    from ._numba import kron_gram_fill, kron_gram_fill_serial
+
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    s = rows.shape[0]
+    out = np.empty((s, s), dtype=dtype)
+    fill = kron_gram_fill if parallel else kron_gram_fill_serial
+    fill(_gathered(K_row, rows), _gathered(K_col, cols), rows, cols, bool(lower_only), out)
+    return out
+
+
+def _kron_abs_row_sums(gram: "KronGram") -> np.ndarray:
+    """``sum_k' |K_OO[k, k']|`` for every k, by one product with ``|K_row|``, ``|K_col|``
+    (``|a b| = |a| |b|``), never forming K_OO."""
+    g = KronGram(np.abs(gram.K_row), np.abs(gram.K_col), gram.rows, gram.cols)
+    return g.matvec(np.ones(gram.s))
+
+
+def kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, *, ridge=None, precision="auto",
+                    threads=None):
+    """KKMCEX coefficients ``c = (K_OO + diag(ridge))^-1 m`` by a dense Cholesky.
+
+    ``precision="double"``: one float64 LAPACK ``potrf`` of K_OO + mu I (s^3 / 3 flops).
+    ``"mixed"``: the classic mixed-precision solve (LAPACK's ``dsposv``, Buttari et al.,
+    2007): factor a float32 copy (half the memory, about twice the flop rate), then refine
+    in float64 by conjugate gradients preconditioned with that factor, each residual taken
+    by the exact float64 matrix-free product (:class:`KronGram`, O(s (N + L))). It stops at
+    ``dsposv``'s backward-error test ``||r||_inf <= sqrt(s) eps ||A||_inf ||c||_inf``
+    (eps = float64 rounding; ``||A||_inf`` from one product with the absolute kernels):
+    the accuracy a float64 Cholesky guarantees. If the float32 matrix is not positive
+    definite (mu below float32 resolution on an ill-conditioned K_OO) or the refinement
+    stalls, it falls back to ``"double"``. ``"auto"``: mixed from :data:`MIXED_MIN_S`
+    observations up.
+
+    Both factor the lower triangle in place (``overwrite_a``, ``check_finite=False``),
+    built in C order and handed to LAPACK as the upper triangle of its transpose, which is
+    Fortran-ordered: no copy of the s x s matrix is made. The triangle is written by the
+    serial Numba kernel (memory-bound: the parallel one measured no faster, and its thread
+    pool would spin next to OpenBLAS's); the factor runs with ``threads`` BLAS threads
+    (default :func:`factor_threads`).
+
+    Returns
+    -------
+    c : ndarray (s,)
+    info : dict
+        ``precision`` used, ``refine_iter``, ``backward_error`` (``||r||_inf / (||A||_inf
+        ||c||_inf)``), ``fallback`` (why float64 was needed, or ""), and the seconds of
+        ``gram``, ``factor``, ``refine`` and ``solve``.
+    """
+    import time
+
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    b = np.asarray(m, dtype=np.float64)
+    s = rows.shape[0]
+    diag = np.full(s, float(mu)) if ridge is None else np.asarray(ridge, dtype=np.float64)
+    if precision == "auto":
+        precision = "mixed" if s >= MIXED_MIN_S else "double"
+    threads = factor_threads(s) if threads is None else int(threads)
+    info = {"precision": precision, "refine_iter": 0, "backward_error": math.nan,
+            "fallback": "", "threads": threads, "gram": 0.0, "factor": 0.0, "refine": 0.0,
+            "solve": 0.0}
+    if precision == "mixed":
+        c = _mixed_solve(K_row, K_col, rows, cols, b, diag, info, threads)
+        if c is not None:
+            return c, info
+        info["precision"] = "double"
+    t0 = time.perf_counter()
+    A = kkmcex_gram(K_row, K_col, rows, cols, lower_only=True, parallel=False)
+    A[np.diag_indices_from(A)] += diag
+    t1 = time.perf_counter()
+    with blas_threads(threads):
+        U = sla.cho_factor(A.T, lower=False, overwrite_a=True, check_finite=False)
+    t2 = time.perf_counter()
+    with blas_threads(threads):
+        c = sla.cho_solve(U, b, check_finite=False)
+    t3 = time.perf_counter()
+    info["gram"] += t1 - t0
+    info["factor"] += t2 - t1
+    info["solve"] += t3 - t2
+    return c, info
+
+
+def _mixed_solve(K_row, K_col, rows, cols, b, diag, info, threads):
+    """The float32-factor + float64-refinement path of :func:`kkmcex_cholesky`; None when it
+    must fall back to float64 (``info["fallback"]`` says why)."""
+    import time
+
+    from scipy.linalg import lapack
+
+    s = rows.shape[0]
+    t0 = time.perf_counter()
+    A = kkmcex_gram(K_row, K_col, rows, cols, dtype=np.float32, lower_only=True,
+                    parallel=False)
+    A[np.diag_indices_from(A)] += diag.astype(np.float32)
+    t1 = time.perf_counter()
+    with blas_threads(threads):
+        U, fail = lapack.spotrf(A.T, lower=0, clean=0, overwrite_a=1)
+    t2 = time.perf_counter()
+    info["gram"] += t1 - t0
+    info["factor"] += t2 - t1
+    if fail != 0:
+        info["fallback"] = (f"the float32 K_OO + mu I is not positive definite (spotrf info "
+                            f"{fail}): mu is below float32 resolution for this K_OO")
+        return None
+    del A
+
+    def psolve(r):
+        with blas_threads(threads):
+            z, _ = lapack.spotrs(U, r.astype(np.float32), lower=0)
+        return z.astype(np.float64)
+
+    gram = KronGram(K_row, K_col, rows, cols)
+    eps = np.finfo(np.float64).eps
+    a_inf = float(np.max(_kron_abs_row_sums(gram) + np.abs(diag)))
+    tol = math.sqrt(s) * eps * a_inf
+
+    def apply(v):
+        return gram.matvec(v) + diag * v
+
+    # PCG from x = U^-1 U^-T b (the float32 solution); with a float32 factor the
+    # preconditioned spectrum is within about cond(A) eps32 of 1, so each sweep gains that
+    # factor (a few sweeps at cond 1e4), and CG still converges when refinement alone would
+    # stall (cond eps32 near 1)
+    t3 = time.perf_counter()
+    x = psolve(b)
+    r = b - apply(x)
+    z = psolve(r)
+    p = z.copy()
+    rz = float(r @ z)
+    best = math.inf
+    it = 0
+    ok = False
+    stall = 0
+    while it < REFINE_MAX_ITER:
+        rnorm = float(np.max(np.abs(r)))
+        xnorm = float(np.max(np.abs(x)))
+        if rnorm <= tol * max(xnorm, 1e-300) or rnorm == 0.0:
+            ok = True
+            break
+        # a sweep that does not halve the residual twice in a row: the float32 factor is
+        # too far from A for refinement to pay; fall back to float64
+        stall = stall + 1 if rnorm > 0.5 * best else 0
+        best = min(best, rnorm)
+        if stall >= 2:
+            break
+        Ap = apply(p)
+        alpha = rz / float(p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        it += 1
+        if it % 10 == 0:  # the recurrence drifts from the true residual: re-anchor
+            r = b - apply(x)
+        z = psolve(r)
+        rz_new = float(r @ z)
+        p = z + (rz_new / rz) * p
+        rz = rz_new
+    if ok:  # confirm on the true residual
+        r = b - apply(x)
+        ok = float(np.max(np.abs(r))) <= 2 * tol * max(float(np.max(np.abs(x))), 1e-300) \
+            or not np.any(r)
+    info["refine"] += time.perf_counter() - t3
+    info["refine_iter"] = it
+    info["backward_error"] = float(np.max(np.abs(r))) / max(
+        a_inf * float(np.max(np.abs(x))), 1e-300)
+    if not ok:
+        info["fallback"] = (f"mixed-precision refinement stopped at backward error "
+                            f"{info['backward_error']:.2g} after {it} sweeps (K_OO + mu I too "
+                            f"ill-conditioned for a float32 factor)")
+        return None
+    return x
+
+
+def kkmcex_direct(K_row, K_col, rows, cols, m, mu, *, ridge=None, precision="auto"):
     """KKMCEX coefficients ``c = (K_OO + diag(ridge))^-1 m`` by a dense Cholesky.
 
     Parameters
@@ -62,16 +254,15 @@ def kkmcex_direct(K_row, K_col, rows, cols, m, mu, *, ridge=None):
     ridge : float array (s,), optional
         A per-sample ridge instead of ``mu`` (the weighted-sampling form of §5.2.1:
         ``ridge = mu s p_k``, see :func:`weighted_ridge`).
+    precision : {"auto", "mixed", "double"}, default="auto"
+        See :func:`kkmcex_cholesky`.
 
     Returns
     -------
     c : ndarray (s,)
     """
-    A = kkmcex_gram(K_row, K_col, rows, cols)
-    diag = np.full(A.shape[0], float(mu)) if ridge is None else np.asarray(ridge, float)
-    A[np.diag_indices_from(A)] += diag
-    factor = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-    return sla.cho_solve(factor, np.asarray(m, dtype=np.float64), check_finite=False)
+    return kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, ridge=ridge,
+                           precision=precision)[0]
 
 
 def weighted_ridge(mu, probabilities, s=None) -> np.ndarray:
@@ -271,7 +462,9 @@ class KKMCEXConjugateGradient:
 # ----------------------------------------------------------------------------- eigen features
 def kernel_eigen(K):
     """``(sigma, Q)`` of a symmetric PSD kernel, eigenvalues descending and clipped at 0."""
-    sig, Q = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    K = np.asarray(K, dtype=np.float64)
+    with blas_threads(factor_threads(K.shape[0])):  # see kernels.factor_threads
+        sig, Q = np.linalg.eigh(K)
     sig = np.clip(sig[::-1], 0.0, None)
     return sig, np.ascontiguousarray(Q[:, ::-1])
 
@@ -383,6 +576,7 @@ __all__ = [
     "KronGram",
     "features_svd",
     "kernel_eigen",
+    "kkmcex_cholesky",
     "kkmcex_direct",
     "kkmcex_gram",
     "kkmcex_objective",

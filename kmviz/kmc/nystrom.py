@@ -38,7 +38,8 @@ from .._base import BaseEstimator
 from .._params import RANDOM_STATE, Param
 from .._validation import check_number, check_random_state
 from ..exceptions import DataValueError, NotFittedError
-from .kernels import _features, check_kernel, gaussian_kernel, linear_kernel
+from .kernels import (_features, blas_threads, check_kernel, factor_threads, gaussian_kernel,
+                      linear_kernel)
 
 SAMPLINGS = ("uniform", "leverage", "approximate_leverage", "recursive")
 KERNELS = ("rbf", "gaussian", "linear", "precomputed")
@@ -50,7 +51,9 @@ def _alpha(alpha, owner="ridge_leverage_scores"):
 
 
 def _eig_psd(K):
-    sig, Q = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    K = np.asarray(K, dtype=np.float64)
+    with blas_threads(factor_threads(K.shape[0])):  # see kernels.factor_threads
+        sig, Q = np.linalg.eigh(K)
     return np.clip(sig, 0.0, None), Q
 
 

@@ -433,3 +433,92 @@ def test_truth_adds_the_whole_matrix_nmse_to_every_row(params):
         assert col[-1] == pytest.approx(nmse(F, truth.matrix), rel=1e-10)
     with pytest.raises(DataValueError, match=r"truth has shape \(3, 3\)"):
         KernelMatrixCompletion().fit(ratings, truth=np.zeros((3, 3)))
+
+
+# ----------------------------------------------------------------------------- fast direct solve
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("parallel", [True, False])
+def test_fast_gram_equals_np_kron_indexing(dtype, parallel):
+    """The Numba K_OO build equals S K_f S^T taken from an explicit np.kron, repeats included;
+    ``lower_only`` writes exactly the lower triangle."""
+    K_row, K_col, _, rows, cols = _tiny(N=9, L=7, s=25)
+    rows = np.concatenate([rows, rows[:4]])
+    cols = np.concatenate([cols, cols[:4]])
+    flat = rows + cols * 9
+    expected = np.kron(K_col, K_row)[np.ix_(flat, flat)]
+    full = krr.kkmcex_gram(K_row, K_col, rows, cols, dtype=dtype, parallel=parallel)
+    assert full.dtype == dtype
+    tol = 1e-15 if dtype == np.float64 else 1e-7
+    np.testing.assert_allclose(full, expected, rtol=tol, atol=tol)
+    low = krr.kkmcex_gram(K_row, K_col, rows, cols, dtype=dtype, lower_only=True,
+                          parallel=parallel)
+    np.testing.assert_array_equal(np.tril(low), np.tril(full))
+
+
+def _mid_problem(s=400, seed=3):
+    ratings, truth = make_kernel_mc(40, 35, edge_prob=0.1, observed=s / 1400,
+                                    random_state=seed)
+    return (truth.row_kernel, truth.col_kernel, np.asarray(ratings.users),
+            np.asarray(ratings.items), np.asarray(ratings.values, dtype=np.float64))
+
+
+@pytest.mark.parametrize("mu", [1e-2, 1e-5])
+def test_mixed_precision_cholesky_reaches_float64_accuracy(mu):
+    K_row, K_col, rows, cols, m = _mid_problem()
+    A = krr.kkmcex_gram(K_row, K_col, rows, cols) + mu * np.eye(rows.shape[0])
+    expected = np.linalg.solve(A, m)
+    c64, i64 = krr.kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, precision="double")
+    c32, i32 = krr.kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, precision="mixed")
+    assert i64["precision"] == "double" and i32["precision"] == "mixed"
+    assert i32["fallback"] == "" and i32["refine_iter"] >= 1
+    # dsposv's test: ||r||_inf <= sqrt(s) eps ||A||_inf ||c||_inf
+    eps = np.finfo(np.float64).eps
+    r = m - A @ c32
+    assert np.abs(r).max() <= math.sqrt(rows.shape[0]) * eps * np.abs(A).sum(1).max() \
+        * np.abs(c32).max() * 2
+    scale = np.linalg.norm(expected)
+    assert np.linalg.norm(c32 - expected) / scale < 1e-9
+    assert np.linalg.norm(c64 - expected) / scale < 1e-9
+    # and with a per-sample ridge (the weighted-sampling form)
+    ridge = mu * (1 + np.arange(rows.shape[0]) % 3)
+    cr, _ = krr.kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, ridge=ridge,
+                                precision="mixed")
+    A_r = A + np.diag(ridge - mu)
+    np.testing.assert_allclose(cr, np.linalg.solve(A_r, m), rtol=1e-8,
+                               atol=1e-10 * np.abs(cr).max())
+
+
+def test_mixed_precision_falls_back_to_float64_when_float32_cannot_factor():
+    """A rank-one row kernel and mu far below float32 resolution: K_OO + mu I is singular in
+    float32, so the solve says so and uses the float64 factor."""
+    K_row, K_col, rows, cols, m = _mid_problem(s=300)
+    v = np.linspace(1.0, 2.0, K_row.shape[0])
+    K_low = np.outer(v, v)
+    mu = 1e-11
+    c, info = krr.kkmcex_cholesky(K_low, K_col, rows, cols, m, mu, precision="mixed")
+    assert info["precision"] == "double" and info["fallback"]
+    c64, _ = krr.kkmcex_cholesky(K_low, K_col, rows, cols, m, mu, precision="double")
+    np.testing.assert_array_equal(c, c64)
+
+
+def test_direct_fit_records_the_factor_phases_and_precision(monkeypatch):
+    monkeypatch.setattr(krr, "MIXED_MIN_S", 50)
+    ratings, truth = make_kernel_mc(30, 25, edge_prob=0.15, observed=0.3, random_state=1)
+    kw = dict(row_kernel=truth.row_kernel, col_kernel=truth.col_kernel)
+    mixed = KernelMatrixCompletion(mu=1e-3, solver="direct").fit(ratings, **kw)
+    row = mixed.trace_.rows[-1]
+    assert row["mixed_precision"] and row["refine_iter"] >= 1 and row["blas_threads"] >= 1
+    for phase in ("gram", "factor", "refine"):
+        assert f"t_{phase}_s" in row
+    monkeypatch.setattr(krr, "MIXED_MIN_S", 10 ** 9)
+    double = KernelMatrixCompletion(mu=1e-3, solver="direct").fit(ratings, **kw)
+    assert not double.trace_.rows[-1]["mixed_precision"]
+    np.testing.assert_allclose(mixed.coef_, double.coef_, rtol=1e-9,
+                               atol=1e-12 * np.abs(double.coef_).max())
+
+
+def test_factor_threads_one_for_small_orders_and_within_the_cores():
+    import os
+
+    assert kn.factor_threads(10) == 1
+    assert 1 <= kn.factor_threads() <= (os.cpu_count() or 1)
