@@ -105,6 +105,12 @@ class IterativeEstimator(BaseEstimator):
         (a family whose count comes from its data, e.g. one per batch, overrides this)."""
         return int(params.get("max_iter", 1) or 1)
 
+    def planned_iterations(self, data=None) -> int:
+        """How many outer iterations a fit with the current settings makes at most (for
+        progress bars): ``max_iter``, or 1. A family whose count depends on other settings
+        or on the data (``data``, when known) overrides this."""
+        return int(getattr(self, "max_iter", 1) or 1)
+
     def _fit_context(self, params):
         import contextlib
 

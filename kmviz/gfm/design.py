@@ -69,7 +69,20 @@ class RatingsDesign:
             ratings.user_features if self.user_features else None, ratings.users)
         self.item_columns_, self.item_fill_ = self._side_spec(
             ratings.item_features if self.item_features else None, ratings.items)
+        # the encoded side features of every id, kept so that ratings without them (a run
+        # reopened from its arrays) get the same rows
+        self.user_side_ = self._encoded(ratings.user_features, self.user_columns_,
+                                        self.user_fill_, self.n_users_)
+        self.item_side_ = self._encoded(ratings.item_features, self.item_columns_,
+                                        self.item_fill_, self.n_items_)
         return self
+
+    @staticmethod
+    def _encoded(frame, columns, fill, n_ids):
+        if not columns:
+            return np.zeros((n_ids, 0))
+        side = _side_frame(frame, columns).to_numpy(np.float64)
+        return np.where(np.isnan(side), fill[None, :], side)
 
     @staticmethod
     def _side_spec(frame, index):
@@ -121,13 +134,19 @@ class RatingsDesign:
         if self.items:
             blocks.append(sp.csr_matrix((np.ones(n), (rows, np.asarray(ratings.items))),
                                         shape=(n, self.n_items_)))
-        for frame, columns, fill, index in (
-                (ratings.user_features, self.user_columns_, self.user_fill_, ratings.users),
-                (ratings.item_features, self.item_columns_, self.item_fill_, ratings.items)):
+        for frame, columns, fill, index, kept in (
+                (ratings.user_features, self.user_columns_, self.user_fill_, ratings.users,
+                 getattr(self, "user_side_", None)),
+                (ratings.item_features, self.item_columns_, self.item_fill_, ratings.items,
+                 getattr(self, "item_side_", None))):
             if not columns:
                 continue
-            side = _side_frame(frame, columns).to_numpy(np.float64)
-            side = np.where(np.isnan(side), fill[None, :], side)
+            if frame is None or frame.shape[1] == 0:
+                # ratings without their side features (a reopened run): the fitted ones
+                side = kept if kept is not None and kept.shape[1] == len(columns) else \
+                    np.broadcast_to(fill, (int(np.max(index, initial=0)) + 1, fill.size))
+            else:
+                side = self._encoded(frame, columns, fill, None)
             blocks.append(sp.csr_matrix(side[np.asarray(index)]))
         if not blocks:
             raise ValueError("the design has no columns: enable users, items or side features.")
@@ -147,7 +166,9 @@ class RatingsDesign:
                 f"{prefix}user_columns": np.array(self.user_columns_, dtype=str),
                 f"{prefix}item_columns": np.array(self.item_columns_, dtype=str),
                 f"{prefix}user_fill": np.asarray(self.user_fill_, dtype=np.float64),
-                f"{prefix}item_fill": np.asarray(self.item_fill_, dtype=np.float64)}
+                f"{prefix}item_fill": np.asarray(self.item_fill_, dtype=np.float64),
+                f"{prefix}user_side": np.asarray(self.user_side_, dtype=np.float64),
+                f"{prefix}item_side": np.asarray(self.item_side_, dtype=np.float64)}
 
     @classmethod
     def from_arrays(cls, arrays, prefix: str = "design_") -> "RatingsDesign":
@@ -159,6 +180,10 @@ class RatingsDesign:
         design.item_columns_ = [str(c) for c in np.asarray(arrays[f"{prefix}item_columns"])]
         design.user_fill_ = np.asarray(arrays[f"{prefix}user_fill"], dtype=np.float64)
         design.item_fill_ = np.asarray(arrays[f"{prefix}item_fill"], dtype=np.float64)
+        for side in ("user", "item"):  # absent from runs saved before they were kept
+            key = f"{prefix}{side}_side"
+            setattr(design, f"{side}_side_", np.asarray(arrays[key], dtype=np.float64)
+                    if key in arrays else None)
         return design
 
 

@@ -20,11 +20,22 @@ from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
 from ..exceptions import InvalidParameterError
 from ..trace import Trace
-from . import onepass
+from . import als, onepass
 from .data import RegressionData, as_regression
 from .design import RatingsDesign, is_ratings
 from .operators import ENGINES, ChunkedBatch, Standardizer, check_rows, project
 from .recovery import as_truth, recovery_errors
+
+
+SOLVERS = ("auto", "onepass", "als")
+
+#: What to do when Algorithm 1 diverges (the trace's warning and the NumericalError say it).
+_DIVERGENCE_ADVICE = (
+    "Algorithm 1 assumes roughly Gaussian, standardized features and batches of 10-20 k d "
+    "instances or more; one-hot ids, skewed columns and small batches are far from that. "
+    "Use solver='als' (alternating least squares over all the data, the solver for real "
+    "data), or larger batches (a larger batch_size, fewer n_batches), and keep standardize "
+    "on.")
 
 
 class GeneralizedFM(IterativeEstimator):
@@ -49,12 +60,14 @@ class GeneralizedFM(IterativeEstimator):
     n_batches : int or None, default=11
         Mini-batches a :meth:`fit` consumes, the initialization batch included (T + 1 in the
         paper's terms: T = n_batches - 1 power steps). None: every full batch in the data.
-    standardize : bool, default=True
-        Fit the model on ``z = (x - mean) / std`` with the mean and standard deviation of
-        the FIRST batch, frozen for the rest of the stream (the theory assumes x ~ N(0, I)).
-        The scaling is applied inside the products, so X is never copied and sparse X stays
-        sparse; the fitted ``coef_``, ``U_``, ``V_`` and ``intercept_`` are mapped back to the
-        original feature units.
+    standardize : bool or None, default=None
+        None: on, except for the ALS solver on sparse X (one-hot designs, where scaling a
+        rare column up would weaken its ridge). True: fit the model on
+        ``z = (x - mean) / std`` with the mean and standard deviation of the FIRST batch,
+        frozen for the rest of the stream (the theory assumes x ~ N(0, I)). The scaling is
+        applied inside the products, so X is never copied and sparse X stays sparse; the
+        fitted ``coef_``, ``U_``, ``V_`` and ``intercept_`` are mapped back to the original
+        feature units.
     fit_intercept : bool, default=True
         Learn an intercept b (not in the paper; see :mod:`kmviz.gfm.onepass`). With
         ``standardize=False, fit_intercept=False`` the steps are exactly Algorithm 1.
@@ -62,8 +75,29 @@ class GeneralizedFM(IterativeEstimator):
         The per-batch products: fused Numba sweeps, NumPy/BLAS, or Numba for dense data
         with d >= 128 (measured crossover, bench/gfm_kernels.py). Sparse X always goes
         through SciPy's sparse products.
+    solver : {"auto", "onepass", "als"}, default="auto"
+        "onepass": Algorithm 1 on a stream of fresh batches (the paper's method; it assumes
+        roughly Gaussian features). "als": the eq. (3) baseline, alternating least squares
+        over all the data with a ridge ``l2``, one pass per outer iteration
+        (:mod:`kmviz.gfm.als`); for real data. "auto": "als" for ratings (the
+        factorization-machine design), "onepass" for arrays and streams.
+    n_passes : int, default=10
+        ALS passes over the data ("als" only).
+    l2 : float, default=1e-2
+        Ridge ``l2/2 (||w||^2 + ||U||^2 + ||V||^2)`` added to eq. (3)'s loss ("als" only).
+    tol : float, default=1e-5
+        ALS stops when a pass lowers the objective by less than this fraction ("als" only;
+        Algorithm 1 consumes all its batches).
+    user_ids, item_ids : bool or None, default=None
+        Ratings only: include the one-hot user / item block in the design
+        (:class:`~kmviz.gfm.design.RatingsDesign`). None: when its ids repeat, i.e. there
+        are at least two of them and on average at least two training ratings per id (so
+        a table with one rating per row, such as Boston's tracts, becomes plain x -> y).
+    side_features : bool, default=True
+        Ratings only: include the users' and items' side features.
     random_state : None, int or numpy.random.Generator, default=None
-        Seeds the Lanczos start vector of the initialization (the only random choice).
+        Seeds the Lanczos start vector of the initialization (the only random choice) and
+        the shuffle of ratings into batches.
 
     Attributes
     ----------
@@ -89,7 +123,12 @@ class GeneralizedFM(IterativeEstimator):
         ``validation_rmse`` and ``validation_nmse``; with ``truth``, the paper's error
         quantities (:func:`kmviz.gfm.recovery.recovery_errors`: ``err_w``, ``err_M``,
         ``err_M_spec``, ``eps``, ``eps_spec``, ``rel_err``, ``tan_theta``) and
-        ``contraction = eps_t / eps_{t-1}``.
+        ``contraction = eps_t / eps_{t-1}``. With ``solver="als"`` one row per pass:
+        ``pass``, ``n_seen`` (instances read so far), ``objective`` (eq. (3) + ridge on all
+        the training data, non-increasing), ``train_rmse``, ``n_inner`` (LSQR iterations),
+        phase times ``t_init_s``, ``t_solve_U_s``, ``t_solve_V_s``, ``t_objective_s``.
+    solver_ : str
+        The solver that ran ("onepass" or "als"; "auto" resolved).
 
     Notes
     -----
@@ -110,7 +149,9 @@ class GeneralizedFM(IterativeEstimator):
     rating; sparse), shuffled with ``random_state`` before it is cut into batches (ratings
     files are sorted by user); ``evaluate``, ``predict`` and ``validation`` then take Ratings
     in the same index space. Caveat (bench/gfm_robustness.py): one-hot features are far from
-    N(0, I) and Algorithm 1 diverges on them; the trace then holds a "diverges" warning.
+    N(0, I) and Algorithm 1 diverges on them, hence ``solver="auto"`` fits ratings by ALS.
+    A diverging one-pass fit (batch error beyond 3x the mean predictor's) gets one trace
+    warning and a :class:`~kmviz.exceptions.ConvergenceWarning` saying what to change.
 
     ``fit`` always starts a new stream; ``partial_fit(X, y)`` continues the current one (or
     starts one) with one batch. Feeding the same batches to ``partial_fit`` one by one gives
@@ -133,10 +174,11 @@ class GeneralizedFM(IterativeEstimator):
                            label="T + 1 (batches)",
                            help="Mini-batches consumed: one initialization batch (line 2) "
                                 "plus T power steps (lines 3-9); empty: all full batches."),
-        "standardize": Param(bool, label="standardize features",
+        "standardize": Param(bool, none_ok=True, label="standardize features",
                              help="Fit on z = (x − mean)/std with the first batch's mean and "
                                   "std (the theory assumes x ~ N(0, I)); coefficients are "
-                                  "reported in the original units."),
+                                  "reported in the original units. Automatic: on, except "
+                                  "for ALS on sparse one-hot designs."),
         "fit_intercept": Param(bool, label="intercept b",
                                help="Learn an intercept b (not in the paper; it cancels in "
                                     "H₁ − h₂/2 I). Off, with standardize off: exactly Alg. 1."),
@@ -144,21 +186,54 @@ class GeneralizedFM(IterativeEstimator):
                         help="Per-batch products: fused Numba sweeps, NumPy/BLAS, or auto "
                              "(Numba for dense d ≥ 128, measured in bench/gfm_kernels.py); "
                              "sparse data always uses SciPy."),
+        "solver": Param(str, options=SOLVERS, label="solver",
+                        option_labels={"auto": "auto (ALS for ratings, one-pass for arrays)",
+                                       "onepass": "one-pass (Algorithm 1)",
+                                       "als": "ALS on eq. (3), all data"},
+                        help="One-pass: Algorithm 1, each batch used once (assumes roughly "
+                             "Gaussian features). ALS: alternating least squares over all "
+                             "the data, several passes (for real data). Auto: ALS for "
+                             "ratings, one-pass for arrays."),
+        "n_passes": Param(int, low=1, form_high=200, label="ALS passes",
+                          help="Passes over the data of the ALS solver (one per iteration)."),
+        "l2": Param(float, low=0.0, step=1e-3, label="λ (ALS ridge)",
+                    help="Ridge λ/2 (‖w‖² + ‖U‖² + ‖V‖²) added to eq. (3) by the ALS solver."),
+        "tol": Param(float, low=0.0, step=1e-5, advanced=True, label="ALS tolerance",
+                     help="ALS stops when a pass lowers the objective by less than this "
+                          "fraction (one-pass always consumes its batches)."),
+        "user_ids": Param(bool, none_ok=True, advanced=True, label="one-hot user ids",
+                          help="Ratings: put a one-hot user block in the design. Automatic: "
+                               "when users have on average two or more training ratings."),
+        "item_ids": Param(bool, none_ok=True, advanced=True, label="one-hot item ids",
+                          help="Ratings: put a one-hot item block in the design. Automatic: "
+                               "when there are two or more items with on average two or "
+                               "more training ratings."),
+        "side_features": Param(bool, advanced=True, label="side features",
+                               help="Ratings: put the users' and items' side features in the "
+                                    "design."),
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
                               help="Seed of the Lanczos start vector of the initialization "
-                                   "(same seed, same model)."),
+                                   "and of the shuffle of ratings (same seed, same model)."),
     }
-    _numerical_hint = ("the residual diverged; check that the features are roughly "
-                       "standardized, raise batch_size or lower rank.")
+    _numerical_hint = ("the error grew without bound: " + _DIVERGENCE_ADVICE)
 
-    def __init__(self, rank=2, *, batch_size=None, n_batches=11, standardize=True,
-                 fit_intercept=True, engine="auto", random_state=None):
+    def __init__(self, rank=2, *, batch_size=None, n_batches=11, standardize=None,
+                 fit_intercept=True, engine="auto", solver="auto", n_passes=10, l2=1e-2,
+                 tol=1e-5, user_ids=None, item_ids=None, side_features=True,
+                 random_state=None):
         self.rank = rank
         self.batch_size = batch_size
         self.n_batches = n_batches
         self.standardize = standardize
         self.fit_intercept = fit_intercept
         self.engine = engine
+        self.solver = solver
+        self.n_passes = n_passes
+        self.l2 = l2
+        self.tol = tol
+        self.user_ids = user_ids
+        self.item_ids = item_ids
+        self.side_features = side_features
         self.random_state = random_state
 
     # ------------------------------------------------------------------ fitting
@@ -186,10 +261,35 @@ class GeneralizedFM(IterativeEstimator):
         data = _as_fit_data(X, y)
         return super().fit(data, callback=callback, validation=validation, truth=truth)
 
+    def planned_iterations(self, data=None) -> int:
+        """Outer iterations of a fit: ALS passes, or the batches of Algorithm 1 (with
+        ``n_batches=None`` as many as the data holds, when ``data`` is given)."""
+        solver = self._resolve_solver(self.solver, data) if data is not None else (
+            "onepass" if self.solver == "auto" else self.solver)
+        if solver == "als":
+            return int(self.n_passes)
+        if self.n_batches is not None:
+            return int(self.n_batches)
+        n = len(data.values) if is_ratings(data) else getattr(data, "n_samples", None)
+        if n and self.batch_size:
+            return max(1, int(n) // int(self.batch_size))
+        return 1
+
     def _solver_name(self, params):
-        return "gfm.onepass"
+        return f"gfm.{getattr(self, '_solver', 'onepass')}"
+
+    @staticmethod
+    def _resolve_solver(solver, data) -> str:
+        """"auto": ALS for ratings (real data in the FM design), one-pass for arrays."""
+        if solver != "auto":
+            return solver
+        return "als" if is_ratings(data) else "onepass"
 
     def _fit_start(self, data, params, *, validation=None, truth=None):
+        self._solver = self._resolve_solver(params["solver"], data)
+        self._monotone_objective = self._solver == "als"
+        if self._solver == "als":
+            return self._als_start(data, params, validation=validation, truth=truth)
         batches, n_unused = self._cut(data, params)
         # One outer iteration per batch, and no stopping on the objective: the objective is
         # measured on fresh data each time, so it may rise by chance (noise, or the first
@@ -211,13 +311,99 @@ class GeneralizedFM(IterativeEstimator):
     def _new_stream(self, params):
         return SimpleNamespace(prm=dict(params), model=None, truth=None, prev_eps=math.nan,
                                rng=check_random_state(self.random_state), batches=None,
-                               n_unused=0, trace=None)
+                               n_unused=0, trace=None, solver="onepass")
+
+    def _als_start(self, data, params, *, validation=None, truth=None):
+        """The ALS solver's state: all the training data in memory, one pass per iteration."""
+        if not (is_ratings(data) or isinstance(data, RegressionData)):
+            raise InvalidParameterError(
+                f"The 'solver' parameter of {type(self).__name__} is 'als', which needs all "
+                "the data at once (X and y arrays or ratings), not a stream of batches; use "
+                "solver='onepass' for streams.")
+        self._design = None
+        if is_ratings(data):
+            self._design = self._make_design(data, params)
+            data = self._design.transform(data)
+        data = data.checked()
+        self._check_rank(params["rank"], data.n_features)
+        if data.n_samples < params["rank"]:
+            raise ValueError(f"X has {data.n_samples} rows, fewer than rank={params['rank']}; "
+                             "pass more rows or lower rank.")
+        self._feature_names = data.feature_names
+        params["max_iter"] = params["n_passes"]
+        st = self._new_stream(params)
+        st.solver = "als"
+        st.X, st.y = data.X, data.y
+        st.design_events = list(getattr(self, "_design_events", []))
+        if truth is not None:
+            st.truth = as_truth(truth, d=data.n_features)
+        self._fit_validation = None
+        if validation is not None:
+            self._fit_validation = self._as_data(validation).checked("validation X")
+        self._stream = st
+        return st
+
+    def _als_step(self, st, trace, it) -> dict:
+        prm = st.prm
+        row = {}
+        if st.model is None:
+            for message, values in st.design_events:
+                trace.event("info", message, **values)
+            with trace.phase("init"):
+                st.model = als.start(st.X, st.y, prm["rank"],
+                                     standardize=_standardize(prm, st.X),
+                                     fit_intercept=prm["fit_intercept"], rng=st.rng)
+        info = als.one_pass(st.model, st.X, st.y, l2=float(prm["l2"]), timer=trace.phase)
+        m = st.model
+        row.update({"pass": it, "n_seen": m.n_seen, "objective": info["objective"],
+                    "train_rmse": info["rmse"], "n_inner": info["n_inner"]})
+        if st.truth is not None:
+            with trace.phase("truth"):
+                w, U, V, _ = _raw_factors(m)
+                errs = recovery_errors(st.truth, w, U, V)
+            row.update(errs)
+            prev = st.prev_eps
+            row["contraction"] = errs["eps"] / prev if prev > 0 else math.nan
+            st.prev_eps = errs["eps"]
+        return row
+
+    def _make_design(self, ratings, params) -> RatingsDesign:
+        """The FM design of ``ratings`` with the id blocks resolved ("automatic": when ids
+        repeat); the decisions are kept as trace events for the next fit's trace."""
+        self._design_events = []
+        flags = {}
+        for block, n_ids in (("user", int(ratings.n_users)), ("item", int(ratings.n_items))):
+            wanted = params.get(f"{block}_ids")
+            per_id = len(ratings.values) / max(n_ids, 1)
+            if wanted is None:
+                wanted = n_ids >= 2 and per_id >= 2.0
+                if not wanted:
+                    self._design_events.append((
+                        f"one-hot {block} ids left out of the design (automatic): {n_ids} "
+                        f"{block}(s) with {per_id:.2g} training rating(s) each on average",
+                        {f"{block}_ids": False}))
+            flags[block] = bool(wanted)
+        side = bool(params.get("side_features", True))
+        return RatingsDesign(users=flags["user"], items=flags["item"], user_features=side,
+                             item_features=side).fit(ratings)
 
     def _trace_metrics(self, validation):
         data = self._fit_validation if self._fit_validation is not None else validation
         return self.evaluate(data)
 
+    #: The timed phases of each solver: every row gets all of them (0 s when not run), so
+    #: per-phase sums and charts need no gaps filled.
+    _PHASES = {"als": ("init", "solve_U", "solve_V", "objective"),
+               "onepass": ("init", "residual", "qr", "v_update")}
+
     def _fit_step(self, st, trace, it):
+        for name in self._PHASES[st.solver]:
+            trace.add_time(name, 0.0)
+        if st.solver == "als":
+            return self._als_step(st, trace, it)
+        if it == 1:
+            for message, values in getattr(self, "_design_events", []) or []:
+                trace.event("info", message, **values)
         if it == 1 and st.n_unused:
             trace.event("info", f"{st.n_unused} rows beyond n_batches x batch_size were not "
                         "used", rows_unused=st.n_unused)
@@ -232,7 +418,7 @@ class GeneralizedFM(IterativeEstimator):
         if st.model is None:
             with trace.phase("init"):
                 st.model, info = onepass.initialize(
-                    batch, prm["rank"], standardize=prm["standardize"],
+                    batch, prm["rank"], standardize=_standardize(prm),
                     fit_intercept=prm["fit_intercept"], rng=st.rng, engine=engine,
                     check=check)
         else:
@@ -258,23 +444,32 @@ class GeneralizedFM(IterativeEstimator):
             st.prev_eps = errs["eps"]
         return row
 
-    #: A batch residual this many times the initialization batch's is reported as diverging.
-    _DIVERGENCE_FACTOR = 1e3
+    #: A batch error this many times the first batch's (the error of predicting the mean,
+    #: as the model starts at M = 0, w = 0) is reported as diverging: a working fit never
+    #: gets much worse than the mean; on one-hot data the error grows ~10x per batch.
+    _DIVERGENCE_FACTOR = 3.0
 
     def _watch_divergence(self, st, info, trace):
-        """One trace warning when the residual grows far beyond the first batch's."""
+        """One trace warning, in plain words, when the batch error grows beyond
+        ``_DIVERGENCE_FACTOR`` times the first batch's (non-finite counts too)."""
         first = getattr(st, "first_rmse", None)
         if first is None:
             st.first_rmse = info["rmse"]
             return
         rmse = info["rmse"]
-        if not getattr(st, "warned", False) and math.isfinite(rmse) and \
-                rmse > self._DIVERGENCE_FACTOR * max(first, 1e-300):
+        growth = rmse / max(first, 1e-300) if math.isfinite(rmse) else math.inf
+        if not getattr(st, "warned", False) and growth > self._DIVERGENCE_FACTOR:
             st.warned = True
-            trace.event("warning", f"the batch residual grew {rmse / first:.3g}-fold since the "
-                        "first batch: the iteration diverges. The method assumes roughly "
-                        "Gaussian, standardized features; use standardize=True, larger batches "
-                        "or a lower rank.", growth=rmse / first)
+            batch = st.model.n_batches - 1 if st.model is not None else 0
+            message = (f"One-pass gFM is diverging: the batch error grew to {growth:.3g} "
+                       f"times that of predicting the mean by batch {batch}. "
+                       + _DIVERGENCE_ADVICE)
+            trace.event("warning", message, growth=growth, advice=True)
+            import warnings
+
+            from ..exceptions import ConvergenceWarning
+
+            warnings.warn(message, ConvergenceWarning, stacklevel=4)
 
     def _fit_publish(self, st, n_iter, trace):
         m = st.model
@@ -288,6 +483,7 @@ class GeneralizedFM(IterativeEstimator):
         names = getattr(self, "_feature_names", None)
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=str)
         self.n_iter_ = int(trace.n_iter)
+        self.solver_ = st.solver
         self.trace_ = trace
         st.trace = trace
 
@@ -307,7 +503,16 @@ class GeneralizedFM(IterativeEstimator):
         self
         """
         params = self._validate_params()
+        if params["solver"] == "als":
+            raise InvalidParameterError(
+                f"The 'solver' parameter of {type(self).__name__} is 'als', which cannot "
+                "stream: partial_fit is Algorithm 1's step on one fresh batch. Use fit, or "
+                "solver='onepass' (or 'auto') to stream.")
+        self._solver = "onepass"
+        self._monotone_objective = False
         st = getattr(self, "_stream", None)
+        if st is not None and st.solver != "onepass":
+            st = None  # a model fitted by ALS: a stream starts afresh
         if st is None or st.model is None:
             st = self._new_stream(params)
             st.trace = Trace(solver=self._solver_name(params), params=_json(self))
@@ -315,7 +520,7 @@ class GeneralizedFM(IterativeEstimator):
         st.prm = dict(params)
         if y is None and is_ratings(X):
             if st.model is None:
-                self._design = RatingsDesign().fit(X)
+                self._design = self._make_design(X, params)
                 self._feature_names = self._design.feature_names(X)
             X = self._as_data(X)
         elif st.model is None:
@@ -347,9 +552,10 @@ class GeneralizedFM(IterativeEstimator):
         k = prm["rank"]
         size, count = prm["batch_size"], prm["n_batches"]
         self._design = None
+        self._design_events = []
         if is_ratings(data):
             # ratings files are usually sorted by user: shuffle, so batches are i.i.d. draws
-            self._design = RatingsDesign().fit(data)
+            self._design = self._make_design(data, prm)
             data = self._design.transform(data)
             order = check_random_state(self.random_state).permutation(data.n_samples)
             data = RegressionData(data.X[order], data.y[order], data.feature_names, data.name)
@@ -542,7 +748,8 @@ class GeneralizedFM(IterativeEstimator):
         m = self._stream.model
         out = {"w": m.w, "U": m.U, "V": m.V, "intercept": np.array([m.b]),
                "mean": m.std.mean, "scale": m.std.scale,
-               "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64)}
+               "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64),
+               "solver": np.array(self._stream.solver, dtype=str)}
         if getattr(self, "_design", None) is not None:
             out.update(self._design.to_arrays())
         if getattr(self, "feature_names_in_", None) is not None:
@@ -566,10 +773,12 @@ class GeneralizedFM(IterativeEstimator):
             n_seen=int(counts[1]))
         st = model._new_stream(prm)
         st.model = state
+        st.solver = str(np.asarray(arrays["solver"])) if "solver" in arrays else "onepass"
+        model._solver = st.solver
         model._design = RatingsDesign.from_arrays(arrays) if "design_shape" in arrays else None
         names = arrays["feature_names"] if "feature_names" in arrays else None
         model._feature_names = None if names is None else [str(x) for x in names]
-        trace = trace if trace is not None else Trace(solver="gfm.onepass",
+        trace = trace if trace is not None else Trace(solver=f"gfm.{st.solver}",
                                                       params=_json(model))
         model._stream = st
         model._fit_publish(st, trace.n_iter, trace)
@@ -577,6 +786,15 @@ class GeneralizedFM(IterativeEstimator):
 
 
 # ----------------------------------------------------------------------------- helpers
+def _standardize(prm, als_X=None) -> bool:
+    """The ``standardize`` setting resolved: None is on, except for the ALS solver on a
+    sparse design (``als_X``; one-hot columns: scaling a rare column up by 1/std weakens its
+    ridge, measured worse on MovieLens and planted ratings)."""
+    if prm["standardize"] is not None:
+        return bool(prm["standardize"])
+    return not (als_X is not None and sp.issparse(als_X))
+
+
 def _json(model):
     from .._params import json_safe
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 #: Column -> (panel title, y-axis title) of the per-batch metrics.
 METRIC_LABELS = {
-    "objective": ("Loss of eq. (3) on the fresh batch", "||r||² / 2n"),
+    "objective": ("Loss of eq. (3): on the fresh batch (one-pass), + ridge on all data (ALS)",
+                  "||r||² / 2n"),
     "train_rmse": ("Batch RMSE before the step", "RMSE"),
     "validation_rmse": ("Validation RMSE", "RMSE"),
     "validation_nmse": ("Validation NMSE", "MSE / var(y)"),
@@ -29,6 +30,9 @@ PHASE_LABELS = {
     "t_qr_s": "power step and QR (lines 5-6)",
     "t_v_update_s": "V pass (H₁U_new, line 8)",
     "t_truth_s": "recovery errors (bookkeeping)",
+    "t_solve_U_s": "ALS: least squares for (w, U), V fixed",
+    "t_solve_V_s": "ALS: least squares for (w, V), U fixed",
+    "t_objective_s": "ALS: objective on all the data",
 }
 
 #: Columns on a log scale in convergence panels.

@@ -13,9 +13,35 @@ def _persisted(store_key: str, defaults: dict) -> dict:
     return values
 
 
+#: What an optional parameter's empty box or "automatic" choice means, in the widgets.
+AUTOMATIC = "automatic"
+
+
+def _help(spec) -> str | None:
+    """The parameter's help, plus what leaving it automatic means for an optional one."""
+    text = spec.help or ""
+    if spec.none_ok and spec.kind != RANDOM_STATE:
+        extra = ("Automatic: the estimator decides (see above)." if spec.kind is bool
+                 else "Leave the box empty for automatic (the estimator decides).")
+        text = f"{text} {extra}".strip()
+    return text or None
+
+
 def _widget(name: str, spec, key: str) -> None:
-    """One widget for a declared parameter (:class:`kmviz._params.Param`)."""
+    """One widget for a declared parameter (:class:`kmviz._params.Param`).
+
+    A parameter that accepts None (``none_ok``) reads None as "automatic": a number box
+    may be left empty (its placeholder says so), a yes/no choice offers "automatic" first.
+    """
     label = spec.label or name
+    optional = spec.none_ok and spec.kind != RANDOM_STATE
+    if optional and spec.kind is bool and not spec.options:
+        names = {None: AUTOMATIC, True: "yes", False: "no"}
+        st.selectbox(label, [None, True, False], key=key, help=_help(spec),
+                     format_func=names.get)
+        return
+    # value=None makes the box clearable (empty = None); the session state holds the value
+    placeholder = {"placeholder": AUTOMATIC, "value": None} if optional else {}
     if spec.options:
         labels = spec.option_labels
         st.selectbox(label, list(spec.options), key=key, help=spec.help or None,
@@ -30,14 +56,14 @@ def _widget(name: str, spec, key: str) -> None:
         hi = spec.form_high if spec.form_high is not None else spec.high
         st.number_input(label, min_value=None if lo is None else int(lo),
                         max_value=None if hi is None else int(hi), step=int(spec.step or 1),
-                        key=key, help=spec.help or None)
+                        key=key, help=_help(spec), **placeholder)
     else:
         lo = spec.form_low if spec.form_low is not None else spec.low
         hi = spec.form_high if spec.form_high is not None else spec.high
         st.number_input(label, min_value=None if lo is None else float(lo),
                         max_value=None if hi is None else float(hi),
-                        step=float(spec.step or 0.1), key=key, help=spec.help or None,
-                        format="%.1e" if (spec.step or 1) < 1e-2 else "%g")
+                        step=float(spec.step or 0.1), key=key, help=_help(spec),
+                        format="%.1e" if (spec.step or 1) < 1e-2 else "%g", **placeholder)
 
 
 def params_form(family, *, overrides: dict | None = None) -> tuple[dict, bool]:

@@ -47,6 +47,11 @@ class TrainingJob:
         self.spec = dict(spec or {})
         self.owner = owner  # the session's token, recorded in the saved run
         self.label = label or families.get(family).label(params, dataset_name)
+        try:  # the progress bar's length; a bad setting fails later, in the fit, with its message
+            self._planned = int(families.get(family).make(params).planned_iterations(
+                split.train if split is not None else None))
+        except Exception:  # noqa: BLE001
+            self._planned = int(self.params.get("max_iter", 1) or 1)
         self.save = save
         self.stop_event = threading.Event()
         self._lock = threading.Lock()
@@ -93,7 +98,7 @@ class TrainingJob:
                 "rows": rows,
                 "last": rows[-1] if rows else None,
                 "n_done": len(rows),
-                "max_iter": int(self.params.get("max_iter", 1) or 1),
+                "max_iter": self._planned,
                 "elapsed_s": end - (self._fit_started or self._started),
                 "stop_requested": self.stop_event.is_set(),
                 "save_error": self.save_error,

@@ -140,6 +140,9 @@ def run_metrics(run) -> None:
                if any(k.endswith("_nrmse") for k in m) else "")
     st.caption(f"Run `{run.run_id}` · stop reason: {run.stop_reason or 'n/a'}. Metrics are "
                f"named part_metric{meaning}.")
+    for event in getattr(run.trace, "events", []) or []:
+        if event.get("kind") == "warning" and event.get("advice"):  # what the user can change
+            st.warning(md_escape(str(event["message"])), icon=":material/warning:")
 
 
 def progress_panel() -> None:

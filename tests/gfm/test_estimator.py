@@ -347,10 +347,10 @@ def _bad_values(param):
     if param.kind == RANDOM_STATE:
         return ["seed", 1.5, -1]
     if param.kind is bool:
-        return ["yes", 1, None]
+        return ["yes", 1] if param.none_ok else ["yes", 1, None]
     if param.options:
         return ["__nope__"]
-    out = ["abc", param.kind(param.low - 1), 1.5]
+    out = ["abc", param.kind(param.low - 1)] + ([1.5] if param.kind is int else [])
     return out if param.none_ok else out + [None]
 
 

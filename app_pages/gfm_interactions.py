@@ -1,0 +1,65 @@
+"""gFM Interactions: for a trained run, the strongest learned pairwise interactions (with the
+features' names), the spectrum of M, the first-order weights, and held-out predictions."""
+
+import streamlit as st
+
+from kmviz.gfm.analysis import (first_order_table, held_out_predictions,
+                                interaction_spectrum, interaction_table)
+from kmviz.gfm.figures import predictions_figure, spectrum_figure, weights_figure
+from kmviz.ui.errors import user_errors
+from kmviz.ui.state import init_state
+from kmviz.ui.text import md_escape
+from kmviz.ui.views import collect_finished_job, require_run
+
+init_state()
+collect_finished_job()
+st.title("gFM: what the model learned")
+run = require_run(family="gfm", need_model=True)
+model, split = run.model, run.split
+st.caption(f"Solver: {getattr(model, 'solver_', 'onepass')}, rank k = {model.rank}, "
+           f"{model.n_features_in_:,} features. Ratings enter as factorization-machine rows: "
+           "a one-hot user, a one-hot item and the side features (user:…, item:…).")
+for event in run.trace.events:
+    if event.get("kind") == "warning":
+        st.warning(md_escape(event["message"]), icon=":material/warning:")
+
+st.subheader("Predictions on held-out ratings")
+with user_errors("predicting the held-out ratings"):
+    frame, summary = held_out_predictions(model, split)
+    if frame is None:
+        st.info("The split has no test or validation part; set one on the Data page.")
+    else:
+        c = st.columns(3)
+        c[0].metric(f"{summary['part']} RMSE", f"{summary['rmse']:.4f}")
+        c[1].metric("RMSE of the training mean", f"{summary['mean_rmse']:.4f}")
+        c[2].metric("held-out ratings", f"{summary['n']:,}")
+        st.plotly_chart(predictions_figure(frame, mean=summary["mean"]))
+        st.caption("Each point is a held-out rating: on the dotted diagonal the prediction is "
+                   "exact; the dashed line is what predicting the training mean gives. A "
+                   "useful model has a lower RMSE than the mean and points along the diagonal.")
+
+st.subheader("Strongest pairwise interactions")
+c1, c2 = st.columns([1, 3])
+top = c1.slider("how many", 5, 50, 15, key="gfm_top_n")
+diagonal = c1.checkbox("include squares x_a²", value=False, key="gfm_diag")
+with user_errors("ranking the interactions"):
+    table = interaction_table(model, top, include_diagonal=diagonal)
+    c2.dataframe(table[["feature_a", "feature_b", "M_ab", "effect"]], hide_index=True,
+                 column_config={"M_ab": st.column_config.NumberColumn(format="%.4f"),
+                                "effect": st.column_config.NumberColumn(
+                                    "effect of x_a·x_b", format="%.4f")})
+st.caption("The largest |M_ab| of the learned M = (UVᵀ + VUᵀ)/2, in the units of the features. "
+           "A positive effect means the two features together raise the prediction beyond "
+           "their separate weights (user=… with item=… is that user's taste for that item); "
+           "a negative one lowers it.")
+
+c1, c2 = st.columns(2)
+with c1:
+    st.plotly_chart(spectrum_figure(interaction_spectrum(model), color="sign",
+                                    title="Eigenvalues of M"))
+    st.caption("M has rank at most 2k. Eigenvalues of both signs are allowed (a classic FM "
+               "with a PSD factorization has only positive ones).")
+with c2:
+    st.plotly_chart(weights_figure(first_order_table(model, 15)))
+    st.caption("First-order weights w with the largest |w|: a user's or item's bias, or a "
+               "side feature's linear effect.")
