@@ -17,6 +17,11 @@ spin and take the core the serial parts (BLAS, Python) need. Measured on MovieLe
 (|Omega+| = 50k, k = 64, load average 5-9): 0.05-0.12 s per outer iteration serial against
 0.24-0.32 s parallel. ``bench/ocmf_ml100k.py --threads`` repeats the comparison.
 
+TRON's value pass is fused (:func:`observed_value_gradient`): one read of each pair's O[j]
+gives its score, its loss, the gradient term and the Hessian diagonal's share, where three
+passes did before; the Hessian-vector pass adds the all-pairs term ``2 a_i (N O_c)_i`` in
+the same loop. Both have float32 twins (``*_row32``) for ``OneClassMF(dtype="float32")``.
+
 With ``c_e = a_i o_j`` the weight of pair e in the all-pairs term and ``s_e`` its score, the
 split loss of the OCMF paper, eq. (6), is ``l+_e = l(y_e, s_e) - c_e (a_bar - s_e)^2`` with
 derivatives ``l+'_e = l'(y_e, s_e) - 2 c_e (s_e - a_bar)`` and ``l+''_e = l''(y_e, s_e) - 2 c_e``
@@ -88,6 +93,37 @@ def _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_
 
 
 @njit(**JIT)
+def _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
+                    D_out):
+    # one pass per row: the pair's row O[j] is read once for its score, its gradient term
+    # l+' O[j] and its share l+'' O[j]^2 of the Hessian diagonal (three passes before)
+    k = E.shape[1]
+    for f in range(k):
+        G_out[i, f] = 0.0
+        D_out[i, f] = 0.0
+    total = 0.0
+    ai = a[i]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        s = 0.0
+        for f in range(k):
+            s += E[i, f] * O[j, f]
+        scores_out[e] = s
+        c = ai * o[j]
+        r = a_bar - s
+        lv, d1, d2 = loss_derivatives(code, y[e], s)
+        total += lv - c * r * r
+        g = d1 - 2.0 * c * (s - a_bar)
+        h = d2 - 2.0 * c
+        d2_out[e] = h
+        for f in range(k):
+            v = O[j, f]
+            G_out[i, f] += g * v
+            D_out[i, f] += h * v * v
+    return total
+
+
+@njit(**JIT)
 def _value_shifted_row(i, indptr, idx, y, s0, ds, alpha, a, o, a_bar, code):
     total = 0.0
     ai = a[i]
@@ -126,6 +162,73 @@ def _hvp_row(i, indptr, idx, N, O, d2, U_out):
         for f in range(k):
             t += N[i, f] * O[j, f]
         t *= d2[e]
+        for f in range(k):
+            U_out[i, f] += t * O[j, f]
+
+
+@njit(**JIT)
+def _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out):
+    k = O.shape[1]
+    bw = base_w[i]
+    for f in range(k):
+        U_out[i, f] = bw * base[i, f]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        t = 0.0
+        for f in range(k):
+            t += N[i, f] * O[j, f]
+        t *= d2[e]
+        for f in range(k):
+            U_out[i, f] += t * O[j, f]
+
+
+# float32 twins of the two passes TRON repeats (value + gradient, Hessian-vector): the
+# embeddings, the products and the row accumulators in single precision, each pair's loss
+# and derivatives in double. Twice the SIMD width and half the memory traffic of the
+# float64 bodies (0.45 against 0.9 ms for a MovieLens 100K Hessian-vector pass, k = 64).
+@njit(**JIT)
+def _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
+                      D_out):
+    k = E.shape[1]
+    for f in range(k):
+        G_out[i, f] = 0.0
+        D_out[i, f] = 0.0
+    total = 0.0
+    ai = a[i]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        s32 = np.float32(0.0)
+        for f in range(k):
+            s32 += E[i, f] * O[j, f]
+        s = np.float64(s32)
+        scores_out[e] = s
+        c = ai * o[j]
+        r = a_bar - s
+        lv, d1, d2 = loss_derivatives(code, y[e], s)
+        total += lv - c * r * r
+        h = d2 - 2.0 * c
+        d2_out[e] = h
+        g32 = np.float32(d1 - 2.0 * c * (s - a_bar))
+        h32 = np.float32(h)
+        for f in range(k):
+            v = O[j, f]
+            G_out[i, f] += g32 * v
+            D_out[i, f] += h32 * v * v
+    return total
+
+
+@njit(**JIT)
+def _hvp_base_row32(i, indptr, idx, N, O, d2, base, base_w, U_out):
+    k = O.shape[1]
+    bw = np.float32(base_w[i])
+    for f in range(k):
+        U_out[i, f] = bw * base[i, f]
+    for e in range(indptr[i], indptr[i + 1]):
+        j = idx[e]
+        t = np.float32(0.0)
+        for f in range(k):
+            t += N[i, f] * O[j, f]
+        t *= np.float32(d2[e])
         for f in range(k):
             U_out[i, f] += t * O[j, f]
 
@@ -256,6 +359,50 @@ def _value_deriv_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out
 
 
 @njit(**PJIT)
+def _value_grad_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out,
+                    row_out):
+    for i in prange(indptr.shape[0] - 1):
+        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                     d2_out, G_out, D_out)
+
+
+@njit(**JIT)
+def _value_grad_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out,
+                    row_out):
+    for i in range(indptr.shape[0] - 1):
+        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                     d2_out, G_out, D_out)
+
+
+@njit(**PJIT)
+def _value_grad32_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
+                      D_out, row_out):
+    for i in prange(indptr.shape[0] - 1):
+        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                       d2_out, G_out, D_out)
+
+
+@njit(**JIT)
+def _value_grad32_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
+                      D_out, row_out):
+    for i in range(indptr.shape[0] - 1):
+        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
+                                       d2_out, G_out, D_out)
+
+
+@njit(**PJIT)
+def _hvp_base32_par(indptr, idx, N, O, d2, base, base_w, U_out):
+    for i in prange(indptr.shape[0] - 1):
+        _hvp_base_row32(i, indptr, idx, N, O, d2, base, base_w, U_out)
+
+
+@njit(**JIT)
+def _hvp_base32_ser(indptr, idx, N, O, d2, base, base_w, U_out):
+    for i in range(indptr.shape[0] - 1):
+        _hvp_base_row32(i, indptr, idx, N, O, d2, base, base_w, U_out)
+
+
+@njit(**PJIT)
 def _shifted_par(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_shifted_row(i, indptr, idx, y, s0, ds, alpha, a, o, a_bar, code)
@@ -289,6 +436,18 @@ def _hvp_par(indptr, idx, N, O, d2, U_out):
 def _hvp_ser(indptr, idx, N, O, d2, U_out):
     for i in range(indptr.shape[0] - 1):
         _hvp_row(i, indptr, idx, N, O, d2, U_out)
+
+
+@njit(**PJIT)
+def _hvp_base_par(indptr, idx, N, O, d2, base, base_w, U_out):
+    for i in prange(indptr.shape[0] - 1):
+        _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out)
+
+
+@njit(**JIT)
+def _hvp_base_ser(indptr, idx, N, O, d2, base, base_w, U_out):
+    for i in range(indptr.shape[0] - 1):
+        _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out)
 
 
 @njit(**PJIT)
@@ -351,6 +510,44 @@ def _top_k_ser(P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
         _top_k_row(u, P, Q, excl_ptr, excl_idx, K, out_idx, out_score)
 
 
+# ----------------------------------------------------------------------------- CG vectors
+# TRON's conjugate-gradient bookkeeping on vectors of length d k (580,000 for the item block
+# of MovieLens latest-small at k = 64): one pass each instead of a NumPy temporary per term.
+@njit(**JIT)
+def cg_curvature(s, d, Hd, M):
+    """``(d . Hd, s . M d, d . M d)`` in one pass."""
+    dHd = 0.0
+    sMd = 0.0
+    dMd = 0.0
+    for t in range(d.shape[0]):
+        md = M[t] * d[t]
+        dHd += d[t] * Hd[t]
+        sMd += s[t] * md
+        dMd += d[t] * md
+    return dHd, sMd, dMd
+
+
+@njit(**JIT)
+def cg_advance(s, d, r, Hd, inv_m, alpha, z_out):
+    """``s += alpha d``, ``r -= alpha Hd``, ``z = r / M``; returns ``z . r``."""
+    zr = 0.0
+    for t in range(d.shape[0]):
+        s[t] += alpha * d[t]
+        rt = r[t] - alpha * Hd[t]
+        r[t] = rt
+        zt = rt * inv_m[t]
+        z_out[t] = zt
+        zr += zt * rt
+    return zr
+
+
+@njit(**JIT)
+def cg_direction(d, z, beta):
+    """``d = z + beta d`` in place."""
+    for t in range(d.shape[0]):
+        d[t] = z[t] + beta * d[t]
+
+
 # ----------------------------------------------------------------------------- public
 def pair_scores(indptr, idx, E, O, out):
     """``out[e] = E[i] . O[idx[e]]`` for every pair e of row i."""
@@ -372,6 +569,20 @@ def observed_value_derivatives(indptr, idx, y, E, O, a, o, a_bar, code, scores_o
     fn(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out, row_out)
 
 
+def observed_value_gradient(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out,
+                            G_out, D_out, row_out):
+    """One pass for everything TRON needs at a point: the per-row sums of ``l+_e``, the
+    scores, ``G_out[i] = sum_e l+'_e O[j]`` (D+ H of eq. (14)), ``D_out[i, f] = sum_e l+''_e
+    O[j, f]^2`` (row i's share of the Hessian diagonal) and ``d2_out[e] = l+''_e`` (for
+    eq. (15))."""
+    par = _parallel(idx.shape[0], E.shape[1])
+    if E.dtype == np.float32:   # E, O, G_out, D_out all float32 (see _value_grad_row32)
+        fn = _value_grad32_par if par else _value_grad32_ser
+    else:
+        fn = _value_grad_par if par else _value_grad_ser
+    fn(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out, row_out)
+
+
 def observed_value_shifted(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
     """Per-row sums of ``l+_e`` at the scores ``s0 + alpha ds`` (line-search trials)."""
     fn = _shifted_par if _parallel(idx.shape[0], 8) else _shifted_ser
@@ -384,10 +595,17 @@ def observed_gradient(indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_ou
     fn(indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out)
 
 
-def observed_hvp(indptr, idx, N, O, d2, U_out):
-    """``U_out[i] = sum_e d2[e] (N[i] . O[j]) O[j]``: the U+ H of eq. (15)."""
-    fn = _hvp_par if _parallel(idx.shape[0], O.shape[1]) else _hvp_ser
-    fn(indptr, idx, N, O, d2, U_out)
+def observed_hvp(indptr, idx, N, O, d2, U_out, base=None, base_w=None):
+    """``U_out[i] = sum_e d2[e] (N[i] . O[j]) O[j]``: the U+ H of eq. (15); with ``base``
+    (rows x k) and ``base_w`` (rows), ``base_w[i] base[i]`` is added in the same pass."""
+    par = _parallel(idx.shape[0], O.shape[1])
+    if base is None:
+        (_hvp_par if par else _hvp_ser)(indptr, idx, N, O, d2, U_out)
+    elif N.dtype == np.float32:   # N, O, base, U_out float32
+        (_hvp_base32_par if par else _hvp_base32_ser)(indptr, idx, N, O, d2, base, base_w,
+                                                      U_out)
+    else:
+        (_hvp_base_par if par else _hvp_base_ser)(indptr, idx, N, O, d2, base, base_w, U_out)
 
 
 def observed_hess_diag(indptr, idx, O, d2, out):

@@ -61,7 +61,12 @@ def _f64(a):
 def weighted_gram(E, w) -> np.ndarray:
     """``E^T diag(w) E`` (k x k) in O(rows k^2)."""
     E = np.asarray(E, dtype=np.float64)
-    return E.T @ (E * np.asarray(w, dtype=np.float64)[:, None])
+    w = np.asarray(w, dtype=np.float64)
+    if w.size and w.min() == w.max():
+        # constant weights (the default p = rho 1, q = 1): NumPy sends E^T E to BLAS's
+        # syrk, half the flops and no rows x k temporary
+        return w[0] * (E.T @ E)
+    return E.T @ (E * w[:, None])
 
 
 # ----------------------------------------------------------------------------- pairs
@@ -156,11 +161,18 @@ class BlockTerms:
         The block Hessian (exact: scores are linear in E) times N, at the last gradient point.
     """
 
-    def __init__(self, row_ptr, idx, labels, w_rows, w_other, a_bar, code, O):
+    def __init__(self, row_ptr, idx, labels, w_rows, w_other, a_bar, code, O,
+                 dtype=np.float64):
         self.row_ptr, self.idx, self.labels = row_ptr, idx, labels
         self.w, self.wo = _f64(w_rows), _f64(w_other)
         self.a_bar, self.code = float(a_bar), int(code)
         self.O = _f64(O)
+        # precision of the two passes TRON repeats (value + gradient, Hessian-vector): the
+        # float32 twins read O, E and N in single precision and return double results
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float64, np.float32):
+            raise ValueError(f"dtype must be float64 or float32; got {self.dtype}")
+        self._Ok = self.O if self.dtype == np.float64 else self.O.astype(self.dtype)
         self.k = self.O.shape[1]
         self.n_rows = row_ptr.shape[0] - 1
         self.nnz = idx.shape[0]
@@ -169,24 +181,41 @@ class BlockTerms:
         self.ov = self.O.T @ self.wo                        # O^T b, k
         self.scores = np.empty(self.nnz)
         self.d2 = np.empty(self.nnz)          # l+'' at the last gradient point (for hvp)
-        # l+' and l+'' of the last value pass (a trial point until gradient() accepts it)
-        self._d1_trial = np.empty(self.nnz)
+        # l+'' of the last value pass (a trial point until gradient() accepts it)
         self._d2_trial = np.empty(self.nnz)
         self._trial_valid = False
         self._row = np.empty(self.n_rows)
+        # the value pass also leaves D+ O and the rows' Hessian diagonal of its point
+        self._G_trial = self._D_trial = None
+        self._diag_rows = None       # hess_diag_rows' observed part at the gradient point
+        self._EOc = (None, None)     # (E, E O_c): shared by L-'s value and its gradient
+        self._w2 = None
 
     # -- value -----------------------------------------------------------------------
+    def _e_oc(self, E) -> np.ndarray:
+        """``E O_c`` (rows x k), computed once per point for L-'s value and gradient."""
+        if self._EOc[0] is not E:
+            self._EOc = (E, E @ self.Oc)
+        return self._EOc[1]
+
     def l_minus_var(self, E) -> float:
-        """``<E^T A E, O_c> - 2 a_bar (a^T E) . (O^T b)``: L- without its constant."""
-        Ew = E * self.w[:, None]
-        return float(np.sum((E.T @ Ew) * self.Oc)) - 2.0 * self.a_bar * float(
-            (self.w @ E) @ self.ov)
+        """``<E^T A E, O_c> - 2 a_bar (a^T E) . (O^T b)``: L- without its constant.
+
+        Computed as ``sum_i a_i e_i . (E O_c)_i``, sharing ``E O_c`` with
+        :meth:`gradient_dense` at the same E."""
+        EOc = self._e_oc(E)
+        rowq = np.einsum("ij,ij->i", E, EOc)
+        return float(self.w @ rowq) - 2.0 * self.a_bar * float((self.w @ E) @ self.ov)
 
     def l_plus(self, E) -> float:
-        """L+ at E; fills :attr:`scores` and the pairs' l+', l+'' for :meth:`gradient_observed`."""
-        K.observed_value_derivatives(self.row_ptr, self.idx, self.labels, _f64(E), self.O,
-                                     self.w, self.wo, self.a_bar, self.code, self.scores,
-                                     self._d1_trial, self._d2_trial, self._row)
+        """L+ at E; fills :attr:`scores` and, in the same pass over the pairs, D+ O, the
+        rows' Hessian diagonal and l+'' of this point for :meth:`gradient_observed`."""
+        self._G_trial = np.empty((self.n_rows, self.k), dtype=self.dtype)
+        self._D_trial = np.empty((self.n_rows, self.k), dtype=self.dtype)
+        K.observed_value_gradient(self.row_ptr, self.idx, self.labels,
+                                  np.ascontiguousarray(E, dtype=self.dtype), self._Ok,
+                                  self.w, self.wo, self.a_bar, self.code, self.scores,
+                                  self._d2_trial, self._G_trial, self._D_trial, self._row)
         self._trial_valid = True
         return float(self._row.sum())
 
@@ -203,6 +232,7 @@ class BlockTerms:
         """Set the pair scores directly (a line search moved along a direction)."""
         self.scores[:] = scores
         self._trial_valid = False
+        self._G_trial = self._D_trial = None
 
     def pair_scores(self, E, out=None):
         out = np.empty(self.nnz) if out is None else out
@@ -213,15 +243,19 @@ class BlockTerms:
     def gradient_observed(self, scores=None) -> np.ndarray:
         """D+ O (rows x k) at the cached pair scores (or the given ones); makes that point's
         l+'' the one :meth:`hvp_observed` uses."""
-        G = np.empty((self.n_rows, self.k))
         if scores is None and self._trial_valid:
-            K.rows_combine(self.row_ptr, self.idx, self._d1_trial, self.O, G)
+            G = _f64(self._G_trial) if self.dtype == np.float64 else \
+                self._G_trial.astype(np.float64)
+            self._diag_rows = self._D_trial
             self.d2, self._d2_trial = self._d2_trial, self.d2
+            self._G_trial = self._D_trial = None
             self._trial_valid = False
             return G
+        G = np.empty((self.n_rows, self.k))
         K.observed_gradient(self.row_ptr, self.idx, self.labels,
                             self.scores if scores is None else scores, self.O, self.w,
                             self.wo, self.a_bar, self.code, G, self.d2)
+        self._diag_rows = None
         return G
 
     def gradient_at_zero(self) -> np.ndarray:
@@ -238,7 +272,9 @@ class BlockTerms:
 
     def gradient_dense(self, E) -> np.ndarray:
         """``2 A (E O_c - a_bar 1 (O^T b)^T)``: the gradient of L- (rows x k)."""
-        return 2.0 * (self.w[:, None] * (E @ self.Oc - self.a_bar * self.ov[None, :]))
+        G = self._e_oc(E) - self.a_bar * self.ov[None, :]
+        G *= 2.0 * self.w[:, None]
+        return G
 
     def gradient(self, E) -> np.ndarray:
         """dL/dE at E (recomputes the scores)."""
@@ -257,15 +293,29 @@ class BlockTerms:
         return 2.0 * (self.w[:, None] * (N @ self.Oc))
 
     def hvp(self, N) -> np.ndarray:
-        return self.hvp_observed(N) + self.hvp_dense(N)
+        """The block Hessian times N: ``U+ O + 2 A N O_c``, the dense part added inside the
+        pair kernel (no m x k temporaries)."""
+        N = _f64(N)
+        U = np.empty((self.n_rows, self.k), dtype=self.dtype)
+        if self._w2 is None:
+            self._w2 = 2.0 * self.w
+        K.observed_hvp(self.row_ptr, self.idx, np.ascontiguousarray(N, dtype=self.dtype),
+                       self._Ok, self.d2, U,
+                       base=np.ascontiguousarray(N @ self.Oc, dtype=self.dtype),
+                       base_w=self._w2)
+        return U if self.dtype == np.float64 else U.astype(np.float64)
 
     def hess_diag_rows(self) -> np.ndarray:
         """``R[i, f] = sum_j l+''_ij o_jf^2 + 2 a_i (O_c)_ff`` (rows x k): the diagonal of
         row i's k x k Hessian block (at the last gradient point), for a Jacobi
         preconditioner. Nonnegative: the all-pairs part bounds the negative l+''."""
-        R = np.empty((self.n_rows, self.k))
-        K.observed_hess_diag(self.row_ptr, self.idx, self.O, self.d2, R)
-        R += 2.0 * self.w[:, None] * np.diag(self.Oc)[None, :]
+        R = np.multiply.outer(2.0 * self.w, np.diag(self.Oc))
+        if self._diag_rows is not None:    # left by the value pass of this point
+            R += self._diag_rows
+        else:
+            D = np.empty((self.n_rows, self.k))
+            K.observed_hess_diag(self.row_ptr, self.idx, self.O, self.d2, D)
+            R += D
         return R
 
 
@@ -324,15 +374,16 @@ class AllPairsLoss:
         """``a_bar^2 (sum a)(sum b)``: the part of L- that depends on no variable."""
         return self.a_bar ** 2 * float(self.a.sum()) * float(self.b.sum())
 
-    def block(self, side: str, other) -> BlockTerms:
-        """Terms with ``side`` ("rows" = P varies, "cols" = Q varies) and ``other`` fixed."""
+    def block(self, side: str, other, dtype=np.float64) -> BlockTerms:
+        """Terms with ``side`` ("rows" = P varies, "cols" = Q varies) and ``other`` fixed;
+        ``dtype`` is the precision of the repeated pair passes (:class:`BlockTerms`)."""
         p = self.pairs
         if side == "rows":
             return BlockTerms(p.row_ptr, p.cols, p.labels, self.a, self.b, self.a_bar,
-                              self.code, other)
+                              self.code, other, dtype)
         if side == "cols":
             return BlockTerms(p.col_ptr, p.col_rows, self.labels_t, self.b, self.a,
-                              self.a_bar, self.code, other)
+                              self.a_bar, self.code, other, dtype)
         raise ValueError(f"side must be 'rows' or 'cols'; got {side!r}")
 
     # -- joint -------------------------------------------------------------------------

@@ -112,6 +112,14 @@ class BlockProblem:
     def embedding(self, x) -> np.ndarray:
         return self.side.apply(self._mat(x))
 
+    # X = I (the paper's plain one-class MF): E = W and X^T G = G, without copies. The
+    # arrays handed out are fresh or views of TRON's own iterates, which it never mutates.
+    def _apply(self, W):
+        return W if self.side.pure_identity else self.side.apply(W)
+
+    def _adjoint(self, G):
+        return G if self.side.pure_identity else self.side.adjoint(G)
+
     # -- value -----------------------------------------------------------------------------
     def _l_minus_var(self, W, E):
         t = self.terms
@@ -125,7 +133,7 @@ class BlockProblem:
         with self._phase("function"):
             self.n_fun += 1
             W = self._mat(x)
-            E = self.side.apply(W)
+            E = self._apply(W)
             lp = self.terms.l_plus(E)
             lm = self._l_minus_var(W, E)
             reg = self.lam * float(np.sum(W * W))
@@ -154,7 +162,7 @@ class BlockProblem:
                 G += 2.0 * (self.Mbar @ W) @ t.Oc - 2.0 * t.a_bar * np.outer(self.xa, t.ov)
             else:
                 G_emb += t.gradient_dense(E)
-                G = self.side.adjoint(G_emb)
+                G = self._adjoint(G_emb)
             G += (2.0 * self.lam) * W
             return G.ravel()
 
@@ -171,16 +179,15 @@ class BlockProblem:
             self.n_hv += 1
             t = self.terms
             S = self._mat(v)
-            N = self.side.apply(S)
-            U = t.hvp_observed(N)
+            N = self._apply(S)
+            U = t.hvp_observed(N) if self.small_d else t.hvp(N)
             if self.graph is not None:
                 U += (2.0 * self.lam_graph) * (self.graph @ N)
             if self.small_d:
                 H = self.side.adjoint(U)
                 H += 2.0 * (self.Mbar @ S) @ t.Oc
             else:
-                U += t.hvp_dense(N)
-                H = self.side.adjoint(U)
+                H = self._adjoint(U)
             H += (2.0 * self.lam) * S
             return H.ravel()
 
@@ -188,7 +195,8 @@ class BlockProblem:
         """The diagonal of the block Hessian at the last gradient point (d * k), for TRON's
         Jacobi preconditioner: ``(X o X)^T R + 2 lambda_graph diag(X^T L X) + 2 lambda``."""
         with self._phase("hessian_vector"):
-            D = self.side.adjoint_squares(self.terms.hess_diag_rows())
+            R = self.terms.hess_diag_rows()      # a fresh array: updated in place below
+            D = R if self.side.pure_identity else self.side.adjoint_squares(R)
             if self._graph_diag is not None:
                 D += (2.0 * self.lam_graph) * self._graph_diag[:, None]
             D += 2.0 * self.lam

@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._kernels import cg_advance, cg_curvature, cg_direction
+
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
 CG_XI = 0.1
@@ -86,44 +88,44 @@ def _gnorm_at_zero(problem, n) -> float:
 
 def _trpcg(problem, delta, g, M, max_cg):
     """Preconditioned truncated CG for min g^T s + 1/2 s^T H s, ||s||_M <= delta
-    (LIBLINEAR's trpcg; M = 1 gives its older trcg)."""
-    n = g.shape[0]
-    s = np.zeros(n)
+    (LIBLINEAR's trpcg; M = 1 gives its older trcg).
+
+    ||s + alpha d||_M^2 is expanded as ``sMs + 2 alpha sMd + alpha^2 dMd``; the dot products
+    and vector updates of a step are fused passes (:mod:`kmviz.ocmf._kernels`, ``cg_*``).
+    Returns ``(s, r, steps, boundary, ||s||_M^2)``."""
+    s = np.zeros(g.shape[0])
+    inv_m = 1.0 / M
     r = -g
-    z = r / M
+    z = r * inv_m
     d = z.copy()
     zTr = float(np.dot(z, r))
     cgtol = CG_XI * math.sqrt(zTr)
+    sMs = 0.0
     cg_iter = 0
     boundary = False
     while cg_iter < max_cg:
         if math.sqrt(zTr) <= cgtol:
             break
         cg_iter += 1
-        Hd = problem.hess_vec(d)
-        dHd = float(np.dot(d, Hd))
+        Hd = np.ascontiguousarray(problem.hess_vec(d), dtype=np.float64)
+        dHd, sMd, dMd = cg_curvature(s, d, Hd, M)
         alpha = zTr / dHd if dHd > 0 else math.inf
-        s_try = s + alpha * d if math.isfinite(alpha) else None
-        if s_try is None or math.sqrt(float(np.dot(s_try, M * s_try))) > delta:
+        sMs_try = sMs + 2.0 * alpha * sMd + alpha * alpha * dMd \
+            if math.isfinite(alpha) else math.inf
+        if not sMs_try <= delta * delta:
             # step to the boundary along d: tau >= 0 with ||s + tau d||_M = delta
-            Md = M * d
-            std = float(np.dot(s, Md))
-            sts = float(np.dot(s, M * s))
-            dtd = float(np.dot(d, Md))
             dsq = delta * delta
-            rad = math.sqrt(max(std * std + dtd * (dsq - sts), 0.0))
-            tau = (dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
-            s = s + tau * d
-            r = r - tau * Hd
+            rad = math.sqrt(max(sMd * sMd + dMd * (dsq - sMs), 0.0))
+            tau = (dsq - sMs) / (sMd + rad) if sMd >= 0 else (rad - sMd) / dMd
+            cg_advance(s, d, r, Hd, inv_m, tau, z)
+            sMs = sMs + 2.0 * tau * sMd + tau * tau * dMd   # = delta^2 up to rounding
             boundary = True
             break
-        s = s_try
-        r = r - alpha * Hd
-        z = r / M
-        znew = float(np.dot(z, r))
-        d = z + (znew / zTr) * d
+        znew = cg_advance(s, d, r, Hd, inv_m, alpha, z)
+        sMs = sMs_try
+        cg_direction(d, z, znew / zTr)
         zTr = znew
-    return s, r, cg_iter, boundary
+    return s, r, cg_iter, boundary, max(sMs, 0.0)
 
 
 def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
@@ -170,17 +172,22 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
     stop = "max_iter"
     delta = math.nan
     while res.n_iter < max_iter:
-        M = (1.0 - PCG_ALPHA) + PCG_ALPHA * diag() if diag is not None else np.ones(n)
+        if diag is not None:
+            M = np.array(diag(), dtype=np.float64)   # (1 - a) + a diag(H), in place
+            M *= PCG_ALPHA
+            M += 1.0 - PCG_ALPHA
+        else:
+            M = np.ones(n)
         if res.n_iter == 0 and not res.steps:
             delta = math.sqrt(float(np.dot(g, M * g)))
-        s, r, cg_iter, boundary = _trpcg(problem, delta, g, M, max_cg)
+        s, r, cg_iter, boundary, sMs = _trpcg(problem, delta, g, M, max_cg)
         res.n_cg += cg_iter
         x_new = x + s
         gs = float(np.dot(g, s))
         prered = -0.5 * (gs - float(np.dot(s, r)))
         f_new = problem.fun(x_new)
         actred = f - f_new
-        snorm = math.sqrt(float(np.dot(s, M * s)))
+        snorm = math.sqrt(sMs)
         step = {"f": f, "gnorm": gnorm, "delta": delta, "cg_iter": cg_iter,
                 "boundary": boundary, "snorm": snorm, "prered": prered, "actred": actred,
                 "f_new": f_new}
