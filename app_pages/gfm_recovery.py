@@ -10,15 +10,17 @@ from kmviz.gfm.figures import (angle_contraction_figure, heatmaps_figure, phase_
 from kmviz.gfm.synthetic import PRESET_LABELS
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
+from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job
 
 RESULT, PHASE = "gfm_recovery_result", "gfm_recovery_phase"  # this page's results
 init_state()
 collect_finished_job()
 st.title("One-pass gFM: does it recover a planted model?")
-st.caption("Data drawn as the paper assumes: x ~ N(0, I), y = xᵀw* + xᵀM*x + noise with a "
-           "rank-k M*. Algorithm 1 uses every batch of n instances once (no standardization, "
-           "no intercept: the paper's steps). No trained run is needed.")
+st.caption(md_escape("Data drawn as the paper assumes: x ~ N(0, I), y = xᵀw* + xᵀM*x + noise "
+                     "with a rank-k M*. Algorithm 1 uses every batch of n instances once (no "
+                     "standardization, no intercept: the paper's steps). No trained run is "
+                     "needed."))
 
 with st.form("gfm_recovery_form"):
     c = st.columns(4)
@@ -30,7 +32,7 @@ with st.form("gfm_recovery_form"):
     c = st.columns(4)
     batches = c[0].slider("batches (T + 1)", 3, 30, 12, key="gfm_rec_batches")
     noise = c[1].slider("label noise ξ", 0.0, 0.5, 0.0, 0.01, key="gfm_rec_noise")
-    condition = c[2].slider("condition σ₁*/σₖ*", 1.0, 10.0, 1.0, 0.5, key="gfm_rec_cond")
+    condition = c[2].slider("condition σ₁\\*/σₖ\\*", 1.0, 10.0, 1.0, 0.5, key="gfm_rec_cond")
     seed = c[3].number_input("seed", 0, 10_000, 0, key="gfm_rec_seed")
     go = st.form_submit_button("Fit", type="primary", icon=":material/play_arrow:")
 if go:
@@ -56,19 +58,20 @@ else:
     st.plotly_chart(recovery_figure(res.table, fitted_rate=res.fitted_rate,
                                     predicted_rate=res.predicted_rate))
     st.plotly_chart(angle_contraction_figure(res.table))
-    st.caption("Left: the angle between the learned subspace U and the true U* (Lemma 11's "
-               "αₜ); it falls with the error. Right: each batch's error over the previous "
-               "one; below 1 the method contracts, about constant means a linear rate.")
-    st.subheader("The learned M against M*")
+    st.caption(md_escape("Left: the angle between the learned subspace U and the true U* "
+                         "(Lemma 11's αₜ); it falls with the error. Right: each batch's error "
+                         "over the previous one; below 1 the method contracts, about constant "
+                         "means a linear rate."))
+    st.subheader("The learned M against M\\*")
     pair = dense_pair(res)
     if pair is None:
         st.info(f"Heat maps are drawn up to d = {HEATMAP_MAX_D}.")
     else:
         st.plotly_chart(heatmaps_figure(*pair))
     st.plotly_chart(spectrum_figure(spectra(res)))
-    st.caption("M is symmetric of rank ≤ 2k with eigenvalues of either sign (no PSD "
-               "constraint); after recovery its k largest eigenvalues sit on those of M* "
-               "and the others near 0.")
+    st.caption(md_escape("M is symmetric of rank ≤ 2k with eigenvalues of either sign (no PSD "
+                         "constraint); after recovery its k largest eigenvalues sit on those "
+                         "of M* and the others near 0."))
 
 st.subheader("Phase diagram: where one-pass recovery starts to work")
 st.caption("Final relative error after the batches above, over batch size and rank (or "
@@ -97,6 +100,6 @@ if go_phase:
 if st.session_state.get(PHASE) is not None:
     axis, table = st.session_state[PHASE]
     st.plotly_chart(phase_figure(table, second="k" if axis == "rank k" else "condition"))
-    st.caption("Dark cells recovered M* and w*; light cells did not. Recovery sets in at a "
+    st.caption("Dark cells recovered M\\* and w\\*; light cells did not. Recovery sets in at a "
                "batch size of a few k d instances (the theory's worst case asks k³ d) and "
                "needs larger batches when the condition number grows.")

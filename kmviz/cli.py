@@ -217,7 +217,10 @@ def _cmd_train(args) -> int:
                        seed=args.seed)
     sizes = split.describe()
     shown = ", ".join(f"{k}={params[k]}" for k in fam.label_params if k in params)
-    print(f"Training {fam.title} ({shown}, max_iter={params.get('max_iter', 1)}) on "
+    planned = model.planned_iterations(split.train)  # ALS passes, batches, max_iter ...
+    limit = f"max_iter={params['max_iter']}" if "max_iter" in params else \
+        f"at most {planned} iterations"
+    print(f"Training {fam.title} ({shown}, {limit}) on "
           f"{ratings.name}: {ratings.n_users:,} users x {ratings.n_items:,} items; "
           f"{sizes['train']:,} train / {sizes['validation']:,} validation / "
           f"{sizes['test']:,} test ratings ({sizes['by']} split, seed {sizes['seed']}).",
@@ -227,7 +230,7 @@ def _cmd_train(args) -> int:
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model.fit(split.train, callback=_ProgressPrinter(params.get("max_iter", 1)),
+        model.fit(split.train, callback=_ProgressPrinter(planned),
                   validation=split.validation)
     elapsed = time.perf_counter() - start
     for w in caught:

@@ -17,8 +17,10 @@ def recovery_figure(table, *, fitted_rate: float, predicted_rate: float) -> go.F
     x = table["n_seen"]
     for col, name in (("eps", "εₜ = ‖w*−w‖ + ‖M*−M‖_F"), ("err_w", "‖w*−w‖"),
                       ("err_M", "‖M*−M‖_F")):
-        fig.add_trace(go.Scatter(x=x, y=table[col], name=name, mode="lines+markers",
-                                 line=dict(color=_COLORS[col])))
+        y = table[col].where(table[col] > 0)  # an exact 0 (w* = w = 0) has no log: a gap
+        if y.notna().any():
+            fig.add_trace(go.Scatter(x=x, y=y, name=name, mode="lines+markers",
+                                     line=dict(color=_COLORS[col])))
     if np.isfinite(fitted_rate):
         fig.add_trace(go.Scatter(x=x, y=table["fitted"], name=f"fitted rate q = "
                                  f"{fitted_rate:.3g} per batch", mode="lines",
@@ -36,7 +38,8 @@ def angle_contraction_figure(table) -> go.Figure:
     """tan theta(U, U*) (log) and the contraction eps_t / eps_{t-1} per batch."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=(
         "tan θ between U and U* (log scale)", "contraction εₜ / εₜ₋₁"))
-    fig.add_trace(go.Scatter(x=table["t"], y=table["tan_theta"], mode="lines+markers",
+    fig.add_trace(go.Scatter(x=table["t"], y=table["tan_theta"].where(table["tan_theta"] > 0),
+                             mode="lines+markers",
                              name="tan θ"), row=1, col=1)
     fig.add_trace(go.Scatter(x=table["t"], y=table["contraction"], mode="lines+markers",
                              name="εₜ / εₜ₋₁"), row=1, col=2)

@@ -38,7 +38,7 @@ def _widget(name: str, spec, key: str) -> None:
     if optional and spec.kind is bool and not spec.options:
         names = {None: AUTOMATIC, True: "yes", False: "no"}
         st.selectbox(label, [None, True, False], key=key, help=_help(spec),
-                     format_func=names.get)
+                     format_func=names.get, placeholder=AUTOMATIC)  # None shows as such
         return
     # value=None makes the box clearable (empty = None); the session state holds the value
     placeholder = {"placeholder": AUTOMATIC, "value": None} if optional else {}

@@ -46,6 +46,7 @@ def test_optional_parameters_start_automatic_and_return_none():
     assert at.number_input(key="train_fake_size").placeholder == "automatic"
     assert at.selectbox(key="train_fake_ids").value is None
     assert at.selectbox(key="train_fake_ids").options == ["automatic", "yes", "no"]
+    assert at.selectbox(key="train_fake_ids").placeholder == "automatic"  # shown for None
     out = at.session_state["out"]
     assert out["size"] is None and out["ids"] is None and out["rate"] == 0.5
     assert out["count"] == 3 and out["flag"] is True

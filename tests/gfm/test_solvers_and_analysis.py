@@ -177,3 +177,16 @@ def test_interactions_weights_and_held_out_predictions(ratings_split):
     assert len(frame) == 30 and summary["part"] == "test" and summary["n"] == split.test.n_ratings
     assert summary["rmse"] == pytest.approx(model.evaluate(split.test)["rmse"])
     assert summary["rmse"] < summary["mean_rmse"]
+
+
+def test_kmviz_train_gfm_on_planted_ratings(capsys, tmp_path):
+    from kmviz.cli import main
+
+    assert main(["train", "gfm", "--data", "planted-lowrank", "--option", "n_users=40",
+                 "--option", "n_items=30", "--rank", "2", "--iters", "3", "--save",
+                 "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "solver=auto, at most 3 iterations" in out and "iter 3/3" in out
+    assert "test_rmse" in out
+    (run_id,) = RunStore(tmp_path).ids()
+    assert open_run(run_id, RunStore(tmp_path)).model.solver_ == "als"
