@@ -207,3 +207,29 @@ register(Family(
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.ocmf.warmup",
 ))
+
+register(Family(
+    name="gfm",
+    title="Generalized factorization machine (gFM)",
+    short="gFM",
+    estimator="kmviz.gfm.estimator:GeneralizedFM",
+    summary=(
+        "Regression $y = b + x^\\top w + x^\\top M x$ with a symmetric rank-$k$ $M$ of any "
+        "sign (no PSD constraint): ratings become factorization-machine rows (one-hot user, "
+        "one-hot item, side features). Solver *one-pass* is Algorithm 1 (each fresh batch "
+        "used once, one noisy power step per batch; it assumes roughly Gaussian features), "
+        "*ALS* alternates least squares over all the data (eq. (3) with a ridge, for real "
+        "data); *auto* picks ALS for ratings."),
+    metrics=("validation_rmse", "test_rmse", "train_rmse", "test_nmse"),
+    label_params=("rank", "solver"),
+    telemetry="kmviz.gfm.telemetry",
+    explore=(
+        ExplorePage("app_pages/gfm_recovery.py", "Recovery", ":material/trending_down:"),
+        ExplorePage("app_pages/gfm_interactions.py", "Interactions", ":material/join_inner:"),
+    ),
+    quick_params={"rank": 2, "n_passes": 3, "n_batches": 3, "random_state": 0},
+    contract_data={"source": "planted-lowrank", "n_users": 60, "n_items": 40, "rank": 3,
+                   "random_state": 1},
+    cli_aliases={"iters": "n_passes"},
+    warmup="kmviz.gfm.warmup",
+))

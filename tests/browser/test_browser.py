@@ -111,7 +111,7 @@ def _open_home(browser, server):
 #: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
-             "Implications", "OCMF"]
+             "Implications", "OCMF", "Recovery", "Interactions"]
 
 
 def test_fresh_server_train_then_implications_without_data_step(server):
@@ -345,5 +345,76 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
             assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
             page.screenshot(path=str(ARTIFACTS / "11-implications-marked-up-titles.png"),
                             full_page=True)
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ generalized FM
+def test_train_gfm_then_recovery_preset_and_interactions(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _open_home(browser, server)
+
+            # Data: a small planted low-rank set with side features
+            _nav(page, "Data")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+            page.get_by_role("option", name="Planted low rank with side features").click()
+            _set_number(page, "n_users", 40)
+            _set_number(page, "n_items", 30)
+            page.get_by_role("button", name="Load", exact=True).click()
+            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
+            _settle(page)
+
+            # Train: gFM, rank 2, three ALS passes (the automatic solver for ratings)
+            _nav(page, "Train")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
+            page.get_by_role("option", name="Generalized factorization machine (gFM)").click()
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_role("spinbutton", name="k (rank)"))
+            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
+            form.get_by_role("spinbutton", name="k (rank)").fill("2")
+            form.get_by_role("spinbutton", name="ALS passes").fill("3")
+            # an optional setting shows as an empty box that says "automatic"
+            batch = form.get_by_role("spinbutton", name="n (batch size)")
+            assert batch.input_value() == "" and batch.get_attribute("placeholder") == \
+                "automatic"
+            page.get_by_role("button", name="Train").click()
+            expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
+            expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "gfm-01-train.png"), full_page=True)
+
+            # Recovery: a planted preset, fitted on request
+            _nav(page, "Recovery")
+            expect(page.get_by_role("heading", name="One-pass gFM: does it recover a planted "
+                                    "model?")).to_be_visible()
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Problem").click()
+            page.get_by_role("option", name="phase retrieval (k = 1, M* = u u^T, w* = 0)"
+                             ).click()
+            page.get_by_role("button", name="Fit").click()
+            expect(page.get_by_text("Error per batch, against the linear rate")).to_be_visible()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
+                                   timeout=120_000)
+            _settle(page)
+            legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
+            assert "fitted rate" in legend and "√(kd/n)" in legend, legend
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "gfm-02-recovery.png"), full_page=True)
+
+            # Interactions: the trained run's strongest pairs and predictions
+            _nav(page, "Interactions")
+            expect(page.get_by_text("Strongest pairwise interactions")).to_be_visible()
+            expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3",
+                                   timeout=120_000)
+            expect(page.get_by_text("RMSE of the training mean")).to_be_visible()
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            assert "Traceback" not in page.content()
+            page.screenshot(path=str(ARTIFACTS / "gfm-03-interactions.png"), full_page=True)
         finally:
             browser.close()
