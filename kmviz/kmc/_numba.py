@@ -116,6 +116,44 @@ def online_rr_block(U, V, w, rows, cols, vals, order, start, count, n_done, xi, 
 
 
 @njit(**JIT)
+def online_rr_sse(U, V, w, rows, cols, vals, xi):
+    """``sum_k (vals[k] - phi_k . xi)^2`` over the observed entries, ``phi_k = w * U[i] *
+    V[j]``: the data term of (3.62) in O(s d), without the d x d Gram of the features
+    (O(s d^2) to form, which at d = 2,500 cost more than the whole stream)."""
+    d = xi.shape[0]
+    c = np.empty(d)
+    for f in range(d):
+        c[f] = w[f] * xi[f]
+    sse = 0.0
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        j = cols[k]
+        pred = 0.0
+        for f in range(d):
+            pred += U[i, f] * V[j, f] * c[f]
+        e = vals[k] - pred
+        sse += e * e
+    return sse
+
+
+@njit(**JIT)
+def online_rr_feature_norms(U, V, w, rows, cols):
+    """``sum_k ||phi_k||^2`` over the observed entries (for the default step t_0)."""
+    d = w.shape[0]
+    w2 = np.empty(d)
+    for f in range(d):
+        w2[f] = w[f] * w[f]
+    tot = 0.0
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        j = cols[k]
+        for f in range(d):
+            a = U[i, f] * V[j, f]
+            tot += w2[f] * a * a
+    return tot
+
+
+@njit(**JIT)
 def sgd_factor_epoch(rows, cols, vals, order, W, H, Aw, Ah, AW, AH, row_count, col_count,
                      mu, lr):
     """One SGD epoch on the kernel MC objective (3.28), KPMF-style (the thesis's SGD [24]).
@@ -185,6 +223,8 @@ def compile_kernels() -> None:
             fill(K, K, rows, cols, True, np.empty((2, 2), dtype=dtype))
             fill(K, K, rows, cols, False, np.empty((2, 2), dtype=dtype))
     online_rr_block(K, K, np.ones(2), rows, cols, v, order, 0, 2, 0, np.zeros(2), 0.1, 0.5)
+    online_rr_sse(K, K, np.ones(2), rows, cols, v, np.zeros(2))
+    online_rr_feature_norms(K, K, np.ones(2), rows, cols)
     W = np.zeros((2, 1))
     sgd_factor_epoch(rows, cols, v, order, W, W.copy(), K, K, W.copy(), W.copy(),
                      np.ones(2), np.ones(2), 0.1, 0.01)

@@ -245,20 +245,20 @@ class KernelMatrixCompletion(IterativeEstimator):
                         help="Added to every kernel's diagonal before the PSD check; empty: "
                              "a kernel that is not PSD is refused. ALS/SGD invert the "
                              "kernels: diffusion kernels need ~1e-4 there."),
-        "n_components": Param(int, low=1, form_high=5000, step=50, label="d (features)",
+        "n_components": Param(int, low=1, form_high=5000, step=50, label="d (RRMCEX features)",
                               help="d: RRMCEX's Kronecker eigen features (3.59) (250 in the "
                                    "thesis's synthetic test); rank of the eigen "
                                    "preconditioner."),
-        "rr_features": Param(str, options=RR_FEATURES, label="RRMCEX features",
+        "rr_features": Param(str, options=RR_FEATURES, label="RRMCEX features", advanced=True,
                              help="Top-d products of the kernels' eigenpairs, or of the SVDs "
                                   "of the side-feature matrices (linear kernel, §3.5.3)."),
-        "rank": Param(int, low=1, form_high=100, label="p (rank)",
+        "rank": Param(int, low=1, form_high=100, label="p (ALS / SGD rank)",
                       help="Factor rank p of ALS/SGD (10 in the thesis); P eigenvectors of "
                            "PG's graph initialization (2.42)."),
         "max_iter": Param(int, low=1, form_high=5000, label="max iterations",
                           help="CG iterations, ALS sweeps, SGD epochs, online blocks or PG "
                                "iterations (closed-form methods run one step)."),
-        "tol": Param(float, low=0, step=1e-6, label="tol",
+        "tol": Param(float, low=0, step=1e-6, label="tolerance",
                      help="CG: relative residual; ALS/SGD/online: relative objective "
                           "decrease; PG: relative change of F at the final μ. 0: run "
                           "max_iter."),
@@ -270,7 +270,7 @@ class KernelMatrixCompletion(IterativeEstimator):
         "batch_size": Param(int, low=1, none_ok=True, label="entries per row", advanced=True,
                             help="Online RRMCEX: stream entries per trace row; empty: one "
                                  "pass."),
-        "schedule": Param(str, options=fz.SCHEDULES, label="PG schedule",
+        "schedule": Param(str, options=fz.SCHEDULES, label="PG schedule", advanced=True,
                           help="μ schedule of Table 2.1: fixed (pg), FPC, SPG, VPG."),
         "mu0_factor": Param(float, low=1, none_ok=True, label="μ₀ / μ̄", advanced=True,
                             help="PG's starting μ₀ = factor · μ̄ (Table 2.2: 10; 5 with the "
@@ -281,10 +281,11 @@ class KernelMatrixCompletion(IterativeEstimator):
         "switch_tol": Param(float, low=0, closed="neither", none_ok=True,
                             label="schedule ε", advanced=True,
                             help="Switching tolerance (Table 2.2: FPC 1e-4, SPG 0.06)."),
-        "pg_init": Param(str, options=PG_INITS, label="PG start",
+        "pg_init": Param(str, options=PG_INITS, label="PG start", advanced=True,
                          help="Zero, or the graph-based initialization (2.42) from the row "
                               "graph."),
-        "lap_weight": Param(float, low=0, label="α (Laplacian weight)", step=0.1,
+        "lap_weight": Param(float, low=0, label="PG α (Laplacian weight)", step=0.1,
+                            advanced=True,
                             help="α of the Laplacian-regularized PG (2.51) on the row graph."),
         "step": Param(float, low=0, closed="neither", none_ok=True, label="PG step t",
                       advanced=True,
@@ -512,6 +513,17 @@ class KernelMatrixCompletion(IterativeEstimator):
                                           getattr(ratings, "user_features", None)),
                  "col": _numeric_features(col_features if col_features is not None else
                                           getattr(ratings, "item_features", None))}
+        for side, entity in (("row", "user"), ("col", "item")):
+            X = feats[side]
+            if X is not None and not np.isfinite(X).all():
+                # missing side information (MovieLens films without a year) would make every
+                # kernel value of that entity NaN: fill with the feature's mean, and say so
+                bad = ~np.isfinite(X)
+                means = np.nanmean(np.where(bad, np.nan, X), axis=0)
+                X = np.where(bad, np.where(np.isfinite(means), means, 0.0)[None, :], X)
+                feats[side] = X
+                st.events.append(f"{int(bad.sum())} missing {entity} feature value(s) filled "
+                                 f"with their feature's mean")
         self._resolved_solver = ""
         linear_rr = method in ("rrmcex", "online_rrmcex") and prm["rr_features"] == "linear"
 
@@ -605,11 +617,13 @@ class KernelMatrixCompletion(IterativeEstimator):
     def _start_online_rrmcex(self, st, prm, rng, graphs, feats):
         self._start_rrmcex(st, prm, rng, graphs, feats)
         st.iterative = True
+        from ._numba import online_rr_feature_norms
+
         t0 = time.perf_counter()
         f = st.features
-        st.G, st.h = f.gram_and_rhs(st.rows, st.cols, st.m)  # for the objective (3.62)
+        # the features stay factored (U, V, w: (N + L) d numbers, built once); the
+        # objective (3.62) is one O(s d) pass per row (no d x d Gram: O(s d^2))
         st.mm = float(st.m @ st.m)
-        st.pending["features"] = time.perf_counter() - t0
         s = st.rows.shape[0]
         st.order = rng.permutation(s).astype(np.int64)
         st.batch = prm["batch_size"] or s
@@ -619,12 +633,9 @@ class KernelMatrixCompletion(IterativeEstimator):
         else:  # t_0 = 1 / mean ||phi||^2, each step capped at 1 / ||phi_n||^2 (ours):
             # on the thesis's synthetic test 1 / max ||phi||^2 (256 times smaller there)
             # left one pass at NMSE 0.74 where this reaches 0.28 (RRMCEX: 0.22)
-            tot = 0.0
-            chunk = max(1, krr.CHUNK_VALUES // max(f.d, 1))
-            for lo in range(0, s, chunk):
-                P = f.rows(st.rows[lo:lo + chunk], st.cols[lo:lo + chunk])
-                tot += float(np.einsum("ij,ij->", P, P))
+            tot = online_rr_feature_norms(f.U, f.V, f.weights, st.rows, st.cols)
             st.t0 = s / max(tot, 1e-300)
+        st.pending["features"] = time.perf_counter() - t0
         st.prev_obj = math.inf
 
     def _factor_start(self, st, prm):
@@ -776,7 +787,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                     n_features=f.d)
 
     def _step_online_rrmcex(self, st, trace, it):
-        from ._numba import online_rr_block
+        from ._numba import online_rr_block, online_rr_sse
 
         f = st.features
         lam = st.prm["mu"] / st.order.shape[0]  # per-sample share of mu ||xi||^2 in (3.62)
@@ -786,8 +797,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                             lam, st.t0)
         st.n_done += st.batch
         with trace.phase("objective"):
-            obj = krr.rrmcex_objective(st.G, st.h, st.mm, st.xi, st.prm["mu"])
-            fit = max(st.mm - 2 * st.xi @ st.h + st.xi @ (st.G @ st.xi), 0.0)
+            fit = online_rr_sse(f.U, f.V, f.weights, st.rows, st.cols, st.m, st.xi)
+            obj = fit + st.prm["mu"] * float(st.xi @ st.xi)
         st.converged = self._decrease_converged(st, obj)
         return dict(objective=obj, train_rmse=math.sqrt(fit / st.m.shape[0]),
                     n_seen=int(st.n_done),

@@ -183,6 +183,15 @@ def test_online_rrmcex_approaches_the_rrmcex_solution():
     fine = KernelMatrixCompletion(method="online_rrmcex", max_iter=4, tol=0.0, batch_size=50,
                                   random_state=0, **kw).fit(ratings)
     assert list(fine.trace_.column("n_seen")) == [50, 100, 150, 200]
+    # the per-row objective (one O(s d) pass) is (3.62) at the current xi
+    sr, Qr = krr.kernel_eigen(online.row_kernel_)
+    sc, Qc = krr.kernel_eigen(online.col_kernel_)
+    feats = krr.EigenFeatures(sr, Qr, sc, Qc, 60)
+    rows, cols = np.asarray(ratings.users), np.asarray(ratings.items)
+    m = np.asarray(ratings.values, dtype=np.float64)
+    G, h = feats.gram_and_rhs(rows, cols, m)
+    assert obj[-1] == pytest.approx(krr.rrmcex_objective(G, h, float(m @ m), online.coef_,
+                                                         1e-3), rel=1e-9)
 
 
 # ----------------------------------------------------------------------------- cold start
