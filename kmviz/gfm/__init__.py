@@ -6,7 +6,10 @@ products only (:mod:`kmviz.gfm.onepass`). Around it: the matrix-free sensing ope
 (:mod:`kmviz.gfm.operators`), the recovery errors against a planted truth
 (:mod:`kmviz.gfm.recovery`), the synthetic generator and presets
 (:mod:`kmviz.gfm.synthetic`) and the baselines (:mod:`kmviz.gfm.baselines`: alternating
-least squares on eq. (3) and the exact second-order least squares).
+least squares on eq. (3) and the exact second-order least squares). ``solver="als"`` runs
+eq. (3) with a ridge inside the estimator (:mod:`kmviz.gfm.als`), the solver for real data;
+:mod:`kmviz.gfm.analysis` and :mod:`kmviz.gfm.figures` serve the app's Recovery and
+Interactions pages.
 """
 
 from .data import RegressionData, as_regression

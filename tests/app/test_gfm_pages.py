@@ -8,8 +8,8 @@ import numpy as np
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import (DATA, TRAIN, goto, new_session, plain_text, plotly_specs, texts,
-                         train_button, wait_job)
+from .apphelpers import (CONVERGENCE, DATA, TRAIN, goto, new_session, plain_text,
+                         plotly_specs, texts, train_button, wait_job)
 
 RECOVERY = "app_pages/gfm_recovery.py"
 INTERACTIONS = "app_pages/gfm_interactions.py"
@@ -69,6 +69,11 @@ def test_train_gfm_and_explore_its_interactions():
     names = set(table["feature_a"]) | set(table["feature_b"])
     assert any(n.startswith(("user=", "item=", "user:", "item:")) for n in names), names
     assert len(plotly_specs(at)) == 3
+
+    # the shared Convergence page draws the ALS passes with gFM's labels
+    goto(at, CONVERGENCE)
+    assert not at.error, [e.value for e in at.error]
+    assert plotly_specs(at)
 
 
 def test_onepass_divergence_on_ratings_is_explained():
