@@ -9,20 +9,29 @@ deviation). Then the time of exact vs recursive leverage sampling as n grows.
 
 Exact leverage sampling needs the n x n kernel and its eigendecomposition; in the error grid
 the scores are computed once per (data, gamma, m) and the draws reuse them (one full
-``Nystroem(sampling="leverage")`` fit per cell is timed). Leverage draws are with
-replacement (fewer distinct landmarks than m); ``unique`` is their mean count.
+``Nystroem(sampling="leverage")`` fit per cell is timed). ``leverage`` draws m distinct
+landmarks by p (the estimator's default, ``distinct=True``); ``leverage (repl.)`` the
+thesis's m draws with replacement, whose repeats add nothing (``unique (repl.)`` is their
+mean count of distinct landmarks). ``lev / unif band``: the ratio of the means with each
+mean moved by one standard error. ``TV(p, unif)``: how far the exact scores are from
+uniform.
 
     python bench/kmc_nystrom.py [--quick] [--reps 10] [--full] [--only grid|scaling]
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
 import numpy as np
 
 from _common import footer, fmt_s, header, parser, table
+
+
+#: Scores "far from uniform": total variation between p and the uniform distribution.
+FAR_TV = 0.3
 
 
 def _standardize(X):
@@ -53,6 +62,14 @@ def datasets(quick):
     except Exception as exc:  # noqa: BLE001
         print(f"(digits skipped: scikit-learn not installed: {exc})")
     return out
+
+
+def _ratio_band(a, b, reps):
+    """The ratio of two means ± one standard error each (a rough band over the draws)."""
+    se_a, se_b = a[1] / math.sqrt(reps), b[1] / math.sqrt(reps)
+    if b[0] - se_b <= 0:
+        return math.nan, math.nan
+    return max(a[0] - se_a, 0.0) / (b[0] + se_b), (a[0] + se_a) / (b[0] - se_b)
 
 
 def trace_err(K_diag, Z):
@@ -86,21 +103,25 @@ def grid(name, X, gammas, ms, reps, seed):
                     secs.append(time.perf_counter() - t0)
                     errs.append(nm.trace_error(X))
                 res[s] = (np.mean(errs), np.std(errs), np.mean(secs), m)
-            # exact leverage: the scores once, the draws reuse them
+            # exact leverage: the scores once, the draws reuse them; m distinct landmarks
+            # (the estimator's default) and the thesis's m draws with replacement
             alpha = ny.tail_alpha(sig, ny._k_of(m))
             lev = (Q * Q) @ (sig / (sig + alpha))
             p = lev / lev.sum()
-            errs, uniq = [], []
+            errs, errs_rep, uniq = [], [], []
             for r in range(reps):
-                idx = np.random.default_rng(seed + r).choice(n, m, replace=True, p=p)
-                u = np.unique(idx)
+                idx = ny.sample_distinct(p, m, np.random.default_rng(seed + r))
+                errs.append(ny.residual_diagonal(K, idx).sum() / n)
+                rep = np.random.default_rng(seed + r).choice(n, m, replace=True, p=p)
+                u = np.unique(rep)  # repeats add nothing to T
                 uniq.append(u.size)
-                errs.append(ny.residual_diagonal(K, u).sum() / n)
+                errs_rep.append(ny.residual_diagonal(K, u).sum() / n)
             t0 = time.perf_counter()
             ny.Nystroem(gamma=gamma, n_components=m, sampling="leverage",
                         random_state=seed).fit(X)
-            res["leverage"] = (np.mean(errs), np.std(errs), time.perf_counter() - t0,
-                               np.mean(uniq))
+            res["leverage"] = (np.mean(errs), np.std(errs), time.perf_counter() - t0, m)
+            res["leverage (repl.)"] = (np.mean(errs_rep), np.std(errs_rep), math.nan,
+                                       np.mean(uniq))
             if SkNystroem is not None:
                 errs, secs = [], []
                 for r in range(reps):
@@ -112,13 +133,19 @@ def grid(name, X, gammas, ms, reps, seed):
                 res["sklearn"] = (np.mean(errs), np.std(errs), np.mean(secs), m)
             uni = res["uniform"][0]
             row = {"data": name, "n": n, "gamma": gamma, "m": m,
-                   "d_eff(alpha)": f"{lev.sum():.1f}"}
-            for s in ("uniform", "sklearn", "leverage", "approximate_leverage", "recursive"):
+                   "d_eff(alpha)": f"{lev.sum():.1f}",
+                   "TV(p, unif)": f"{0.5 * np.abs(p - 1.0 / n).sum():.2f}"}
+            for s in ("uniform", "sklearn", "leverage", "leverage (repl.)",
+                      "approximate_leverage", "recursive"):
                 if s in res:
                     mu_, sd, _, _ = res[s]
                     row[s] = f"{mu_:.4f} ± {sd:.4f}"
-            row["unique (lev)"] = f"{res['leverage'][3]:.0f}"
+            row["unique (repl.)"] = f"{res['leverage (repl.)'][3]:.0f}"
             row["lev / unif"] = f"{res['leverage'][0] / uni:.2f}" if uni > 0 else "-"
+            row["lev (repl.) / unif"] = f"{res['leverage (repl.)'][0] / uni:.2f}" \
+                if uni > 0 else "-"
+            lo, hi = _ratio_band(res["leverage"], res["uniform"], reps)
+            row["lev / unif band"] = f"{lo:.2f}-{hi:.2f}"
             row["approx / unif"] = f"{res['approximate_leverage'][0] / uni:.2f}" if uni > 0 \
                 else "-"
             row["rec / unif"] = f"{res['recursive'][0] / uni:.2f}" if uni > 0 else "-"
@@ -170,7 +197,7 @@ def scaling(ns, m, gamma, seed, exact_max_n, reps):
             p = lev / lev.sum()
             lerr = []
             for r in range(reps):
-                idx = np.unique(np.random.default_rng(seed + r).choice(n, m, p=p))
+                idx = ny.sample_distinct(p, m, np.random.default_rng(seed + r))
                 lerr.append(ny.residual_diagonal(K, idx).sum() / n)
             del K
             row["exact lev err"] = float(np.mean(lerr))
@@ -222,10 +249,20 @@ def grid_section(args, reps, ms):
         rows = grid(name, X, gammas, ms, reps, args.seed)
         print(table(rows))
         all_rows += rows
-    for col in ("lev / unif", "approx / unif", "rec / unif"):
+    for col in ("lev / unif", "lev (repl.) / unif", "approx / unif", "rec / unif"):
         r = [float(x[col]) for x in all_rows if x[col] != "-"]
         print(f"- {col} over the grid: min {min(r):.2f}, max {max(r):.2f}; cells above 1.05: "
               f"{sum(x > 1.05 for x in r)} of {len(r)}")
+    far = [x for x in all_rows if float(x["TV(p, unif)"]) >= FAR_TV]
+    print(f"- cells whose scores are far from uniform (TV(p, unif) >= {FAR_TV}): "
+          f"{len(far)}; lev / unif <= 0.7 in "
+          f"{sum(float(x['lev / unif']) <= 0.7 for x in far)} of them: "
+          + ", ".join(f"{x['data']} g={x['gamma']} m={x['m']}: {x['lev / unif']}" for x in far))
+    named = [x for x in all_rows if x["data"] == "digits" and x["gamma"] == 0.002
+             and x["m"] == 200]
+    for x in named:
+        print(f"- digits, gamma 0.002, m = 200 (named in the issue): lev / unif "
+              f"{x['lev / unif']} (band {x['lev / unif band']}), TV {x['TV(p, unif)']}")
     print()
 
 

@@ -133,7 +133,7 @@ def test_nystroem_matches_the_dense_nystrom_approximation_and_accepts_points():
                                @ C.T, atol=1e-8)
 
 
-def test_leverage_sampling_draws_with_replacement_with_1_over_sqrt_sp_weights():
+def test_leverage_sampling_by_p_with_1_over_sqrt_sp_weights():
     X, labels = gaussian_mixture(300, far_fraction=0.03, random_state=0)
     nm = ny.Nystroem(gamma=0.1, n_components=40, sampling="leverage", random_state=0).fit(X)
     K = kn.gaussian_kernel(X, gamma=0.1)
@@ -145,9 +145,63 @@ def test_leverage_sampling_draws_with_replacement_with_1_over_sqrt_sp_weights():
     Z = nm.transform(X)  # weights do not change the approximation
     np.testing.assert_allclose(Z @ Z.T, ny.nystrom_approximation(K, nm.component_indices_),
                                atol=1e-7)
-    # the default alpha is the tail rule with k = n_components / 4
+    # m distinct landmarks by default
+    assert np.unique(nm.component_indices_).shape[0] == 40
+    # the default alpha is the tail rule with k = m / (2 ln m) = 6 for m = 40
     sig = np.linalg.eigvalsh(K)
-    assert nm.alpha_ == pytest.approx(ny.tail_alpha(sig, 10), rel=1e-8)
+    assert ny._k_of(40) == 6
+    assert nm.alpha_ == pytest.approx(ny.tail_alpha(sig, 6), rel=1e-8)
+    # distinct=False: the thesis's s-tuple, m draws with replacement (repeats kept)
+    rep = ny.Nystroem(gamma=0.1, n_components=40, sampling="leverage", distinct=False,
+                      random_state=0).fit(X)
+    assert rep.component_indices_.shape[0] == 40
+    assert np.unique(rep.component_indices_).shape[0] < 40  # 3 % of the points hold most p
+
+
+def test_dropping_repeated_landmarks_never_changes_the_nystrom_approximation():
+    """T depends only on the span of the landmark columns: a draw with repeats (weighted
+    1 / sqrt(s p)) and its distinct landmarks give the same T, hence the same trace error."""
+    X, _ = gaussian_mixture(200, far_fraction=0.03, random_state=1)
+    K = kn.gaussian_kernel(X, gamma=0.2)
+    lev = ny.ridge_leverage_scores(K, 1.0)
+    p = lev / lev.sum()
+    for seed in range(5):
+        idx = np.random.default_rng(seed).choice(200, 60, replace=True, p=p)
+        assert np.unique(idx).shape[0] < 60
+        T_rep = ny.nystrom_approximation(K, idx, weights=1 / np.sqrt(60 * p[idx]))
+        T_uni = ny.nystrom_approximation(K, np.unique(idx))
+        np.testing.assert_allclose(T_rep, T_uni, atol=1e-8)
+        e_rep = ny.nystrom_errors(K, T_rep)["trace"]
+        e_uni = ny.nystrom_errors(K, T_uni)["trace"]
+        assert e_uni <= e_rep + 1e-8
+
+
+def test_sample_distinct_draws_m_distinct_points_by_p():
+    rng = np.random.default_rng(0)
+    p = np.array([0.5, 0.3, 0.1, 0.1, 0.0])
+    idx = ny.sample_distinct(p, 4, rng)
+    assert sorted(idx.tolist()) == [0, 1, 2, 3]  # the zero-probability point never drawn
+    counts = np.zeros(5)
+    for _ in range(2000):
+        counts[ny.sample_distinct(p, 1, rng)] += 1
+    np.testing.assert_allclose(counts / 2000, p, atol=0.04)
+    assert sorted(ny.sample_distinct(p, 5, rng).tolist()) == [0, 1, 2, 3, 4]
+
+
+def test_recursive_scores_correlate_with_the_exact_ones():
+    X, _ = gaussian_mixture(1500, far_fraction=0.01, far_distance=12.0, random_state=0)
+    K = kn.gaussian_kernel(X, gamma=0.5)
+    for seed in range(3):
+        idx, scores, lam = ny.recursive_rls_sample(
+            1500, 60, lambda r, c: K[np.ix_(r, c)], np.ones(1500), random_state=seed,
+            return_scores=True)
+        exact = ny.ridge_leverage_scores(K, lam)
+        # Musco & Musco's guarantee is a constant factor, l <= l~ <= 3 l w.h.p.
+        # (measured: 1-99 % quantiles of l~ / l in [0.90, 2.6], correlation 0.82-0.91)
+        q = np.quantile(scores / exact, [0.01, 0.99])
+        assert 0.5 <= q[0] and q[1] <= 3.0
+        assert np.corrcoef(scores, exact)[0, 1] > 0.75
+        assert np.unique(idx).shape[0] == 60
 
 
 def test_leverage_sampling_finds_the_small_far_cluster():
