@@ -94,6 +94,7 @@ def phase_figure(frame, *, second: str = "k", tol: float = 1e-2) -> go.Figure:
         colorbar=dict(title="log₁₀ rel. error")))
     fig.update_layout(xaxis_title="batch size n / (k d)",
                       yaxis_title="rank k" if second == "k" else "condition σ₁*/σₖ*",
+                      xaxis_type="category", yaxis_type="category",  # one even cell each
                       height=360, margin=dict(t=20))
     return fig
 
