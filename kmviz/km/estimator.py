@@ -64,6 +64,14 @@ def to_probability(values, r_min, r_max, mode="minmax"):
     raise ValueError(f"unknown probability mode {mode!r}")
 
 
+def to_targets(values, r_min, r_max, mode="minmax", threshold=None):
+    """The values KM fits: the liked indicator ``1[r >= threshold]`` (0.0/1.0) when a
+    threshold is given, else :func:`to_probability` of the ratings."""
+    if threshold is None:
+        return to_probability(values, r_min, r_max, mode)
+    return (np.asarray(values, dtype=np.float64) >= float(threshold)).astype(np.float64)
+
+
 def from_probability(p, r_min, r_max, mode="minmax"):
     """Inverse of :func:`to_probability`: probabilities back to the rating scale."""
     p = np.asarray(p, dtype=np.float64)
@@ -138,6 +146,13 @@ class KolmogorovModel(IterativeEstimator):
         How ratings become empirical probabilities p: ``(r - r_min)/(r_max - r_min)``,
         the paper's ``r / r_max`` (eq. (6)), or the values as they are (must be in [0, 1]).
         On a [0, 1] rating scale all three coincide.
+    threshold : float or None, default=None
+        Train on likes: with a threshold, p_ui is 1 when the rating is >= threshold and 0
+        otherwise (``probability`` is then unused), so theta_u^T psi_i models P(rating >=
+        threshold) and the supports' implications are about liking in exactly that sense
+        (the paper's MovieLens reading, "liked" = r >= 4). None (default): the ratings
+        mapped to [0, 1] by ``probability``. Every metric, prediction and item problem of
+        the fitted model uses the same targets; ``predict_ratings`` then returns P(like).
     init : {"random"}, default="random"
         theta_u ~ Dirichlet(1) (uniform on the simplex). psi is not initialized: as in
         Algorithm 4, each iteration updates psi first (from the current theta), then theta;
@@ -164,6 +179,8 @@ class KolmogorovModel(IterativeEstimator):
     n_iter_ : int
         Number of BCD iterations run.
     r_min_, r_max_, probability_ : the training scale and mapping.
+    threshold_ : float or None
+        The liked threshold the model was trained with (the ``threshold`` parameter).
     mean_p_ : float
         Mean training probability (the prediction for items without training ratings).
 
@@ -234,6 +251,11 @@ class KolmogorovModel(IterativeEstimator):
         "probability": Param(str, options=PROBABILITY_MODES, label="probability mapping",
                              help="Ratings to empirical probabilities pᵤᵢ: (r − r_min)/(r_max "
                                   "− r_min), the paper's r / r_max (eq. (6)), or as given."),
+        "threshold": Param(float, none_ok=True, step=0.5, label="train on likes: rating ≥",
+                           help="Fit the liked indicator (1 if rating ≥ threshold, else 0) "
+                                "instead of the scaled ratings, so the implications are "
+                                "about liking in exactly that sense (e.g. 4 on a 1-5 "
+                                "scale). Empty: fit the ratings scaled to [0, 1]."),
         "init": Param(str, options=INIT_MODES, label="init", advanced=True,
                       help="Initialization of θ: Dirichlet(1), uniform on the simplex."),
         "lanczos_a": Param(float, low=0, closed="neither", form_low=0.01, form_high=100.0,
@@ -251,7 +273,8 @@ class KolmogorovModel(IterativeEstimator):
 
     def __init__(self, D=8, *, bqp_solver="fast", evd="exact", gamma=100.0, n_rand=50,
                  max_iter=20, tol=1e-4, lambda_theta=0.0, mu_psi=0.0, probability="minmax",
-                 init="random", lanczos_a=1.0, dual_eps=1e-6, random_state=None):
+                 threshold=None, init="random", lanczos_a=1.0, dual_eps=1e-6,
+                 random_state=None):
         self.D = D
         self.bqp_solver = bqp_solver
         self.evd = evd
@@ -262,6 +285,7 @@ class KolmogorovModel(IterativeEstimator):
         self.lambda_theta = lambda_theta
         self.mu_psi = mu_psi
         self.probability = probability
+        self.threshold = threshold
         self.init = init
         self.lanczos_a = lanczos_a
         self.dual_eps = dual_eps
@@ -299,8 +323,14 @@ class KolmogorovModel(IterativeEstimator):
         mode = prm["probability"]
         users = np.asarray(ratings.users, dtype=np.int64)
         items = np.asarray(ratings.items, dtype=np.int64)
-        p = to_probability(ratings.values, r_min, r_max, mode)
         check_ratings_finite(ratings, "the training ratings")
+        threshold = prm["threshold"]
+        p = to_targets(ratings.values, r_min, r_max, mode, threshold)
+        if threshold is not None and not p.any():
+            raise ValueError(
+                f"no training rating is >= threshold={threshold:g} (ratings lie in "
+                f"[{float(np.min(ratings.values)):g}, {float(np.max(ratings.values)):g}]), so "
+                f"nothing counts as liked; lower the threshold.")
         if validation is not None:
             self._check_ratings(validation, "validation ratings")
             if (validation.n_users, validation.n_items) != (n_users, n_items):
@@ -411,6 +441,7 @@ class KolmogorovModel(IterativeEstimator):
         self.known_users_ = np.array(known_users, dtype=bool)
         self.known_items_ = np.array(known_items, dtype=bool)
         self.r_min_, self.r_max_, self.probability_ = float(r_min), float(r_max), str(mode)
+        self.threshold_ = None if self.threshold is None else float(self.threshold)
         self.mean_p_ = float(mean_p)
         self.n_iter_ = int(n_iter)
         self.trace_ = trace
@@ -435,8 +466,17 @@ class KolmogorovModel(IterativeEstimator):
         out[~self.known_items_[i]] = self.mean_p_
         return out.reshape(shape)
 
+    def _targets(self, values):
+        """What the fitted model predicts for these ratings: the liked indicator with a
+        ``threshold_``, else the probabilities of the training scale and mapping."""
+        return to_targets(values, self.r_min_, self.r_max_, self.probability_,
+                          getattr(self, "threshold_", None))
+
     def predict_ratings(self, users, items):
-        """Predictions mapped back to the training rating scale (inverse of ``probability``)."""
+        """Predictions mapped back to the training rating scale (inverse of ``probability``);
+        a model trained on likes (``threshold``) returns P(like), its own scale."""
+        if getattr(self, "threshold_", None) is not None:
+            return self.predict(users, items)
         return from_probability(self.predict(users, items), self.r_min_, self.r_max_,
                                 self.probability_)
 
@@ -444,11 +484,12 @@ class KolmogorovModel(IterativeEstimator):
         """Negative NRMSE on the probability scale (scikit-learn's higher-is-better).
 
         ``-sqrt(mean((p_ui - theta_u^T psi_i)^2))`` over the given ratings, with p from the
-        training scale and mapping; this is minus the paper's NRMSE for KM (Sec. V-B).
+        training scale and mapping (the liked indicator for a model trained on likes); this
+        is minus the paper's NRMSE for KM (Sec. V-B).
         """
         self._check_fitted()
         self._check_ratings(ratings)
-        p = to_probability(ratings.values, self.r_min_, self.r_max_, self.probability_)
+        p = self._targets(ratings.values)
         err = self.predict(ratings.users, ratings.items) - p
         return -float(np.sqrt(np.mean(err ** 2)))
 
@@ -488,7 +529,7 @@ class KolmogorovModel(IterativeEstimator):
             raise ValueError(f"theta {theta.shape} and psi {psi.shape} do not match the ratings "
                              f"and D={prm['D']}: expected {shape[0]} and {shape[1]}.")
         mode = prm["probability"]
-        p = to_probability(ratings.values, ratings.r_min, ratings.r_max, mode)
+        p = to_targets(ratings.values, ratings.r_min, ratings.r_max, mode, prm["threshold"])
         if dual_u is None:
             dual_u = np.full((psi.shape[0], psi.shape[1] + 1), np.nan)
         if trace is None:
@@ -545,8 +586,7 @@ class KolmogorovModel(IterativeEstimator):
             raise ValueError(f"item {item} has no ratings in the given ratings, so it has no "
                              f"binary QP; pick an item with ratings.")
         users = np.asarray(ratings.users, dtype=np.int64)[mask]
-        p = to_probability(np.asarray(ratings.values)[mask], self.r_min_, self.r_max_,
-                           self.probability_)
+        p = self._targets(np.asarray(ratings.values)[mask])
         # the fit's CSC layout restricted to one item (users sorted, so the sums run in the
         # same order as in fit and the result is bitwise equal)
         i_ptr, i_idx, i_p = _compressed(np.zeros(users.size, dtype=np.int64), users, p, 1)
@@ -565,12 +605,17 @@ class KolmogorovModel(IterativeEstimator):
         """Metrics on ``ratings`` (same index space), named without their part.
 
         ``nrmse``: the paper's NRMSE of KM, the RMSE on the probability scale (Sec. V-B);
-        ``rmse``: the RMSE of :meth:`predict_ratings` on the rating scale.
+        ``rmse``: the RMSE of :meth:`predict_ratings` on the rating scale. A model trained on
+        likes (``threshold``) has the liked indicator as its scale: both are the RMSE of
+        P(like) against 1[r >= threshold].
         """
         self._check_fitted()
         self._check_ratings(ratings)
-        p = to_probability(ratings.values, self.r_min_, self.r_max_, self.probability_)
+        p = self._targets(ratings.values)
         pred = self.predict(ratings.users, ratings.items)
+        if self.threshold_ is not None:
+            err = float(np.sqrt(np.mean((pred - p) ** 2)))
+            return {"nrmse": err, "rmse": err}
         rating_pred = from_probability(pred, self.r_min_, self.r_max_, self.probability_)
         return {"nrmse": float(np.sqrt(np.mean((pred - p) ** 2))),
                 "rmse": float(np.sqrt(np.mean((rating_pred - np.asarray(ratings.values)) ** 2)))}
@@ -582,8 +627,12 @@ class KolmogorovModel(IterativeEstimator):
         self._check_ratings(ratings)
         mode = self.probability_ if hasattr(self, "probability_") else self.probability
         r_min, r_max = float(train.r_min), float(train.r_max)
-        p_train = to_probability(train.values, r_min, r_max, mode)
-        p = to_probability(ratings.values, r_min, r_max, mode)
+        threshold = self.threshold_ if hasattr(self, "threshold_") else self.threshold
+        p_train = to_targets(train.values, r_min, r_max, mode, threshold)
+        p = to_targets(ratings.values, r_min, r_max, mode, threshold)
+        if threshold is not None:
+            err = float(np.sqrt(np.mean((p - p_train.mean()) ** 2)))
+            return {"nrmse": err, "rmse": err}
         mean_rating = float(from_probability(p_train.mean(), r_min, r_max, mode))
         return {"nrmse": float(np.sqrt(np.mean((p - p_train.mean()) ** 2))),
                 "rmse": float(np.sqrt(np.mean((np.asarray(ratings.values) - mean_rating) ** 2)))}

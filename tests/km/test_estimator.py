@@ -183,7 +183,7 @@ def test_clone_and_params():
     assert c.set_params(D=6).D == 6 and m.D == 5
     assert set(m.get_params()) == {
         "D", "bqp_solver", "evd", "gamma", "n_rand", "max_iter", "tol", "lambda_theta",
-        "mu_psi", "probability", "init", "lanczos_a", "dual_eps", "random_state"}
+        "mu_psi", "probability", "threshold", "init", "lanczos_a", "dual_eps", "random_state"}
 
 
 def test_save_load_round_trip(planted, tmp_path):
@@ -233,6 +233,53 @@ def test_probability_modes():
     assert m.predict_ratings([0], [0])[0] == pytest.approx(1 + 4 * m.predict([0], [0])[0])
     with pytest.raises(ValueError, match="probability='identity'"):
         KolmogorovModel(2, probability="identity").fit(r)
+
+
+def _stars(seed=0, n_users=40, n_items=12):
+    rng = np.random.default_rng(seed)
+    mask = rng.random((n_users, n_items)) < 0.6
+    mask[:, 0] = mask[0] = True
+    u, i = np.nonzero(mask)
+    v = rng.integers(1, 6, u.size).astype(float)
+    return Ratings.from_arrays(u, i, v, r_min=1, r_max=5, user_ids=np.arange(n_users),
+                               item_ids=np.arange(n_items))
+
+
+def test_threshold_fits_the_liked_indicator(tmp_path):
+    r = _stars()
+    liked = (r.values >= 4).astype(float)
+    likes01 = r._replace_entries(r.users, r.items, liked, r_min=0.0, r_max=1.0)
+    m = KolmogorovModel(3, max_iter=4, threshold=4.0, random_state=0).fit(r)
+    ref = KolmogorovModel(3, max_iter=4, random_state=0).fit(likes01)
+    # the same targets give the same fit: the threshold only changes what p_ui is
+    np.testing.assert_array_equal(m.psi_, ref.psi_)
+    np.testing.assert_allclose(m.theta_, ref.theta_)
+    assert m.threshold_ == 4.0 and m.mean_p_ == pytest.approx(liked.mean())
+    pred = m.predict(r.users, r.items)
+    np.testing.assert_allclose(m.predict_ratings(r.users, r.items), pred)  # P(like)
+    rmse = float(np.sqrt(np.mean((pred - liked) ** 2)))
+    assert m.evaluate(r) == pytest.approx({"nrmse": rmse, "rmse": rmse})
+    assert m.nrmse(r) == pytest.approx(rmse)
+    base = float(np.sqrt(np.mean((liked - liked.mean()) ** 2)))
+    assert m.mean_predictor_metrics(r, r)["nrmse"] == pytest.approx(base)
+    S, v = m.item_problem(r, 0)
+    S_ref, v_ref = ref.item_problem(likes01, 0)
+    np.testing.assert_allclose(v, v_ref)
+    # without a threshold the same data are fitted as scaled stars: another fit
+    plain = KolmogorovModel(3, max_iter=4, random_state=0).fit(r)
+    assert plain.threshold_ is None
+    assert not np.allclose(plain.predict(r.users, r.items), pred)
+    # save / load keeps the threshold and what it means for every metric
+    m2 = KolmogorovModel.load(m.save(tmp_path / "likes.kmviz"))
+    assert m2.threshold == 4.0 and m2.threshold_ == 4.0
+    assert m2.evaluate(r) == pytest.approx(m.evaluate(r))
+
+
+def test_threshold_that_leaves_no_like_is_refused():
+    with pytest.raises(ValueError, match=r"no training rating is >= threshold=6"):
+        KolmogorovModel(2, threshold=6.0).fit(_stars())
+    with pytest.raises(InvalidParameterError, match="The 'threshold' parameter"):
+        KolmogorovModel(2, threshold="high").fit(_stars())
 
 
 def test_not_fitted():
