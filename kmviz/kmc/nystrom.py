@@ -274,7 +274,7 @@ def approximate_ridge_leverage_scores(kernel_block, diag, sample, weights, alpha
 
 
 def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, accelerated=False,
-                         return_scores=False):
+                         return_scores=False, oversample=None):
     """Recursive ridge-leverage-score sampling (Musco & Musco 2017, their ``recursiveNystrom``).
 
     Nested uniform halvings ``n = n_0 > n_1 > ... > n_L`` (``n_L <= s``, L =
@@ -303,6 +303,10 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
         ``diag(K)``.
     return_scores : bool, default=False
         Also return the top level's estimated scores (in the points' order) and its lambda.
+    oversample : float, optional
+        The intermediate levels' factor on the scores (default ``ln s``, the authors'). On
+        the mixture at n = 2,000, m = 100 (10 draws each) 1, 2 and 4 times ``ln s`` gave
+        1.07, 1.01 and 1.08 times the exact-leverage error: within the draws' noise.
 
     Returns
     -------
@@ -312,7 +316,8 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     rng = check_random_state(random_state)
     s = min(int(s), n)
     s_level = math.ceil(math.sqrt((n * s + s ** 3) / (4 * n))) if accelerated else s
-    oversample = max(math.log(max(s_level, 2)), 1.0)
+    if oversample is None:
+        oversample = max(math.log(max(s_level, 2)), 1.0)
     k = _k_of(s_level)
     n_levels = max(0, math.ceil(math.log(n / s_level) / math.log(2))) if n > s_level else 0
     perm = rng.permutation(n)
@@ -532,12 +537,14 @@ class Nystroem(BaseEstimator):
             if prm["alpha"] is not None:
                 alpha = prm["alpha"]
             else:  # the tail rule on the sketch's spectrum, scaled to the whole set
-                ev = np.clip(sla.eigvalsh(kblock(sketch, sketch)), 0.0, None) * (n / m)
+                with blas_threads(factor_threads(m)):
+                    ev = np.clip(sla.eigvalsh(kblock(sketch, sketch)), 0.0, None) * (n / m)
                 k = _k_of(m)
                 alpha = max((float(diag.sum()) - float(np.sort(ev)[::-1][:k].sum())) / k,
                             1e-12 * float(diag.max()))
-            lev = approximate_ridge_leverage_scores(lambda S: kblock(np.arange(n), S), diag,
-                                                    sketch, w, alpha)
+            with blas_threads(factor_threads(m)):
+                lev = approximate_ridge_leverage_scores(lambda S: kblock(np.arange(n), S),
+                                                        diag, sketch, w, alpha)
             # true scores are <= 1; the sketch over-estimates the points it covers badly
             # (a far cluster gets 2-3 each where the exact score is 0.3), and uncapped they
             # draw most of the landmarks with replacement onto a few points
@@ -547,7 +554,10 @@ class Nystroem(BaseEstimator):
             self.leverage_scores_, self.alpha_ = lev, float(alpha)
             self.effective_dimension_ = float(lev.sum())
         else:  # recursive
-            idx = recursive_rls_sample(n, m, kblock, diag, random_state=rng)
+            # its LAPACK calls are on samples of about m points: one BLAS thread (on the busy
+            # box a threaded OpenBLAS made a 2,000-point run take 3.4 s instead of 0.37 s)
+            with blas_threads(factor_threads(m)):
+                idx = recursive_rls_sample(n, m, kblock, diag, random_state=rng)
         self.sampling_ = sampling
         self.component_indices_ = idx
         if points is not None:
@@ -560,7 +570,8 @@ class Nystroem(BaseEstimator):
             self._basis = self.components_
         d = np.ones(W.shape[0]) if weights is None else weights
         self.component_weights_ = d
-        V, _ = _pinv_sqrt(W * np.outer(d, d))
+        with blas_threads(factor_threads(W.shape[0])):
+            V, _ = _pinv_sqrt(W * np.outer(d, d))
         self.normalization_ = V
         return self
 
