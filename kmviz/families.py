@@ -209,6 +209,33 @@ register(Family(
 ))
 
 register(Family(
+    name="kmc",
+    title="Kernel MC (kernel matrix completion)",
+    short="KMC",
+    estimator="kmviz.kmc.estimator:KernelMatrixCompletion",
+    summary=(
+        "Completes a partly observed matrix F from kernels on its rows and columns (a graph "
+        "of countries, item genres, side features): KKMCEX is kernel ridge regression with "
+        "the Kronecker kernel $k_r(u, a)\\,k_c(i, b)$, eq. (3.46), solved directly or by "
+        "matrix-free conjugate gradients; RRMCEX, ALS, SGD and nuclear-norm PG are the "
+        "thesis's alternatives. Rows or columns with no observation are predicted through "
+        "the kernels (cold start)."),
+    metrics=("validation_nmse", "test_nmse", "train_nmse", "test_rmse"),
+    label_params=("method", "mu"),
+    telemetry="kmviz.kmc.telemetry",
+    explore=(
+        ExplorePage("app_pages/kmc_completion.py", "Completion", ":material/grid_on:"),
+        ExplorePage("app_pages/kmc_nystrom.py", "Nyström", ":material/scatter_plot:"),
+    ),
+    quick_params={"method": "kkmcex", "solver": "cg", "mu": 0.1, "feature_kernel": "linear",
+                  "max_iter": 100, "tol": 1e-8, "random_state": 0},
+    contract_data={"source": "planted-lowrank", "n_users": 40, "n_items": 30,
+                   "random_state": 1},
+    cli_aliases={"iters": "max_iter"},
+    warmup="kmviz.kmc.warmup",
+))
+
+register(Family(
     name="gfm",
     title="Generalized factorization machine (gFM)",
     short="gFM",

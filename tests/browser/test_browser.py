@@ -111,7 +111,7 @@ def _open_home(browser, server):
 #: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
-             "Implications", "OCMF", "Recovery", "Interactions"]
+             "Implications", "OCMF", "Completion", "Nyström", "Recovery", "Interactions"]
 
 
 def test_fresh_server_train_then_implications_without_data_step(server):
@@ -416,5 +416,67 @@ def test_train_gfm_then_recovery_preset_and_interactions(server):
             assert page.locator('[data-testid="stException"]').count() == 0
             assert "Traceback" not in page.content()
             page.screenshot(path=str(ARTIFACTS / "gfm-03-interactions.png"), full_page=True)
+        finally:
+            browser.close()
+
+
+# ------------------------------------------------------------------ kernel matrix completion
+def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _open_home(browser, server)
+
+            # Data: Gapminder life expectancy, countries x years with region and year graphs
+            _nav(page, "Data")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+            page.get_by_role("option", name="Gapminder countries x years").click()
+            page.get_by_role("button", name="Load", exact=True).click()
+            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
+            expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("185")
+            _settle(page)
+
+            # Train: kernel MC with its defaults (KKMCEX by conjugate gradients)
+            _nav(page, "Train")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
+            page.get_by_role("option", name="Kernel MC (kernel matrix completion)").click()
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_role("spinbutton", name="max iterations"))
+            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
+            page.get_by_role("button", name="Train").click()
+            expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
+            expect(page.get_by_text("test NMSE", exact=True)).to_be_visible()
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "kmc-01-train.png"), full_page=True)
+
+            # Completion: the four maps, then whole countries hidden and refitted
+            _nav(page, "Completion")
+            expect(page.get_by_role("heading", name="Truth, mask, estimate and error")
+                   ).to_be_visible()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5",
+                                   timeout=120_000)
+            page.get_by_role("button", name="Hide and refit").click()
+            expect(page.get_by_text("rows hidden").first).to_be_visible(timeout=120_000)
+            _settle(page)
+            expect(page.get_by_text("cold start", exact=True).first).to_be_visible()
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "kmc-02-completion.png"), full_page=True)
+
+            # Nyström: the run's row kernel, its leverage scores, and the error curves
+            _nav(page, "Nyström")
+            expect(page.get_by_role("heading", name="Leverage-score map")).to_be_visible()
+            expect(page.get_by_text("d_eff(α)", exact=True)).to_be_visible()
+            page.get_by_role("button", name="Compute the error curves").click()
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
+                                   timeout=120_000)
+            _settle(page)
+            legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
+            assert "ridge leverage (exact)" in legend and "uniform" in legend, legend
+            assert page.locator('[data-testid="stException"]').count() == 0
+            assert "Traceback" not in page.content()
+            page.screenshot(path=str(ARTIFACTS / "kmc-03-nystrom.png"), full_page=True)
         finally:
             browser.close()

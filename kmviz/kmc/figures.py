@@ -1,0 +1,220 @@
+"""Plotly figures of the Kernel MC pages, from the results of :mod:`kmviz.kmc.analysis`.
+
+Pure functions returning ``go.Figure``; no Streamlit and no I/O.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .analysis import PARTS, SAMPLING_LABELS
+
+COLD = "#00a3a3"  # cold-start marks
+PART_COLOURS = {"unobserved": "#eeeeee", "train": "#4c78a8", "validation": "#f58518",
+                "test": "#e45756"}
+METHOD_NAMES = {"kkmcex": "KKMCEX", "rrmcex": "RRMCEX", "online_rrmcex": "online RRMCEX",
+                "als": "ALS", "sgd": "SGD", "pg": "nuclear-norm PG"}
+SAMPLING_COLOURS = {"uniform": "#4c78a8", "leverage": "#e45756",
+                    "approximate_leverage": "#f58518", "recursive": "#54a24b",
+                    "sklearn": "#9d755d"}
+
+
+def _short(label, n=28):
+    label = str(label)
+    return label if len(label) <= n else label[:n - 1] + "…"
+
+
+def _ticks(labels, cold, limit=60):
+    """Tick positions and texts: every label when few, else every k-th (cold ones always)."""
+    n = len(labels)
+    step = max(1, -(-n // limit))
+    pos = [k for k in range(n) if k % step == 0 or cold[k]]
+    text = [("❄ " if cold[k] else "") + _short(labels[k]) for k in pos]
+    return pos, text
+
+
+def completion_map_figure(view, which: str, *, height=None) -> go.Figure:
+    """One heat map of a :class:`~kmviz.kmc.analysis.CompletionView`: ``"truth"``,
+    ``"mask"``, ``"estimate"`` or ``"error"``. Cold-start rows and columns (no training
+    entry) carry a ❄ in their tick label and a teal frame."""
+    n_r, n_c = len(view.rows), len(view.cols)
+    hover_r = np.repeat(np.asarray(view.row_labels, dtype=object)[:, None], n_c, axis=1)
+    hover_c = np.repeat(np.asarray(view.col_labels, dtype=object)[None, :], n_r, axis=0)
+    custom = np.dstack([hover_r, hover_c])
+    if which == "mask":
+        names = list(PARTS)
+        colours = [PART_COLOURS[k] for k in names]
+        scale = []
+        for k, c in enumerate(colours):
+            scale += [[k / len(colours), c], [(k + 1) / len(colours), c]]
+        z = view.part.astype(float)
+        trace = go.Heatmap(z=z, zmin=-0.5, zmax=len(names) - 0.5, colorscale=scale,
+                           customdata=custom,
+                           colorbar=dict(tickvals=list(range(len(names))), ticktext=names,
+                                         title="entry"),
+                           hovertemplate="%{customdata[0]} × %{customdata[1]}<br>"
+                                         "part code %{z}<extra></extra>")
+        title = "Mask: where each value is (train / validation / test)"
+    else:
+        z = {"truth": view.truth, "estimate": view.estimate, "error": view.error}[which]
+        if which == "error":
+            lim = float(np.nanquantile(np.abs(z), 0.98)) if np.isfinite(z).any() else 1.0
+            kw = dict(colorscale="RdBu_r", zmid=0.0, zmin=-lim, zmax=lim)
+            title = "Error: estimate − truth, on the known values"
+        else:
+            both = np.concatenate([view.truth[np.isfinite(view.truth)],
+                                   view.estimate[np.isfinite(view.estimate)]])
+            lo, hi = (np.quantile(both, [0.01, 0.99]) if both.size else (0.0, 1.0))
+            kw = dict(colorscale="Viridis", zmin=float(lo), zmax=float(hi))
+            title = ("Truth: every value the data holds (blank: unknown)" if which == "truth"
+                     else "Estimate F̂ (blank: not predictable)")
+        trace = go.Heatmap(z=z, customdata=custom, colorbar=dict(title=which), **kw,
+                           hovertemplate="%{customdata[0]} × %{customdata[1]}<br>"
+                                         f"{which} %{{z:.4g}}<extra></extra>")
+    fig = go.Figure(trace)
+    for k in np.flatnonzero(view.cold_rows):
+        fig.add_shape(type="rect", x0=-0.5, x1=n_c - 0.5, y0=k - 0.5, y1=k + 0.5,
+                      line=dict(color=COLD, width=1.5))
+    for k in np.flatnonzero(view.cold_cols):
+        fig.add_shape(type="rect", y0=-0.5, y1=n_r - 0.5, x0=k - 0.5, x1=k + 0.5,
+                      line=dict(color=COLD, width=1.5))
+    yp, yt = _ticks(view.row_labels, view.cold_rows)
+    xp, xt = _ticks(view.col_labels, view.cold_cols, limit=30)
+    fig.update_layout(title=title, height=height or max(380, min(900, 14 * n_r + 160)),
+                      margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(tickvals=xp, ticktext=xt, tickangle=-45, tickfont_size=10),
+                      yaxis=dict(tickvals=yp, ticktext=yt, autorange="reversed",
+                                 tickfont_size=9))
+    return fig
+
+
+def fraction_curve_figure(curve) -> go.Figure:
+    """NMSE and fit time against the fraction of the matrix observed, one line per method
+    (the thesis's Figs. 3.5 and 3.6)."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(
+        "Held-out NMSE (3.68)", "Fit time"), horizontal_spacing=0.1)
+    ok = curve[curve["error"].fillna("") == ""] if "error" in curve else curve
+    for method, g in ok.groupby("method", sort=False):
+        g = g.sort_values("observed_fraction")
+        name = METHOD_NAMES.get(method, method)
+        for col, y in ((1, "nmse"), (2, "time_s")):
+            fig.add_trace(go.Scatter(x=g["observed_fraction"], y=g[y], mode="lines+markers",
+                                     name=name, legendgroup=method, showlegend=col == 1,
+                                     hovertemplate=f"{name}<br>observed %{{x:.2%}}<br>"
+                                                   f"{y} %{{y:.4g}}<extra></extra>"),
+                          row=1, col=col)
+    fig.update_xaxes(title_text="fraction of the matrix observed (P_s)", tickformat=".0%")
+    fig.update_yaxes(title_text="NMSE", type="log", row=1, col=1)
+    fig.update_yaxes(title_text="seconds", type="log", row=1, col=2)
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
+def spectra_figure(spectra) -> go.Figure:
+    """Singular values of F and F̂, largest first, on a log scale."""
+    fig = go.Figure()
+    for name, g in spectra.groupby("matrix", sort=False):
+        fig.add_trace(go.Scatter(x=g["k"], y=g["sigma"], mode="lines+markers", name=name,
+                                 marker_size=5))
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis_title="k (singular values, largest first)",
+                      yaxis=dict(title="σ_k", type="log"),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+def _point_hover(data):
+    return [str(x) for x in data.labels]
+
+
+def leverage_map_figure(data, scores, *, title="") -> go.Figure:
+    """The points on their first two principal components, coloured and sized by their
+    ridge leverage score."""
+    s = np.asarray(scores, dtype=float)
+    size = 4 + 16 * np.sqrt(s / max(float(s.max()), 1e-300))
+    fig = go.Figure(go.Scatter(
+        x=data.coords[:, 0], y=data.coords[:, 1], mode="markers",
+        marker=dict(color=s, size=size, colorscale="Plasma", showscale=True,
+                    colorbar=dict(title="leverage"), line=dict(width=0)),
+        text=_point_hover(data),
+        hovertemplate="%{text}<br>leverage %{marker.color:.3g}<extra></extra>"))
+    fig.update_layout(title=title, height=480, margin=dict(l=10, r=10, t=40, b=10),
+                      xaxis_title=data.axes[0], yaxis_title=data.axes[1])
+    return fig
+
+
+def score_scatter_figure(exact, approx, *, groups=None, group_name="") -> go.Figure:
+    """Approximate against exact leverage scores, with the line y = x (log-log)."""
+    exact, approx = np.asarray(exact, float), np.asarray(approx, float)
+    fig = go.Figure()
+    if groups is None:
+        groups = np.full(exact.shape[0], "points")
+    for g in list(dict.fromkeys(np.asarray(groups).tolist())):
+        sel = np.asarray(groups) == g
+        fig.add_trace(go.Scatter(x=exact[sel], y=approx[sel], mode="markers",
+                                 name=str(g), marker_size=5, opacity=0.7))
+    pos = np.concatenate([exact[exact > 0], approx[approx > 0]])
+    if pos.size:
+        lo, hi = float(pos.min()), float(pos.max())
+        fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="y = x",
+                                 line=dict(color="grey", dash="dash")))
+    fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10),
+                      legend_title_text=group_name,
+                      xaxis=dict(title="exact score", type="log"),
+                      yaxis=dict(title="approximate score", type="log"))
+    return fig
+
+
+def landmarks_figure(data, indices, counts) -> go.Figure:
+    """All points in grey and the sampled landmarks on top (size: times drawn)."""
+    fig = go.Figure(go.Scatter(x=data.coords[:, 0], y=data.coords[:, 1], mode="markers",
+                               name="points", marker=dict(color="#c7c7c7", size=4),
+                               text=_point_hover(data),
+                               hovertemplate="%{text}<extra></extra>"))
+    idx = np.asarray(indices, dtype=int)
+    counts = np.asarray(counts, dtype=int)
+    fig.add_trace(go.Scatter(
+        x=data.coords[idx, 0], y=data.coords[idx, 1], mode="markers", name="landmarks",
+        marker=dict(color="#e45756", size=7 + 3 * np.sqrt(counts),
+                    line=dict(color="black", width=1)),
+        text=[f"{data.labels[k]}<br>drawn {c}×" for k, c in zip(idx, counts)],
+        hovertemplate="%{text}<extra></extra>"))
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis_title=data.axes[0], yaxis_title=data.axes[1],
+                      legend=dict(orientation="h", y=-0.15))
+    return fig
+
+
+MEASURE_TITLES = {"trace": "relative trace error Tr(K − K̂) / Tr K",
+                  "frobenius": "relative Frobenius error ‖K − K̂‖_F / ‖K‖_F",
+                  "spectral": "relative spectral error ‖K − K̂‖₂ / ‖K‖₂"}
+
+
+def nystrom_error_figure(bands, measure="trace") -> go.Figure:
+    """Median error against the number of landmarks per sampling scheme, with a band from
+    the 10 % to the 90 % quantile over the repeated draws."""
+    fig = go.Figure()
+    b = bands[bands["measure"] == measure]
+    for scheme, g in b.groupby("sampling", sort=False):
+        g = g.sort_values("m")
+        colour = SAMPLING_COLOURS.get(scheme, "#333333")
+        name = SAMPLING_LABELS.get(scheme, scheme)
+        fig.add_trace(go.Scatter(
+            x=np.concatenate([g["m"], g["m"][::-1]]),
+            y=np.concatenate([g["high"], g["low"][::-1]]), fill="toself", fillcolor=colour,
+            opacity=0.18, line=dict(width=0), hoverinfo="skip", legendgroup=scheme,
+            showlegend=False))
+        fig.add_trace(go.Scatter(x=g["m"], y=g["median"], mode="lines+markers", name=name,
+                                 legendgroup=scheme, line=dict(color=colour)))
+    fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(title="landmarks m", type="log"),
+                      yaxis=dict(title=MEASURE_TITLES.get(measure, measure), type="log"),
+                      legend=dict(orientation="h", y=-0.2))
+    return fig
+
+
+__all__ = ["completion_map_figure", "fraction_curve_figure", "landmarks_figure",
+           "leverage_map_figure", "nystrom_error_figure", "score_scatter_figure",
+           "spectra_figure"]

@@ -1,0 +1,139 @@
+"""The Kernel MC family in the app: trained from the Train page, or a saved run opened on the
+Completion and Nyström pages; the on-request computations run through their buttons."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from kmviz.data.splits import make_split
+from kmviz.exceptions import ConvergenceWarning
+from kmviz.kmc import KernelMatrixCompletion
+from kmviz.kmc.datasets import load_gapminder
+from kmviz.runs import RunStore, save_run
+from kmviz.ui.state import StateKeys
+
+from .apphelpers import DATA, TRAIN, goto, new_session, plotly_specs, texts, train_button, \
+    wait_job
+
+COMPLETION = "app_pages/kmc_completion.py"
+NYSTROM = "app_pages/kmc_nystrom.py"
+
+
+def _no_errors(at):
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def _titles(at) -> list[str]:
+    out = []
+    for spec in plotly_specs(at):
+        title = spec.get("layout", {}).get("title", {})
+        out.append(title.get("text", "") if isinstance(title, dict) else str(title))
+    return out
+
+
+@pytest.fixture()
+def gapminder_run(monkeypatch):
+    """A KKMCEX run on Gapminder life expectancy saved in the test's run store (shared, so
+    that the app's sessions may open its data)."""
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")
+    data = load_gapminder()
+    split = make_split(data, val_size=0.1, test_size=0.2, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = KernelMatrixCompletion(center=True, mu=0.01, max_iter=60).fit(
+            split.train, validation=split.validation)
+    return save_run(model, split, dataset=data, label="gapminder kkmcex", store=RunStore())
+
+
+def test_train_kmc_from_the_train_page_and_open_its_pages():
+    at = goto(new_session(), DATA)
+    at.selectbox(key="data_builtin").set_value("planted-lowrank").run()
+    at.number_input(key="data_planted-lowrank_n_users").set_value(40)
+    at.number_input(key="data_planted-lowrank_n_items").set_value(30)
+    at.button(key="data_load_builtin").click().run()
+    _no_errors(at)
+    goto(at, TRAIN)
+    at.selectbox(key="train_family").set_value("kmc").run()
+    _no_errors(at)
+    # the form is built from the estimator's declarations; the main settings are in view
+    assert at.selectbox(key="train_kmc_method").value == "kkmcex"
+    at.number_input(key="train_kmc_max_iter").set_value(50)
+    train_button(at).click().run()
+    _no_errors(at)
+    wait_job(at)
+    job = at.session_state[StateKeys.JOB]
+    assert job.status in ("done", "stopped"), job.progress()["message"]
+    run = next(iter(at.session_state[StateKeys.RUNS].values()))
+    assert run.family == "kmc" and np.isfinite(run.metrics["test_nmse"])
+
+    goto(at, COMPLETION)
+    _no_errors(at)
+    titles = _titles(at)
+    for start in ("Truth", "Mask", "Estimate", "Error"):
+        assert any(t.startswith(start) for t in titles), titles
+    assert any("cold start" in t for t in texts(at))
+    goto(at, "app_pages/kmc_nystrom.py")
+    _no_errors(at)
+    # the run's kernels are offered first
+    assert at.selectbox(key="kmc_ny_source").value == "row_kernel"
+    assert any(m.label == "d_eff(α)" for m in at.metric)
+
+
+def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
+    at = goto(new_session(), COMPLETION)
+    _no_errors(at)
+    assert "Gapminder" in " ".join(texts(at)) or at.selectbox[0].value == gapminder_run
+    table = at.dataframe[0].value
+    assert {"part", "entries", "nmse", "mean_predictor_nmse"} <= set(table.columns)
+    test_all = table[(table["part"] == "test") & (table["entries"] == "all")]
+    assert float(test_all["nmse"].iloc[0]) < float(test_all["mean_predictor_nmse"].iloc[0])
+
+    # cold start on request: whole countries hidden, marked on the maps, scored apart
+    at.number_input(key="kmc_hide_rows").set_value(6)
+    at.button(key="kmc_cold_refit").click().run()
+    _no_errors(at)
+    assert any("6 rows hidden" in t for t in texts(at))
+    table = at.dataframe[0].value
+    cold = table[(table["part"] == "test") & (table["entries"] == "cold start")]
+    assert len(cold) == 1 and int(cold["n"].iloc[0]) >= 6 * 50
+    assert int(cold["unpredictable"].iloc[0]) == 0  # the region graph reaches them
+    truth = next(s for s in plotly_specs(at)
+                 if s["layout"]["title"]["text"].startswith("Truth"))
+    assert len(truth["layout"]["shapes"]) >= 6  # the hidden rows are framed
+
+    # the fraction-observed curves on request
+    at.multiselect(key="kmc_methods").set_value(["kkmcex", "rrmcex"])
+    at.button(key="kmc_curve").click().run(timeout=300)
+    _no_errors(at)
+    curve = [s for s in plotly_specs(at) if any(
+        "Held-out NMSE" in a.get("text", "") for a in s["layout"].get("annotations", []))]
+    assert curve, _titles(at)
+    names = {t["name"] for t in curve[0]["data"] if t.get("showlegend", True)}
+    assert {"KKMCEX", "RRMCEX"} <= names
+    # the spectra: F is the data (life expectancy is complete) and F-hat
+    spectra = [s for s in plotly_specs(at) if s["layout"].get("yaxis", {}).get("type") == "log"
+               and any(str(t.get("name", "")).startswith("F̂") for t in s["data"])]
+    assert spectra and any(str(t["name"]).startswith("F, the data") for t in spectra[0]["data"])
+
+
+@pytest.mark.parametrize("source", ["mixture", "row_kernel"])
+def test_nystrom_page_scores_landmarks_and_error_curves(gapminder_run, source):
+    at = goto(new_session(), NYSTROM)
+    _no_errors(at)
+    at.selectbox(key="kmc_ny_source").set_value(source).run()
+    _no_errors(at)
+    d_eff = [m for m in at.metric if m.label == "d_eff(α)"]
+    assert d_eff and float(d_eff[0].value) > 0
+    assert any(m.label == "Spearman ρ" for m in at.metric)
+    assert any("landmarks (red)" in t for t in texts(at))
+    at.slider(key="kmc_ny_repeats").set_value(2)
+    at.button(key="kmc_ny_curve").click().run(timeout=300)
+    _no_errors(at)
+    specs = [s for s in plotly_specs(at)
+             if "trace error" in json.dumps(s["layout"].get("yaxis", {}))]
+    assert specs
+    names = {t.get("name") for t in specs[0]["data"] if t.get("name")}
+    assert "uniform" in names and "ridge leverage (exact)" in names
