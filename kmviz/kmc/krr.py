@@ -12,7 +12,9 @@ KKMCEX (3.45)-(3.46)::
     F_hat = K_row Gamma K_col,  Gamma = unvec(S^T c): c[k] at (rows[k], cols[k])
     prediction(u, i) = sum_k K_row[u, rows[k]] K_col[i, cols[k]] c[k]
 
-:func:`kkmcex_direct` forms K_OO (O(s^2) memory, a Cholesky in O(s^3)); :class:`KronGram` is
+:func:`kkmcex_direct` / :func:`kkmcex_cholesky` form K_OO (O(s^2) memory, a Cholesky in
+O(s^3); float32 factor + float64 refinement from :data:`MIXED_MIN_S` observations up, which
+halves memory and about halves the time); :class:`KronGram` is
 the matrix-free product ``v -> K_OO v = (K_row unvec(v) K_col)[rows, cols]`` (the vec trick,
 O(N^2 L + N L^2) per product with BLAS, never K_OO) used by :class:`KKMCEXConjugateGradient`.
 
