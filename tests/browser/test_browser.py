@@ -349,6 +349,66 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
             browser.close()
 
 
+# ------------------------------------------------------------------ one-class MF
+def test_data_train_ocmf_then_recommendations_for_a_user(server):
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _open_home(browser, server)
+
+            # Data: a small planted low-rank set with side features
+            _nav(page, "Data")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+            page.get_by_role("option", name="Planted low rank with side features").click()
+            _set_number(page, "n_users", 40)
+            _set_number(page, "n_items", 30)
+            page.get_by_role("button", name="Load", exact=True).click()
+            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
+            expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
+            _settle(page)
+            page.screenshot(path=str(ARTIFACTS / "ocmf-01-data.png"), full_page=True)
+
+            # Train: the OCMF family, rank 4, two outer iterations
+            _nav(page, "Train")
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
+            page.get_by_role("option", name="One-class MF with side information (OCMF)").click()
+            form = page.locator('[data-testid="stForm"]').filter(
+                has=page.get_by_role("spinbutton", name="k (rank)"))
+            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
+            form.get_by_role("spinbutton", name="k (rank)").fill("4")
+            form.get_by_role("spinbutton", name="outer iterations").fill("2")
+            page.get_by_role("button", name="Train").click()
+            # the fit queues behind the server's warm-up of every family's kernels
+            expect(page.get_by_text("Result:")).to_be_visible(timeout=300_000)
+            _settle(page)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / "ocmf-02-train.png"), full_page=True)
+
+            # OCMF: the objective split, then one user's recommendations
+            _nav(page, "OCMF")
+            expect(page.get_by_text("Recommendations for one user")).to_be_visible()
+            expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+            _settle(page)
+            before = page.get_by_label("User", exact=True).first.input_value()
+            page.locator('[data-testid="stSelectbox"]').filter(has_text="User").click()
+            page.get_by_role("option").nth(1).click()
+            _settle(page)
+            after = page.get_by_label("User", exact=True).first.input_value()
+            assert after and after != before, (before, after)
+            # the chosen user's top-k: one row per rank, from 1
+            table = page.locator('[data-testid="stDataFrame"]').last
+            expect(table).to_be_visible()
+            expect(table).to_contain_text("held-out positive")
+            assert page.locator('[data-testid="stException"]').count() == 0
+            assert "Traceback" not in page.content()
+            page.screenshot(path=str(ARTIFACTS / "ocmf-03-recommendations.png"),
+                            full_page=True)
+        finally:
+            browser.close()
+
+
 # ------------------------------------------------------------------ generalized FM
 def test_train_gfm_then_recovery_preset_and_interactions(server):
     from playwright.sync_api import expect, sync_playwright
