@@ -30,8 +30,8 @@ in shape (Full vs Subsampled, LR-wSQ vs SQ-wSQ vs SQ-SQ, the graph's gain); issu
 accuracy targets with PASS / MISS; time per iteration at 1 and 2 threads
 (bench/ocmf_timing.py measures time per iteration and per phase in detail).
 
-    python bench/ocmf_ml100k.py [--quick] [--k 64] [--threads 2] [--ml100k DIR]
-                                [--dataset ml100k|movielens-small]
+    python bench/ocmf_ml100k.py [--quick] [--grid quick|medium|full] [--k 64] [--threads 2]
+                                [--ml100k DIR] [--dataset ml100k|movielens-small]
 """
 
 from __future__ import annotations
@@ -404,6 +404,9 @@ def main():
     p.add_argument("--threads", default=THREADS)
     p.add_argument("--dataset", choices=("ml100k", "movielens-small"), default="ml100k",
                    help="MovieLens 100K (from --ml100k) or the built-in latest-small")
+    p.add_argument("--grid", choices=("quick", "medium", "full"), default="full",
+                   help="the rho x lambda grid of the weighted methods: full = the paper's "
+                        "7 x 7, medium = 4 x 5 around the optimum, quick = 3 x 3 (--quick)")
     args = p.parse_args()
     t_start = time.perf_counter()
     title = "MovieLens 100K" if args.dataset == "ml100k" else "MovieLens latest-small"
@@ -433,8 +436,13 @@ def main():
           f"validation {val.n_ratings:,} of the training positives. k = {k}, "
           f"{threads} thread(s).\n")
     quick = args.quick
-    rhos = [2.0 ** e for e in ((-5, -3, -1) if quick else (-7, -5, -4, -3, -2, -1, 0))]
-    lams = [2.0 ** e for e in ((0, 2, 4) if quick else (0, 1, 2, 3, 4, 5, 6))]
+    grid = "quick" if quick else args.grid
+    rhos = [2.0 ** e for e in {"quick": (-5, -3, -1), "medium": (-5, -3, -2, -1),
+                               "full": (-7, -5, -4, -3, -2, -1, 0)}[grid]]
+    lams = [2.0 ** e for e in {"quick": (0, 2, 4), "medium": (1, 2, 3, 4, 5),
+                               "full": (0, 1, 2, 3, 4, 5, 6)}[grid]]
+    print(f"rho x lambda grid ({grid}): log2 rho in {[int(np.log2(r)) for r in rhos]}, "
+          f"log2 lambda in {[int(np.log2(v)) for v in lams]}\n")
     base = {"k": k, "max_iter": 15, "random_state": args.seed}
     wgrid = [{"rho": r, "lambda_w": lam, "lambda_h": lam} for r in rhos for lam in lams]
     sqsq_grid = [{"lambda_w": lam, "lambda_h": lam} for lam in lams]

@@ -88,6 +88,8 @@ def main():
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--datasets", default="ml100k,movielens-small")
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help="OCMF variants to time (comma-separated names of the table)")
     args = p.parse_args()
     t_start = time.perf_counter()
     header("One-class MF vs implicit ALS: time per outer iteration and per phase")
@@ -103,6 +105,7 @@ def main():
     except ImportError:
         print("implicit is not installed (pip install implicit): nothing to compare with")
         return
+    methods = {m: METHODS[m] for m in args.methods.split(",")}
     reps = 2 if args.quick else args.reps
     print(f"k = {args.k}, {threads} thread(s) for both (Numba and implicit's num_threads; "
           f"BLAS single-threaded in both), {reps} repetitions.\n")
@@ -114,15 +117,15 @@ def main():
         train, _ = data.binarize(4).split(0.1, random_state=args.seed)
         label = "ML-100K" if name == "ml100k" else name
         # compile / load every kernel once, outside the timing
-        for prm in METHODS.values():
+        for prm in methods.values():
             ocmf_iterations(train, args.k, prm, 2, args.seed)
         als_iterations(train, args.k, threads, 2, args.seed)
-        o_wall = {m: [] for m in METHODS}
-        o_cpu = {m: [] for m in METHODS}
-        frames = {m: [] for m in METHODS}
+        o_wall = {m: [] for m in methods}
+        o_cpu = {m: [] for m in methods}
+        frames = {m: [] for m in methods}
         a_wall, a_cpu = [], []
         for rep in range(reps):
-            for m, prm in METHODS.items():
+            for m, prm in methods.items():
                 w, c, df = ocmf_iterations(train, args.k, prm, 10, args.seed + rep)
                 o_wall[m].append(w)
                 o_cpu[m].append(c)
@@ -131,7 +134,7 @@ def main():
             a_wall.append(w)
             a_cpu.append(c)
         aw, ac = np.concatenate(a_wall), np.concatenate(a_cpu)
-        for m in METHODS:
+        for m in methods:
             ow, oc = np.concatenate(o_wall[m]), np.concatenate(o_cpu[m])
             rows.append({"data": label, "method": f"OCMF {m}",
                          "wall median": float(np.median(ow)), "ALS wall median":
