@@ -110,6 +110,31 @@ if outcome.ok:
                "they agree; what matters for sampling is the order (Spearman ρ), not the "
                "exact values.")
 
+if run_id is not None:
+    st.subheader("Which entries to observe: scores of the Kronecker kernel")
+    st.caption("KKMCEX regresses the matrix's entries on the Kronecker kernel K_col ⊗ K_row "
+               "(one point per entry). Its leverage scores say which entries are the most "
+               "informative to observe: the thesis (Ch. 5) samples entries by them. The exact "
+               "map needs only the two kernels' eigendecompositions, never the NL × NL kernel; "
+               "the approximation (5.23) multiplies the row and column kernels' own scores at "
+               "√α and costs the same here, but is what scales to large kernels.")
+    kgrid = an.kron_alpha_grid(run.model)
+    kalpha = st.select_slider("α for the entries", options=list(kgrid), value=kgrid[20],
+                              key=f"kmc_ny_kalpha_{run_id}", format_func=lambda a: f"{a:.3g}")
+    with user_errors("computing the entry scores") as outcome:
+        exact, approx, k_deff = an.kron_scores(run.model, kalpha)
+        kagree = an.score_agreement(exact.ravel(), approx.ravel())
+    if outcome.ok:
+        c = st.columns(3)
+        c[0].metric("d_eff of the entries", f"{k_deff:.1f}",
+                    help=f"of {exact.size:,} entries")
+        c[1].metric("Pearson r, exact vs (5.23)", f"{kagree['pearson']:.3f}")
+        c[2].metric("Spearman ρ", f"{kagree['spearman']:.3f}")
+        train = run.split.train
+        st.plotly_chart(fg.kron_scores_figure(
+            exact, approx, [train.user_label(u) for u in range(train.n_users)],
+            [train.item_label(i) for i in range(train.n_items)]), key="kmc_ny_kron")
+
 st.subheader("The sampled landmarks")
 sampling = st.radio("sampling", list(an.SAMPLING_LABELS)[:4], horizontal=True,
                     format_func=an.SAMPLING_LABELS.get, key="kmc_ny_sampling")

@@ -719,6 +719,40 @@ def sample_landmarks(data: KernelData, m, sampling, *, alpha=None, random_state=
     return idx, counts, _errors(data.K, Z, ("trace",))["trace"]
 
 
+def kron_scores(model, alpha, *, max_side=2000):
+    """Ridge leverage scores of the run's Kronecker kernel ``K_col ⊗ K_row``, one per entry
+    of the N x L matrix: ``(exact, approximate, d_eff)``.
+
+    ``exact`` by :func:`~kmviz.kmc.nystrom.kron_ridge_leverage_scores` (O(N^3 + L^3), the
+    NL x NL kernel never formed), ``approximate`` the thesis's (5.23), the outer product of
+    the two kernels' own scores at ``sqrt(alpha)``; ``d_eff`` the sum of the exact map.
+    Raises ValueError without kernels or above ``max_side`` rows or columns.
+    """
+    from .nystrom import approximate_kron_leverage_scores, kron_ridge_leverage_scores
+
+    Kr, Kc = getattr(model, "row_kernel_", None), getattr(model, "col_kernel_", None)
+    if Kr is None or Kc is None:
+        raise ValueError(f"this run ({model.method_}) keeps no kernels; kernel methods "
+                         "(kkmcex, rrmcex, als, sgd) do")
+    Kr, Kc = np.asarray(Kr, np.float64), np.asarray(Kc, np.float64)
+    if max(Kr.shape[0], Kc.shape[0]) > max_side:
+        raise ValueError(f"the kernels are {Kr.shape[0]} x {Kr.shape[0]} and {Kc.shape[0]} x "
+                         f"{Kc.shape[0]}: the entry scores are limited to {max_side} a side "
+                         "(two eigendecompositions)")
+    exact = kron_ridge_leverage_scores(Kr, Kc, alpha)
+    approx = approximate_kron_leverage_scores(Kr, Kc, alpha)
+    return exact, approx, float(exact.sum())
+
+
+def kron_alpha_grid(model, n=41) -> np.ndarray:
+    """Log-spaced alphas for the Kronecker scores: 1e-6 to 10 times the largest eigenvalue
+    of ``K_col ⊗ K_row`` (the product of the two largest)."""
+    top = 1.0
+    for K in (model.row_kernel_, model.col_kernel_):
+        top *= max(float(np.linalg.eigvalsh(np.asarray(K, np.float64))[-1]), 1e-12)
+    return np.logspace(math.log10(top * 1e-6), math.log10(top * 10), n)
+
+
 #: Sampling schemes of the error comparison, and scikit-learn's uniform Nystroem.
 SAMPLING_LABELS = {"uniform": "uniform", "leverage": "ridge leverage (exact)",
                    "approximate_leverage": "ridge leverage (approximate)",
@@ -806,7 +840,7 @@ __all__ = [
     "CURVE_DEFAULT", "CURVE_METHODS", "CompletionView", "KernelData", "NYSTROM_SOURCES",
     "PARTS", "SAMPLING_LABELS", "alpha_grid", "approximate_scores", "block_estimate",
     "cold_start_refit", "completion_view", "default_alpha", "draw_landmarks", "error_bands",
-    "error_table", "fraction_observed_curve", "known_matrix", "leverage_scores",
+    "error_table", "fraction_observed_curve", "known_matrix", "kron_alpha_grid", "kron_scores", "leverage_scores",
     "nystrom_error_curve", "nystrom_features", "points_data", "run_kernel_data",
     "sample_landmarks", "score_agreement", "singular_value_spectra", "sklearn_available",
     "sub_problem",

@@ -81,9 +81,9 @@ def completion_map_figure(view, which: str, *, height=None) -> go.Figure:
         fig.add_shape(type="rect", y0=-0.5, y1=n_r - 0.5, x0=k - 0.5, x1=k + 0.5,
                       line=dict(color=COLD, width=1.5))
     yp, yt = _ticks(view.row_labels, view.cold_rows)
-    xp, xt = _ticks(view.col_labels, view.cold_cols, limit=30)
+    xp, xt = _ticks(view.col_labels, view.cold_cols, limit=15)
     fig.update_layout(title=title, height=height or max(380, min(900, 14 * n_r + 160)),
-                      margin=dict(l=10, r=10, t=50, b=10),
+                      margin=dict(l=10, r=40, t=50, b=10),
                       xaxis=dict(tickvals=xp, ticktext=xt, tickangle=-45, tickfont_size=10),
                       yaxis=dict(tickvals=yp, ticktext=yt, autorange="reversed",
                                  tickfont_size=9))
@@ -187,6 +187,35 @@ def landmarks_figure(data, indices, counts) -> go.Figure:
     return fig
 
 
+def kron_scores_figure(exact, approx, row_labels, col_labels) -> go.Figure:
+    """The exact and approximate (5.23) leverage scores of every entry, side by side on one
+    colour scale."""
+    exact, approx = np.asarray(exact, float), np.asarray(approx, float)
+    top = float(max(exact.max(), approx.max())) if exact.size else 1.0
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=("exact: diag(K (K + αI)⁻¹)",
+                                        "approximation (5.23): ℓ_col ⊗ ℓ_row at √α"))
+    rows = [_short(x) for x in row_labels]
+    cols = [_short(x, 12) for x in col_labels]
+    for k, z in enumerate((exact, approx), start=1):
+        fig.add_trace(go.Heatmap(z=z, x=list(range(len(cols))), y=list(range(len(rows))),
+                                 zmin=0.0, zmax=top, colorscale="Plasma",
+                                 showscale=k == 2, colorbar=dict(title="leverage"),
+                                 customdata=np.dstack(np.broadcast_arrays(
+                                     np.asarray(rows, dtype=object)[:, None],
+                                     np.asarray(cols, dtype=object)[None, :])),
+                                 hovertemplate="%{customdata[0]} × %{customdata[1]}<br>"
+                                               "score %{z:.3g}<extra></extra>"),
+                      row=1, col=k)
+    yp, yt = _ticks(rows, np.zeros(len(rows), bool), limit=40)
+    xp, xt = _ticks(cols, np.zeros(len(cols), bool), limit=12)
+    fig.update_yaxes(tickvals=yp, ticktext=yt, autorange="reversed", tickfont_size=9)
+    fig.update_xaxes(tickvals=xp, ticktext=xt, tickangle=-45, tickfont_size=10)
+    fig.update_layout(height=max(420, min(900, 5 * len(rows) + 160)),
+                      margin=dict(l=10, r=10, t=50, b=10))
+    return fig
+
+
 MEASURE_TITLES = {"trace": "relative trace error Tr(K − K̂) / Tr K",
                   "frobenius": "relative Frobenius error ‖K − K̂‖_F / ‖K‖_F",
                   "spectral": "relative spectral error ‖K − K̂‖₂ / ‖K‖₂"}
@@ -215,6 +244,6 @@ def nystrom_error_figure(bands, measure="trace") -> go.Figure:
     return fig
 
 
-__all__ = ["completion_map_figure", "fraction_curve_figure", "landmarks_figure",
-           "leverage_map_figure", "nystrom_error_figure", "score_scatter_figure",
-           "spectra_figure"]
+__all__ = ["completion_map_figure", "fraction_curve_figure", "kron_scores_figure",
+           "landmarks_figure", "leverage_map_figure", "nystrom_error_figure",
+           "score_scatter_figure", "spectra_figure"]

@@ -129,6 +129,8 @@ def test_nystrom_page_scores_landmarks_and_error_curves(gapminder_run, source):
     assert d_eff and float(d_eff[0].value) > 0
     assert any(m.label == "Spearman ρ" for m in at.metric)
     assert any("landmarks (red)" in t for t in texts(at))
+    # the entries' Kronecker scores only for a run's kernels
+    assert any(m.label == "d_eff of the entries" for m in at.metric) == (source == "row_kernel")
     at.slider(key="kmc_ny_repeats").set_value(2)
     at.button(key="kmc_ny_curve").click().run(timeout=300)
     _no_errors(at)

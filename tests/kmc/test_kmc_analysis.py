@@ -292,6 +292,26 @@ def test_run_kernel_data_of_a_fitted_model(problem):
     assert small.n == 10 and "A random 10 of the 18 columns" in small.note
 
 
+def test_kron_scores_equal_the_kronecker_definition(problem):
+    _, Kr, Kc, _, model = problem
+    alpha = 0.3
+    exact, approx, d_eff = an.kron_scores(model, alpha)
+    K = np.kron(model.col_kernel_, model.row_kernel_)  # vec stacks columns: entry (i, j)
+    oracle = np.diag(K @ np.linalg.inv(K + alpha * np.eye(N * L)))  # is i + j N
+    np.testing.assert_allclose(exact.ravel(order="F"), oracle, rtol=1e-8, atol=1e-12)
+    assert d_eff == pytest.approx(oracle.sum(), rel=1e-10)
+    r = ridge_leverage_scores(model.row_kernel_, math.sqrt(alpha))
+    c = ridge_leverage_scores(model.col_kernel_, math.sqrt(alpha))
+    np.testing.assert_allclose(approx, np.outer(r, c), rtol=1e-10)
+    grid = an.kron_alpha_grid(model)
+    top = np.linalg.eigvalsh(model.row_kernel_)[-1] * np.linalg.eigvalsh(model.col_kernel_)[-1]
+    assert grid[-1] == pytest.approx(10 * top) and grid[0] == pytest.approx(1e-6 * top)
+    with pytest.raises(ValueError, match="limited to 10 a side"):
+        an.kron_scores(model, alpha, max_side=10)
+    fig = fg.kron_scores_figure(exact, approx, list(range(N)), list(range(L)))
+    assert [t.type for t in fig.data] == ["heatmap", "heatmap"]
+
+
 # ----------------------------------------------------------------------------- figures
 def test_figures_are_built_from_the_results(problem, mixture):
     _, _, _, split, model = problem
