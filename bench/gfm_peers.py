@@ -11,7 +11,9 @@ Methods: predicting the training mean; gFM one-pass (Algorithm 1, standardized; 
 11 batches and 3 larger ones);
 gFM ALS (eq. (3) + ridge l2 = 0.01, 10 passes); myfm's MyFMRegressor (Gibbs sampling of a
 Bayesian FM with hierarchical priors, 200 sweeps, the last 150 averaged). Test RMSE and
-fitting time (predicting left out); ranks 2 and 8.
+fitting time (predicting left out); ranks 2 and 8. myfm also on the design with the columns
+holding values other than 0/1 (MovieLens: age, year) divided by their std: on raw years its
+sampler does not settle at rank 8.
 
     python bench/gfm_peers.py [--quick] [--ml100k DIR]
 
@@ -87,11 +89,34 @@ def rows_for(name, ratings, seed):
             rows.append({"data": label, "method": shown, "rank": k,
                          "test RMSE": rmse, "fit s": seconds, "note": note})
         rows.append(myfm_row(label, Xtr.X, y_tr, Xte.X, y_te, k, seed))
+        scaled = _scale_continuous(Xtr.X, Xte.X)
+        if scaled is not None:
+            rows.append(myfm_row(label, *scaled[:1], y_tr, scaled[1], y_te, k, seed,
+                                 note="non-0/1 columns / their std"))
     return rows
 
 
-def myfm_row(label, Xtr, y_tr, Xte, y_te, rank, seed):
-    row = {"data": label, "method": "myfm Bayesian FM (Gibbs)", "rank": rank}
+def _scale_continuous(Xtr, Xte):
+    """Both matrices with every column holding values other than 0/1 divided by its
+    training std (None when there is no such column): myfm's Gibbs sampler does not settle
+    on raw years (~1990) and ages."""
+    import scipy.sparse as sp
+
+    Xtr, Xte = sp.csr_matrix(Xtr, dtype=float), sp.csr_matrix(Xte, dtype=float)
+    cols = np.unique(Xtr.indices[~np.isin(Xtr.data, (0.0, 1.0))])  # CSR: column indices
+    if cols.size == 0:
+        return None
+    scale = np.ones(Xtr.shape[1])
+    Xc = Xtr.tocsc()
+    for j in cols:
+        s = Xc[:, j].toarray().std()
+        scale[j] = s if s > 0 else 1.0
+    D = sp.diags(1.0 / scale)
+    return (Xtr @ D).tocsr(), (Xte @ D).tocsr()
+
+
+def myfm_row(label, Xtr, y_tr, Xte, y_te, rank, seed, note=""):
+    row = {"data": label, "method": "myfm Bayesian FM (Gibbs)", "rank": rank, "note": note}
     try:
         import myfm
     except ImportError:
