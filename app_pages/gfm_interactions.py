@@ -18,7 +18,8 @@ run = require_run(family="gfm", need_model=True)
 model, split = run.model, run.split
 st.caption(f"Solver: {getattr(model, 'solver_', 'onepass')}, rank k = {model.rank}, "
            f"{model.n_features_in_:,} features. Ratings enter as factorization-machine rows: "
-           "a one-hot user, a one-hot item and the side features (user:…, item:…).")
+           "a one-hot user (user=…) and item (item=…) when their ids repeat, and the side "
+           "features (user:…, item:…).")
 for event in run.trace.events:
     if event.get("kind") == "warning":
         st.warning(md_escape(event["message"]), icon=":material/warning:")
