@@ -30,7 +30,7 @@ c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
 min_ratings = int(c1.number_input("minimum training ratings per item", min_value=1, step=1,
                                   value=an.default_min_ratings(train), key="impl_min_ratings",
                                   help=an.MIN_RATINGS_HELP))
-default_liked = pair_rules.liked_threshold(train)
+default_liked = an.default_liked(run.model, train)
 if default_liked == pair_rules.INTERACTED:
     liked = pair_rules.INTERACTED
     c2.caption("liked = interacted (0/1 data)")
@@ -40,8 +40,8 @@ else:
         "liked when rating ≥", min_value=float(train.r_min), max_value=float(train.r_max),
         value=float(default_liked), step=float(step), key="impl_liked",
         help="One setting for every figure, sentence, graph and export on this page. Default: "
-             "the top quarter of the scale rounded to the rating step "
-             f"({default_liked:g} here; 4 on a 1-5 scale)."))
+             "the threshold the model was trained on likes with, else the top quarter of the "
+             f"scale rounded to the rating step ({default_liked:g} here; 4 on a 1-5 scale)."))
 keep = an.shown_items(train, min_ratings)
 scores = km.influence(run.run_id, psi)
 summary = an.influence_summary(scores, keep)
@@ -108,7 +108,7 @@ SHOWN = ["rank", "antecedent_name", "consequent_name", "equivalent", "antecedent
          "implied_by", "hub", "antecedent", "consequent"]
 fmt = {c: st.column_config.NumberColumn(format="%.2f") for c in
        ("confidence", "confidence_lo", "base_rate", "lift", "heldout_confidence",
-        "heldout_lift")}
+        "heldout_lift", "model_confidence")}
 fmt["p_value"] = st.column_config.NumberColumn(format="%.1e")
 fmt["antecedent_name"] = st.column_config.TextColumn("if liked (j)")
 fmt["consequent_name"] = st.column_config.TextColumn("then liked (i)")
@@ -197,7 +197,11 @@ with user_errors("computing the association rules"):
               help=f"Co-support below {rule_support}: no rule can be judged; the held-out "
                    "columns show how they fare.")
     k3.metric("enough data, not a rule", f"{c['unconfirmed']:,}")
-    k4.metric("strong rules KM misses", f"{c['missed']:,} of {c['strong']:,}")
+    missed = mining.missed_rules(run.model, rule_frame, strong=c["strong"])
+    k4.metric("strong rules KM misses", f"{len(missed):,} of {c['strong']:,}",
+              help="The best-ranked rules (as many as the top k) whose antecedent's support "
+                   "is not inside the consequent's: the model does not say everyone who "
+                   "likes j likes i.")
     rare = both["too_rare"]
     pooled = mining.heldout_summary(train, held, rare, liked)
     if pooled:
@@ -207,10 +211,12 @@ with user_errors("computing the association rules"):
                    f"{pooled['heldout_n']:,} held-out ratings.")
     tabs = st.tabs(["rules", "confirmed", "too rare for a rule", "missed by KM"])
     cols = ["rank", "antecedent_name", "consequent_name", "co_support", "confidence", "lift",
-            "heldout_confidence", "heldout_lift", "antecedent", "consequent"]
+            "heldout_confidence", "heldout_lift", "model_confidence", "outside_events", "why",
+            "antecedent", "consequent"]
     for tab, df in zip(tabs, (rule_frame.head(f_top or len(rule_frame)), both["confirmed"],
-                              rare, both["missed"])):
+                              rare, missed)):
         tab.dataframe(df[[x for x in cols if x in df]], hide_index=True, column_config=fmt)
+    tabs[3].caption(mining.missed_caption(missed))
 
 recovered = km.recovery(run, liked, min_ratings, rule_support)
 if recovered is not None:

@@ -296,7 +296,7 @@ def _exact_p(k, n, K, M):
 
 
 # ----------------------------------------------------------------------------- ranking
-RANKINGS = ("score", "lift", "confidence", "co_support")
+RANKINGS = ("score", "lift_lo", "lift", "confidence", "co_support")
 
 
 def rank_pairs(df: pd.DataFrame, *, by: str = "score", alpha: float = ALPHA,
@@ -306,15 +306,18 @@ def rank_pairs(df: pd.DataFrame, *, by: str = "score", alpha: float = ALPHA,
     ``by="score"`` (the default ranking) sorts by ``score = confidence_lo - base_rate``:
     the lower end of the 95 % Wilson interval of the confidence minus the consequent's base
     rate, so a pair ranks high only when even the cautious estimate of how often j's fans
-    like i clearly beats i's popularity. "Supported" means the exact test rejects lift <= 1
-    at level ``alpha``; pairs that are not, and (``hubs_last``) pairs whose consequent is a
-    hub, follow all the others in the same order. ``lift``, ``confidence`` and
-    ``co_support`` sort by that column instead (the classic association-rule orders).
+    like i clearly beats i's popularity. ``by="lift_lo"`` sorts by ``lift_lo =
+    confidence_lo / base_rate``, the cautious lift (the same lower bound over the base rate):
+    it favours rarer consequents, where a like says more. "Supported" means the exact test
+    rejects lift <= 1 at level ``alpha``; pairs that are not, and (``hubs_last``) pairs whose
+    consequent is a hub, follow all the others in the same order. ``lift``, ``confidence``
+    and ``co_support`` sort by that column instead (the classic association-rule orders).
     """
     if by not in RANKINGS:
         raise ValueError(f"rank by one of {RANKINGS}; got {by!r}.")
     df = df.copy()
     df["score"] = df["confidence_lo"] - df["base_rate"]
+    df["lift_lo"] = _ratio(df["confidence_lo"], df["base_rate"])
     df["supported"] = df["p_value"].to_numpy() <= alpha
     tier = (~df["supported"]).astype(int)
     if hubs_last and "hub" in df:
@@ -359,7 +362,7 @@ def pairwise_rules(ratings, *, liked=None, min_support: int = 20, min_confidence
         Held-out ratings: adds the ``heldout_*`` columns.
     items : array-like of int or bool mask, optional
         Only rules between these items.
-    rank_by : {"lift", "score", "confidence", "co_support"}, default="lift"
+    rank_by : {"lift", "score", "lift_lo", "confidence", "co_support"}, default="lift"
         The rules' default ranking is the classic one, by lift, after the supported
         (exact test at ``alpha``), non-hub rules (:func:`rank_pairs`).
     hub_share : float

@@ -184,6 +184,23 @@ def test_pairwise_rules_item_subset_and_score_ranking():
         rank_pairs(df, by="popularity")
 
 
+def test_lift_lo_ranking_sorts_by_the_cautious_lift_within_tiers():
+    r = _random_ratings(seed=9, n_users=120, n_items=10, density=0.6)
+    df = pairwise_rules(r, min_support=2, min_confidence=0.0, rank_by="lift_lo")
+    assert np.allclose(df["lift_lo"], df["confidence_lo"] / df["base_rate"], equal_nan=True)
+    tier = (~df["supported"]).astype(int) + df["hub"].astype(int)
+    assert (np.diff(tier.to_numpy()) >= 0).all()
+    for t in tier.unique():
+        v = df.loc[tier == t, "lift_lo"].fillna(-np.inf).to_numpy()
+        assert (np.diff(v) <= 1e-12).all()
+    # the rarer consequent wins by the lift's bound and loses by the gain over the base rate
+    two = pd.DataFrame({"antecedent": [0, 1], "consequent": [2, 3], "co_support": [9, 9],
+                        "confidence_lo": [0.6, 0.35], "base_rate": [0.4, 0.2],
+                        "p_value": [0.01, 0.01]})
+    assert list(rank_pairs(two, by="score")["consequent"]) == [2, 3]    # gains 0.20 > 0.15
+    assert list(rank_pairs(two, by="lift_lo")["consequent"]) == [3, 2]  # 1.75 > 1.5
+
+
 def test_rules_never_build_a_dense_users_by_items_matrix():
     rng = np.random.default_rng(0)
     n_users, n_items, n = 1_000_000, 100_000, 200_000

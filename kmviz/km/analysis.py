@@ -149,6 +149,20 @@ def filter_caption(summary: dict, min_ratings: int) -> str:
             f"{why}, {summary['one_hidden']:,} of them with ς = 1.")
 
 
+def default_liked(model, train):
+    """The page's default meaning of "liked": the threshold the model was trained on likes
+    with (``KolmogorovModel(threshold=...)``), else :func:`kmviz.rules.liked_threshold` of
+    the training data (4 on a 1-5 scale; "interacted" for 0/1 data)."""
+    from ..rules import liked_threshold
+
+    threshold = getattr(model, "threshold_", None)
+    if threshold is None:
+        threshold = getattr(model, "threshold", None)
+    if threshold is not None and not train.implicit:
+        return float(min(max(float(threshold), train.r_min), train.r_max))
+    return liked_threshold(train)
+
+
 def liked_probability(model, train, liked) -> float:
     """The probability-scale cut of "liked" (a rating threshold in the data's units, or
     :data:`kmviz.rules.INTERACTED`), as the paper's measures take it."""

@@ -35,3 +35,16 @@ def test_item_names_with_markdown_stay_text():
     assert "**\\[x\\]\\(http\\://evil\\)**" in md  # bold, every special char escaped
     assert "\\*\\*bold\\*\\*" in md and "\\$x\\$" in md
     assert md_escape("a  b\nc") == "a b c"
+
+
+def test_default_liked_follows_the_models_training_threshold():
+    from kmviz.km import KolmogorovModel
+
+    stars = Ratings.from_arrays([0, 0, 1, 1, 2], [0, 1, 0, 1, 1], [1.0, 5.0, 3.0, 4.0, 2.0],
+                                r_min=1, r_max=5)
+    assert an.default_liked(KolmogorovModel(2), stars) == 4.0  # top quarter of 1-5
+    assert an.default_liked(KolmogorovModel(2, threshold=3.0), stars) == 3.0
+    fitted = KolmogorovModel(2, threshold=4.5, max_iter=1, random_state=0).fit(stars)
+    assert an.default_liked(fitted, stars) == 4.5
+    clicks = Ratings.from_arrays([0, 1, 1], [0, 0, 1])
+    assert an.default_liked(KolmogorovModel(2, threshold=1.0), clicks) == "interacted"

@@ -282,6 +282,25 @@ def test_implications_page(trained):
                                  for t in s["data"]) for s in plotly_specs(at))
 
 
+def test_km_trained_on_likes_sets_the_pages_liked_default():
+    at = load_planted(new_session())
+    goto(at, TRAIN)
+    at.number_input(key="train_km_D").set_value(3)
+    at.number_input(key="train_km_max_iter").set_value(3)
+    at.number_input(key="train_km_threshold").set_value(0.5)
+    train_button(at).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    wait_job(at)
+    run = only_run(at)
+    assert run.model.threshold_ == 0.5 and run.model.get_params()["threshold"] == 0.5
+    at = goto(at, KM_IMPLICATIONS)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.number_input(key="impl_liked").value == 0.5  # not the scale's default 0.75
+    assert any("Liked means rated 0\\.5 or more" in c.value for c in at.caption)
+    # the rules KM misses, with why, and the D that would state them
+    assert any("strongest rules" in c.value and "events" in c.value for c in at.caption)
+
+
 @pytest.fixture()
 def trained_bigger():
     """A KM with more implications to filter: 150 users x 40 items, D = 6."""

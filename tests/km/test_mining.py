@@ -338,3 +338,52 @@ def test_graph_without_edges_puts_the_nodes_first():
     fig = implication_graph_figure(G)
     assert [t.name for t in fig.data][0] == "item groups (same support)"
     assert all(len(t.x) for t in fig.data)
+
+
+def test_order_dimension_bounds_against_known_orders():
+    from kmviz.km.mining import order_dimension
+
+    chain = order_dimension([0, 1, 2], [1, 2, 3])  # 0 => 1 => 2 => 3
+    assert (chain["classes"], chain["chain"], chain["width"]) == (4, 4, 1)
+    assert chain["d_lower"] == chain["d_upper"] == 4
+    star = order_dimension([0] * 6, [1, 2, 3, 4, 5, 6])  # 0 under six unrelated items
+    assert (star["chain"], star["width"]) == (2, 6)
+    assert star["d_lower"] == 4 and star["d_upper"] == 7  # C(4, 2) = 6 sets in 4 events
+    both_ways = order_dimension([0, 1, 1], [1, 0, 2])  # 0 <=> 1, then 2
+    assert (both_ways["items"], both_ways["classes"], both_ways["chain"]) == (3, 2, 2)
+    assert order_dimension([], [])["d_upper"] == 0
+
+
+def test_missed_rules_say_which_events_stop_the_implication():
+    from kmviz.km.mining import missed_caption, missed_rules
+
+    # rules: 0 => 1 (held: {0} ⊆ {0, 1}), 1 => 4 (missed: events 0, 1 outside {3}),
+    # 2 => 1 (missed: event 2 outside), 5 => 0 (5 has an empty support)
+    rules = pd.DataFrame({"antecedent": [0, 1, 2, 5], "consequent": [1, 4, 1, 0],
+                          "lift": [3.0, 2.0, 1.5, 1.2]})
+    out = missed_rules(PSI, rules, strong=4)
+    assert list(zip(out.antecedent, out.consequent)) == [(1, 4), (2, 1), (5, 0)]
+    assert list(out.outside_events) == [2, 1, 0]
+    assert list(out.antecedent_events) == [2, 3, 0]
+    assert "empty support" in out.why.iloc[2] and "2 of supp(ψ_j)'s 2 events" in out.why.iloc[0]
+    assert out.model_confidence.isna().all()  # psi alone: no theta to weigh the events
+    assert out.attrs["held"] == 1 and out.attrs["strong"] == 4 and out.attrs["D"] == 4
+    dim = out.attrs["dimension"]  # 5 => 0 => 1 => 4, and 2 => 1: a chain of 4, width 2
+    assert (dim["chain"], dim["width"], dim["d_lower"], dim["d_upper"]) == (4, 2, 4, 5)
+    assert missed_rules(PSI, rules, strong=1).empty  # the strongest one is held
+    text = missed_caption(out)
+    assert "implies 1 of the 4 strongest rules" in text and "at least 4 and at most 5" in text
+
+
+def test_missed_rules_model_confidence_weighs_events_by_theta():
+    from kmviz.km.mining import missed_rules
+
+    class Fitted:  # theta puts 3/4 of the users' mass on event 0, 1/4 on event 2
+        psi_ = PSI
+        theta_ = np.array([[0.75, 0.0, 0.25, 0.0]] * 2)
+        known_users_ = np.array([True, True])
+
+    rules = pd.DataFrame({"antecedent": [2], "consequent": [0]})  # {0, 1, 2} vs {0}
+    out = missed_rules(Fitted(), rules)
+    assert out.outside_events.iloc[0] == 2
+    assert out.model_confidence.iloc[0] == pytest.approx(0.75)  # P(i | j) = 0.75 / 1.0
