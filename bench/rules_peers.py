@@ -15,7 +15,8 @@ interpreter, the data and the split (~0.2 GB, the "baseline" row).
   rules j => i between two items from the sparse co-occurrence of likes, ranked by its
   default (supported, non-hub, then lift).
 - mlxtend: ``fpgrowth(onehot, min_support=m / n_users)`` on the users x items boolean frame
-  of likes (mlxtend's input format; 943 x 1,152 here, so the frame itself is small), then
+  of likes (mlxtend's input format; 943 x 879 on ML-100K, 671 x 1,036 on latest-small, so
+  the frame itself is small), then
   ``association_rules(..., metric="confidence", min_threshold=0.5)``. Its rules have
   itemsets on both sides; the comparison keeps the 1 => 1 rules and counts the longer ones.
   They are ranked by lift (mlxtend's classic order), ties by support.
