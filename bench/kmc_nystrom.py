@@ -105,7 +105,7 @@ def grid(name, X, gammas, ms, reps, seed):
                 res[s] = (np.mean(errs), np.std(errs), np.mean(secs), m)
             # exact leverage: the scores once, the draws reuse them; m distinct landmarks
             # (the estimator's default) and the thesis's m draws with replacement
-            alpha = ny.tail_alpha(sig, ny._k_of(m))
+            alpha = ny.default_alpha(sig, m)
             lev = (Q * Q) @ (sig / (sig + alpha))
             p = lev / lev.sum()
             errs, errs_rep, uniq = [], [], []
@@ -192,7 +192,7 @@ def scaling(ns, m, gamma, seed, exact_max_n, reps):
             K = gaussian_kernel(X, gamma=gamma)
             sig, Q = np.linalg.eigh(K)
             sig = np.clip(sig, 0, None)
-            lev = (Q * Q) @ (sig / (sig + ny.tail_alpha(sig, ny._k_of(m))))
+            lev = (Q * Q) @ (sig / (sig + ny.default_alpha(sig, m)))
             del Q
             p = lev / lev.sum()
             lerr = []
@@ -241,8 +241,8 @@ def main():
 
 def grid_section(args, reps, ms):
     print(f"## 1. Relative trace error Tr(K - K_hat) / Tr K, mean ± std over {reps} draws\n")
-    print("ratios < 1: better than uniform. Leverage alpha = tail rule with k = m / 4; "
-          "d_eff(alpha) = sum of the exact scores.\n")
+    print("ratios < 1: better than uniform. Leverage alpha: the default, d_eff(alpha) = m / 7 "
+          "(kmviz.kmc.nystrom.default_alpha); d_eff(alpha) = sum of the exact scores.\n")
     all_rows = []
     for name, (X, gammas) in datasets(args.quick).items():
         print(f"### {name} (n = {X.shape[0]}, {X.shape[1]} features)\n")

@@ -218,24 +218,49 @@ def tail_alpha(eigenvalues, k) -> float:
     return max(tail / k, 1e-12 * float(sig[0]) if sig.size else 1e-12)
 
 
-def _k_of(m) -> int:
-    """The k of the default ridge ``tail_alpha(eigenvalues, k)`` for m landmarks:
-    ``ceil(m / (2 ln m))``.
+#: Default leverage ridge: the alpha whose effective dimension is (landmarks) / this.
+LANDMARKS_PER_DIMENSION = 7.0
 
-    Musco and Musco's λ = (tail beyond k) / k comes with m = O(k log k) samples; their code
-    takes k = m / (4 ln m). Measured by bench/kmc_nystrom.py (mean trace error over 10
-    draws of m distinct landmarks, relative to uniform, on the mixture, Boston and digits,
-    4 widths x m in {20, 50, 100, 200}): k = m / 4 gains most where scores are far from
-    uniform (0.04 on the mixture at m = 200) but loses up to 13 % at m = 20, where fewer
-    landmarks than ``d_eff log d_eff`` leave the bulk of the data uncovered; m / (4 ln m)
-    never loses more than 2-6 % but keeps only half the gains (0.29 there); m / (2 ln m)
-    keeps most of them (0.17; digits at gamma 0.002, m = 200: 0.68) and loses at most 6 %
-    (m = 20 on near-uniform scores).
+
+def alpha_for_dimension(eigenvalues, d) -> float:
+    """The ridge alpha with ``d_eff(alpha) = sum_j sigma_j / (sigma_j + alpha) = d``.
+
+    ``d_eff`` falls from the number of positive eigenvalues (alpha -> 0) to 0, so a
+    bisection in log alpha finds it (to 1e-10 relative); at least 1e-12 of the largest
+    eigenvalue (when d is not below the rank).
     """
-    m = int(m)
-    if m < 3:
-        return 1
-    return max(1, math.ceil(m / (2.0 * math.log(m))))
+    sig = np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None)
+    top = float(sig.max()) if sig.size else 0.0
+    floor = 1e-12 * max(top, 1e-300)
+    if top <= 0 or d >= np.count_nonzero(sig):
+        return floor
+    lo, hi = math.log(floor), math.log(max(float(sig.sum()), top) * 1e6)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        if float(np.sum(sig / (sig + math.exp(mid)))) > d:
+            lo = mid
+        else:
+            hi = mid
+    return max(math.exp(0.5 * (lo + hi)), floor)
+
+
+def default_alpha(eigenvalues, m) -> float:
+    """The default leverage ridge for m landmarks: ``d_eff(alpha) = m / 7``
+    (:data:`LANDMARKS_PER_DIMENSION`).
+
+    Ridge-leverage sampling is guaranteed once m is a few times ``d_eff log d_eff``
+    (Musco & Musco: lambda = (eigenvalue tail beyond k) / k with m = O(k log k); their code
+    takes k = m / (4 ln m), which gives d_eff of m / 7 at m = 20 and m / 14 at m = 200).
+    Measured by bench/kmc_nystrom.py (mean trace error over 10 draws of m distinct
+    landmarks relative to uniform; the mixture, Boston and digits; 3 widths x m in 20..200):
+    the tail rule with k = m / 4 (d_eff ~ m / 3) gains most where scores are far from
+    uniform but loses up to 13 % at m = 20, where it leaves the bulk of the data with too
+    few landmarks; k = m / (4 ln m) never loses more than 6 % but keeps half the gains
+    (digits, gamma 0.002, m = 200: 0.75); k = m / (2 ln m) loses up to 6 % at m = 20;
+    d_eff = m / 7 at every m lost at most 4 % and kept the gains (digits: 0.68; the
+    mixture at gamma 0.05, m >= 20: 0.15-0.59; Boston at gamma 0.01, m = 200: 0.09).
+    """
+    return alpha_for_dimension(eigenvalues, max(float(m), 1.0) / LANDMARKS_PER_DIMENSION)
 
 
 def sample_distinct(p, m, rng) -> np.ndarray:
@@ -282,16 +307,16 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     (uniform, weights 1). Then for l = L-1 down to 0: the ridge leverage scores of the
     ``n_l`` points are estimated from the weighted sample of the level below
     (:func:`approximate_ridge_leverage_scores`: ``(k_ii - k_iS (K_SS + lambda W^-2)^-1
-    k_Si) / lambda``), with ``lambda = (tr(W K_SS W) - sum of its k largest eigenvalues) /
-    k`` (the sample's estimate of the tail mass over k, k = :func:`_k_of` of s); on the
-    intermediate levels each point is kept independently with probability
+    k_Si) / lambda``), with lambda the :func:`default_alpha` of the weighted sample's
+    spectrum ``W K_SS W`` (scaled by the two levels' size ratio); on the intermediate levels each point is kept independently with probability
     ``q_i = min(1, ln(s) l~_i)`` and weight ``1 / sqrt(q_i)``; the top level draws s
     distinct landmarks by the scores (:func:`sample_distinct`). Only n x (sample size)
     kernel blocks are formed: O(n s^2) time, O(n s) memory.
 
-    Differences from the authors' code, measured by bench/kmc_nystrom.py: k = s / (2 ln s)
-    instead of s / (4 ln s) (the constant of the exact-leverage default, so both target
-    the same scores).
+    Differences from the authors' code: lambda by the exact-leverage default's rule
+    (``d_eff = s / 7`` on the sample's spectrum) instead of their tail rule with
+    k = s / (4 ln s), so that both target the same scores; the sample's spectrum is scaled
+    to the level's size (their code leaves it at the sample's level).
 
     Parameters
     ----------
@@ -318,7 +343,6 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     s_level = math.ceil(math.sqrt((n * s + s ** 3) / (4 * n))) if accelerated else s
     if oversample is None:
         oversample = max(math.log(max(s_level, 2)), 1.0)
-    k = _k_of(s_level)
     n_levels = max(0, math.ceil(math.log(n / s_level) / math.log(2))) if n > s_level else 0
     perm = rng.permutation(n)
     sizes = [n]
@@ -335,14 +359,12 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
         cur = perm[:sizes[level]]
         KS = kernel_block(cur, r_ind)
         SKS = KS[samp]
-        m = SKS.shape[0]
-        if k >= m:  # (rare) a sample no larger than k: a small ridge
-            lam = 1e-5 * max(float(np.max(diag)), 1e-300)
-        else:
-            Wd = SKS * np.outer(weights, weights)
-            ev = sla.eigvalsh(0.5 * (Wd + Wd.T), subset_by_index=[m - k, m - 1])
-            lam = max((float(np.sum(np.diag(SKS) * weights ** 2)) - float(np.sum(np.abs(ev))))
-                      / k, floor)
+        # the weighted sample's spectrum estimates that of the level below (a uniform half
+        # of this level): scaled by the size ratio, it estimates this level's
+        Wd = SKS * np.outer(weights, weights)
+        ev = np.clip(sla.eigvalsh(0.5 * (Wd + Wd.T)), 0.0, None) * (
+            sizes[level] / sizes[level + 1])
+        lam = max(default_alpha(ev, s_level), floor)
         A = SKS + np.diag(lam / weights ** 2)
         try:
             R = sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), KS.T,
@@ -391,11 +413,9 @@ class Nystroem(BaseEstimator):
         ``leverage``. ``recursive``: recursive ridge-leverage sampling (Musco & Musco
         2017), m distinct landmarks, O(n m^2) time and O(n m) memory.
     alpha : float > 0, optional
-        Ridge of the leverage scores; default: the tail rule ``(sum of the kernel's
-        eigenvalues beyond the k largest) / k`` with ``k = ceil(m / (2 ln m))`` (the
-        kernel's eigenvalues for exact scores, the sketch's for approximate ones; Musco and
-        Musco's λ for m = O(k log k) samples, constant measured: :func:`_k_of`). Recursive
-        sampling estimates it from its sample with the same k.
+        Ridge of the leverage scores; default: the alpha with ``d_eff(alpha) = m / 7``
+        (:func:`default_alpha`; the kernel's eigenvalues for exact scores, the sketch's for
+        approximate ones). Recursive sampling estimates it from its sample the same way.
     distinct : bool, default=True
         Leverage samplings: draw by p with replacement until m *distinct* landmarks
         (repeats discarded: numpy's successive sampling), so that every sampling has m
@@ -525,7 +545,7 @@ class Nystroem(BaseEstimator):
         elif sampling == "leverage":
             Kfull = K if pre else self._k(X, X)
             sig, Q = _eig_psd(check_kernel(Kfull, "kernel matrix"))
-            alpha = prm["alpha"] if prm["alpha"] is not None else tail_alpha(sig, _k_of(m))
+            alpha = prm["alpha"] if prm["alpha"] is not None else default_alpha(sig, m)
             lev = (Q * Q) @ (sig / (sig + alpha))
             idx, p = self._draw(lev, m, rng)
             weights = 1.0 / np.sqrt(m * p)
@@ -536,12 +556,10 @@ class Nystroem(BaseEstimator):
             w = np.full(m, math.sqrt(n / m))
             if prm["alpha"] is not None:
                 alpha = prm["alpha"]
-            else:  # the tail rule on the sketch's spectrum, scaled to the whole set
+            else:  # the default rule on the sketch's spectrum, scaled to the whole set
                 with blas_threads(factor_threads(m)):
                     ev = np.clip(sla.eigvalsh(kblock(sketch, sketch)), 0.0, None) * (n / m)
-                k = _k_of(m)
-                alpha = max((float(diag.sum()) - float(np.sort(ev)[::-1][:k].sum())) / k,
-                            1e-12 * float(diag.max()))
+                alpha = default_alpha(ev, m)
             with blas_threads(factor_threads(m)):
                 lev = approximate_ridge_leverage_scores(lambda S: kblock(np.arange(n), S),
                                                         diag, sketch, w, alpha)
@@ -625,7 +643,9 @@ __all__ = [
     "Nystroem",
     "SAMPLINGS",
     "approximate_kron_leverage_scores",
+    "alpha_for_dimension",
     "approximate_ridge_leverage_scores",
+    "default_alpha",
     "effective_dimension",
     "kron_effective_dimension",
     "kron_ridge_leverage_scores",
