@@ -441,7 +441,7 @@ def test_train_gfm_then_recovery_preset_and_interactions(server):
             batch = form.get_by_role("spinbutton", name="n (batch size)")
             assert batch.input_value() == "" and batch.get_attribute("placeholder") == \
                 "automatic"
-            page.get_by_role("button", name="Train").click()
+            page.get_by_role("button", name="Train", exact=True).click()
             expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
             expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
             _settle(page)
