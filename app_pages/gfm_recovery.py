@@ -68,6 +68,9 @@ else:
         st.info(f"Heat maps are drawn up to d = {HEATMAP_MAX_D}.")
     else:
         st.plotly_chart(heatmaps_figure(*pair))
+        st.caption(md_escape("Left the planted M*, right the learned M, on one colour "
+                             "scale (red positive, blue negative): when recovery works the two "
+                             "look alike, entry by entry."))
     st.plotly_chart(spectrum_figure(spectra(res)))
     st.caption(md_escape("M is symmetric of rank ≤ 2k with eigenvalues of either sign (no PSD "
                          "constraint); after recovery its k largest eigenvalues sit on those "
