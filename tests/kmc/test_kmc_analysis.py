@@ -62,6 +62,25 @@ def test_completion_view_matches_the_model_and_marks_cold_start(problem):
     assert np.flatnonzero(view.cold_cols).tolist() == [COLD_COL]
 
 
+def test_predict_pairs_and_block_estimate_equal_predict(problem):
+    _, _, _, split, model = problem
+    rng = np.random.default_rng(1)
+    u, i = rng.integers(0, N, 500), rng.integers(0, L, 500)
+    np.testing.assert_allclose(an.predict_pairs(model, u, i), model.predict(u, i), rtol=1e-10)
+    # both association orders: few pairs (per pair N) and many (per pair L)
+    uu, ii = np.meshgrid(np.arange(N), np.arange(L), indexing="ij")
+    np.testing.assert_allclose(an.predict_pairs(model, uu, ii), model.completed_matrix().ravel(),
+                               rtol=1e-10)
+    rows, cols = np.array([0, COLD_ROW, 7]), np.array([COLD_COL, 2])
+    np.testing.assert_allclose(an.block_estimate(model, rows, cols),
+                               model.completed_matrix()[np.ix_(rows, cols)], rtol=1e-10)
+    rr = KernelMatrixCompletion(method="rrmcex", n_components=30).fit(
+        split.train, row_kernel=model.row_kernel_, col_kernel=model.col_kernel_)
+    np.testing.assert_allclose(an.predict_pairs(rr, u, i), rr.predict(u, i))
+    np.testing.assert_allclose(an.block_estimate(rr, rows, cols),
+                               rr.completed_matrix()[np.ix_(rows, cols)], rtol=1e-10)
+
+
 def test_completion_view_samples_big_matrices_cold_first(problem):
     _, _, _, split, model = problem
     view = an.completion_view(model, split, max_rows=8, max_cols=6)
