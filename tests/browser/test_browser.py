@@ -135,7 +135,7 @@ def test_fresh_server_train_then_implications_without_data_step(server):
             expect(form).to_be_visible(timeout=120_000)
             form.get_by_role("spinbutton", name="D (dimension)").fill("3")
             form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
-            page.get_by_role("button", name="Train").click()
+            page.get_by_role("button", name="Train", exact=True).click()
             expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
             expect(page.get_by_text("validation NRMSE", exact=True)).to_be_visible()
             _settle(page)
@@ -191,7 +191,7 @@ def test_data_train_implications_runs(server):
             expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
             form.get_by_role("spinbutton", name="D (dimension)").fill("3")
             form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
-            page.get_by_role("button", name="Train").click()
+            page.get_by_role("button", name="Train", exact=True).click()
             expect(page.get_by_text("Result:")).to_be_visible(timeout=120_000)
             expect(page.get_by_text("iterations", exact=True)).to_be_visible()
             _settle(page)
@@ -379,7 +379,7 @@ def test_data_train_ocmf_then_recommendations_for_a_user(server):
             expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
             form.get_by_role("spinbutton", name="k (rank)").fill("4")
             form.get_by_role("spinbutton", name="outer iterations").fill("2")
-            page.get_by_role("button", name="Train").click()
+            page.get_by_role("button", name="Train", exact=True).click()
             # the fit queues behind the server's warm-up of every family's kernels
             expect(page.get_by_text("Result:")).to_be_visible(timeout=300_000)
             _settle(page)
@@ -505,7 +505,7 @@ def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
             form = page.locator('[data-testid="stForm"]').filter(
                 has=page.get_by_role("spinbutton", name="max iterations"))
             expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
-            page.get_by_role("button", name="Train").click()
+            page.get_by_role("button", name="Train", exact=True).click()
             expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
             expect(page.get_by_text("test NMSE", exact=True)).to_be_visible()
             _settle(page)
