@@ -43,12 +43,22 @@ if c2.button("Hide and refit", key="kmc_cold_refit", icon=":material/ac_unit:"):
         results[("cold", run.run_id)] = cold = an.cold_start_refit(model, split,
                                                                    n_rows=int(n_hide))
 shown_model, shown_split = (cold[0], cold[1]) if cold and n_hide else (model, split)
+
+
+def cached(kind, compute):
+    """A result for the shown model, computed once per model (big data: seconds each)."""
+    key = (kind, run.run_id, id(shown_model))
+    if key not in results:
+        results[key] = compute()
+    return results[key]
+
+
 if shown_model is not model:
     st.info(f"Showing the refit with {len(cold[2])} rows hidden (❄): "
             + md_escape(", ".join(shown_split.train.user_label(int(u)) for u in cold[2]))
             + ". Set 0 rows to see the run as trained.", icon=":material/ac_unit:")
 with user_errors("drawing the maps") as outcome:
-    view = an.completion_view(shown_model, shown_split)
+    view = cached("view", lambda: an.completion_view(shown_model, shown_split))
 if outcome.ok:
     st.caption("Rows are the matrix's rows (users, countries), columns its columns (items, "
                "years). **Truth** holds every value the data knows, **mask** says which part "
@@ -63,7 +73,7 @@ if outcome.ok:
 
 st.subheader("Errors: warm and cold-start entries")
 with user_errors("computing the errors") as outcome:
-    table = an.error_table(shown_model, shown_split)
+    table = cached("table", lambda: an.error_table(shown_model, shown_split))
 if outcome.ok:
     st.caption("NMSE (3.68) = Σ(F̂ − F)² / ΣF² over the entries, RMSE in the data's units. "
                "An entry is *cold start* when its row or its column has no training value. "
@@ -75,7 +85,7 @@ if outcome.ok:
         "rmse": st.column_config.NumberColumn("RMSE", format="%.4g"),
         "mean_predictor_nmse": st.column_config.NumberColumn("NMSE of the training mean",
                                                              format="%.4g")})
-    if not (table["entries"] == "cold start").any():
+    if not table["entries"].str.contains("cold start").any():
         st.info("No held-out entry is cold start in this split. Use *Hide and refit* above, "
                 "or split by *whole users (cold start)* on the Data page and train again.")
 
@@ -110,7 +120,8 @@ if curve is not None:
 
 st.subheader("Singular values of F and F̂")
 with user_errors("computing the spectra") as outcome:
-    spectra, note = an.singular_value_spectra(shown_model, shown_split)
+    spectra, note = cached("spectra",
+                           lambda: an.singular_value_spectra(shown_model, shown_split))
 if outcome.ok:
     st.plotly_chart(fg.spectra_figure(spectra), key="kmc_spectra")
     st.caption("How much of each matrix lies along its k-th direction. A matrix that is "

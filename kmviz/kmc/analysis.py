@@ -219,8 +219,9 @@ def error_table(model, split) -> pd.DataFrame:
     """NMSE (3.68) and RMSE per part of the split, for all its entries and for the warm and
     cold-start ones apart, with the training-mean predictor's NMSE beside.
 
-    An entry is *cold start* when its row or its column has no training entry. Entries the
-    model cannot predict (no kernel link to a trained row or column) are counted in
+    An entry is *cold start* when its row or its column has no training entry; the warm and
+    cold-start rows are given for the parts that hold both kinds. Entries the model cannot
+    predict (no kernel link to a trained row or column) are counted in
     ``unpredictable`` and left out of the errors.
     """
     train = split.train
@@ -235,9 +236,12 @@ def error_table(model, split) -> pd.DataFrame:
         pred = np.full(y.shape[0], np.nan)
         if ok.any():
             pred[ok] = predict_pairs(model, u[ok], i[ok])
-        for which, sel in (("all", np.ones_like(cold)), ("warm", ~cold), ("cold start", cold)):
-            if not sel.any() or (which == "warm" and not cold.any()):
-                continue  # no cold start in this part: "warm" would repeat "all"
+        mixed = bool(cold.any() and (~cold).any())
+        everything = "all" if mixed or not cold.any() else "all (every one cold start)"
+        for which, sel in ((everything, np.ones_like(cold)), ("warm", ~cold),
+                           ("cold start", cold)):
+            if not sel.any() or (which in ("warm", "cold start") and not mixed):
+                continue  # one kind only: its row would repeat "all"
             s = sel & ok
             e = pred[s] - y[s]
             out.append({

@@ -119,6 +119,36 @@ def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     assert spectra and any(str(t["name"]).startswith("F, the data") for t in spectra[0]["data"])
 
 
+def test_gapminder_with_whole_countries_held_out_shows_cold_start():
+    at = goto(new_session(), DATA)
+    at.selectbox(key="data_builtin").set_value("gapminder").run()
+    at.button(key="data_load_builtin").click().run()
+    _no_errors(at)
+    at.selectbox(key="data_split_by").set_value("cold_users")
+    button = [b for b in at.button if b.label == "Apply split"][0]
+    button.click().run()
+    _no_errors(at)
+    assert at.session_state[StateKeys.SPLIT].by == "cold_users"
+    goto(at, TRAIN)
+    at.selectbox(key="train_family").set_value("kmc").run()
+    train_button(at).click().run()
+    _no_errors(at)
+    wait_job(at)
+    assert at.session_state[StateKeys.JOB].status == "done"
+    goto(at, COMPLETION)
+    _no_errors(at)
+    table = at.dataframe[0].value.set_index("part")
+    assert table.loc["test", "entries"] == "all (every one cold start)"
+    assert table.loc["test", "unpredictable"] == 0  # the region graph reaches every country
+    assert table.loc["test", "nmse"] < table.loc["test", "mean_predictor_nmse"]
+    truth = next(s for s in plotly_specs(at)
+                 if s["layout"]["title"]["text"].startswith("Truth"))
+    n_cold = len(truth["layout"]["shapes"])  # a quarter of the 80 rows shown, at least
+    assert n_cold >= 20
+    ticks = truth["layout"]["yaxis"]["ticktext"]
+    assert sum(t.startswith("❄") for t in ticks) == n_cold
+
+
 @pytest.mark.parametrize("source", ["mixture", "row_kernel"])
 def test_nystrom_page_scores_landmarks_and_error_curves(gapminder_run, source):
     at = goto(new_session(), NYSTROM)

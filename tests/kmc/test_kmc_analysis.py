@@ -114,6 +114,17 @@ def test_error_table_agrees_with_evaluate_and_splits_cold_start(problem):
     assert (table["unpredictable"] == 0).all()
 
 
+def test_error_table_of_a_part_that_is_all_cold_start(problem):
+    _, _, _, split, model = problem
+    test = split.test
+    cold = (np.asarray(test.users) == COLD_ROW) | (np.asarray(test.items) == COLD_COL)
+    only_cold = Split(train=split.train, validation=None, test=test.subset(cold),
+                      val_size=0.0, test_size=0.4, by="cold_users", seed=0)
+    table = an.error_table(model, only_cold)
+    assert table["entries"].tolist() == ["all", "all (every one cold start)"]
+    assert table["nmse"].iloc[1] == pytest.approx(model.evaluate(test.subset(cold))["nmse"])
+
+
 def test_singular_value_spectra_equal_numpy_svd(problem):
     F, _, _, split, model = problem
     spectra, note = an.singular_value_spectra(model, split)
