@@ -241,8 +241,9 @@ def main():
 
 def grid_section(args, reps, ms):
     print(f"## 1. Relative trace error Tr(K - K_hat) / Tr K, mean ± std over {reps} draws\n")
-    print("ratios < 1: better than uniform. Leverage alpha: the default, d_eff(alpha) = m / 7 "
-          "(kmviz.kmc.nystrom.default_alpha); d_eff(alpha) = sum of the exact scores.\n")
+    print("ratios < 1: better than uniform. Leverage alpha: the default, the tail rule with "
+          "k = m / (2 ln m) (kmviz.kmc.nystrom.default_alpha); d_eff(alpha) = sum of the "
+          "exact scores.\n")
     all_rows = []
     for name, (X, gammas) in datasets(args.quick).items():
         print(f"### {name} (n = {X.shape[0]}, {X.shape[1]} features)\n")

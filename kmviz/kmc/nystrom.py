@@ -218,10 +218,6 @@ def tail_alpha(eigenvalues, k) -> float:
     return max(tail / k, 1e-12 * float(sig[0]) if sig.size else 1e-12)
 
 
-#: Default leverage ridge: the alpha whose effective dimension is (landmarks) / this.
-LANDMARKS_PER_DIMENSION = 7.0
-
-
 def alpha_for_dimension(eigenvalues, d) -> float:
     """The ridge alpha with ``d_eff(alpha) = sum_j sigma_j / (sigma_j + alpha) = d``.
 
@@ -244,23 +240,31 @@ def alpha_for_dimension(eigenvalues, d) -> float:
     return max(math.exp(0.5 * (lo + hi)), floor)
 
 
-def default_alpha(eigenvalues, m) -> float:
-    """The default leverage ridge for m landmarks: ``d_eff(alpha) = m / 7``
-    (:data:`LANDMARKS_PER_DIMENSION`).
+def _k_of(m) -> int:
+    """The k of the default ridge for m landmarks: ``ceil(m / (2 ln m))`` (1 below m = 3)."""
+    m = int(m)
+    if m < 3:
+        return 1
+    return max(1, math.ceil(m / (2.0 * math.log(m))))
 
-    Ridge-leverage sampling is guaranteed once m is a few times ``d_eff log d_eff``
-    (Musco & Musco: lambda = (eigenvalue tail beyond k) / k with m = O(k log k); their code
-    takes k = m / (4 ln m), which gives d_eff of m / 7 at m = 20 and m / 14 at m = 200).
-    Measured by bench/kmc_nystrom.py (mean trace error over 10 draws of m distinct
-    landmarks relative to uniform; the mixture, Boston and digits; 3 widths x m in 20..200):
-    the tail rule with k = m / 4 (d_eff ~ m / 3) gains most where scores are far from
-    uniform but loses up to 13 % at m = 20, where it leaves the bulk of the data with too
-    few landmarks; k = m / (4 ln m) never loses more than 6 % but keeps half the gains
-    (digits, gamma 0.002, m = 200: 0.75); k = m / (2 ln m) loses up to 6 % at m = 20;
-    d_eff = m / 7 at every m lost at most 4 % and kept the gains (digits: 0.68; the
-    mixture at gamma 0.05, m >= 20: 0.15-0.59; Boston at gamma 0.01, m = 200: 0.09).
+
+def default_alpha(eigenvalues, m) -> float:
+    """The default leverage ridge for m landmarks: Musco and Musco's tail rule
+    ``tail_alpha(eigenvalues, k)`` with ``k = ceil(m / (2 ln m))``.
+
+    Their lambda = (eigenvalue tail beyond k) / k comes with m = O(k log k) samples; their
+    code takes k = m / (4 ln m). Measured by bench/kmc_nystrom.py (mean trace error over 10
+    draws of m distinct landmarks relative to uniform's, same seeds; the mixture, Boston
+    and digits; 3 widths x m in 20..200): k = m / 4 gains most where the scores are far
+    from uniform but loses up to 13 % at m = 20, where it leaves the bulk of the data with
+    too few landmarks; k = m / (4 ln m) loses at most 6 % but keeps half the gains (digits
+    at gamma 0.002, m = 200: 0.75); k = m / (2 ln m): at most 6 % lost (Boston at gamma 0.2,
+    m = 20, nearly uniform scores), digits 0.68, the far-cluster mixture 0.83 / 0.02 at
+    m = 20 / 50. A fixed ratio d_eff(alpha) = m / 7 (:func:`alpha_for_dimension`) did no
+    better: the same 6 % on Boston, and 1.11 / 0.17 on the mixture at m = 20 / 50 (its
+    flatter scores miss the far cluster more often at small m).
     """
-    return alpha_for_dimension(eigenvalues, max(float(m), 1.0) / LANDMARKS_PER_DIMENSION)
+    return tail_alpha(eigenvalues, _k_of(m))
 
 
 def sample_distinct(p, m, rng) -> np.ndarray:
@@ -314,9 +318,9 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     kernel blocks are formed: O(n s^2) time, O(n s) memory.
 
     Differences from the authors' code: lambda by the exact-leverage default's rule
-    (``d_eff = s / 7`` on the sample's spectrum) instead of their tail rule with
-    k = s / (4 ln s), so that both target the same scores; the sample's spectrum is scaled
-    to the level's size (their code leaves it at the sample's level).
+    (:func:`default_alpha`: the tail rule with k = s / (2 ln s), on the sample's spectrum)
+    instead of k = s / (4 ln s), so that both target the same scores; the sample's
+    spectrum is scaled to the level's size (their code leaves it at the sample's level).
 
     Parameters
     ----------
@@ -413,9 +417,10 @@ class Nystroem(BaseEstimator):
         ``leverage``. ``recursive``: recursive ridge-leverage sampling (Musco & Musco
         2017), m distinct landmarks, O(n m^2) time and O(n m) memory.
     alpha : float > 0, optional
-        Ridge of the leverage scores; default: the alpha with ``d_eff(alpha) = m / 7``
-        (:func:`default_alpha`; the kernel's eigenvalues for exact scores, the sketch's for
-        approximate ones). Recursive sampling estimates it from its sample the same way.
+        Ridge of the leverage scores; default: the tail rule ``(sum of the eigenvalues
+        beyond the k largest) / k`` with ``k = ceil(m / (2 ln m))`` (:func:`default_alpha`;
+        the kernel's eigenvalues for exact scores, the sketch's for approximate ones).
+        Recursive sampling estimates it from its sample the same way.
     distinct : bool, default=True
         Leverage samplings: draw by p with replacement until m *distinct* landmarks
         (repeats discarded: numpy's successive sampling), so that every sampling has m

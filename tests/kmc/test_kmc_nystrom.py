@@ -147,11 +147,10 @@ def test_leverage_sampling_by_p_with_1_over_sqrt_sp_weights():
                                atol=1e-7)
     # m distinct landmarks by default
     assert np.unique(nm.component_indices_).shape[0] == 40
-    # the default alpha: d_eff(alpha) = m / 7
+    # the default alpha: the tail rule with k = ceil(m / (2 ln m)) = 6 for m = 40
     sig = np.linalg.eigvalsh(K)
     assert nm.alpha_ == pytest.approx(ny.default_alpha(sig, 40), rel=1e-8)
-    assert ny.effective_dimension(eigenvalues=sig, alpha=nm.alpha_) == pytest.approx(
-        40 / 7, rel=1e-6)
+    assert nm.alpha_ == pytest.approx(ny.tail_alpha(sig, 6), rel=1e-8)
     # distinct=False: the thesis's s-tuple, m draws with replacement (repeats kept)
     rep = ny.Nystroem(gamma=0.1, n_components=200, sampling="leverage", distinct=False,
                       random_state=0).fit(X)
@@ -225,8 +224,7 @@ def test_leverage_sampling_finds_the_small_far_cluster():
                                  far).sum() for seed in range(8)])
             for s in ny.SAMPLINGS}
     # uniform sampling misses the cluster in some draws; the score-based ones never do
-    # (one landmark covers a tight cluster: the default ridge, d_eff = m / 7, does not
-    # spend many there)
+    # (one landmark covers a tight cluster)
     assert (hits["uniform"] == 0).any()
     assert (hits["leverage"] > 0).all() and (hits["recursive"] > 0).all()
     for s in ("leverage", "approximate_leverage", "recursive"):
