@@ -72,11 +72,10 @@ st.caption(f"{md_escape(data.name)}: n = {data.n:,}. {md_escape(data.note)}")
 
 st.subheader("Leverage-score map")
 m_ref = st.slider("landmarks m", 5, min(400, data.n), min(50, data.n), 5, key="kmc_ny_m",
-                  help="Used by the views below; the default α is the ridge the leverage "
-                       "samplers use for this m.")
+                  help="Used by the views below; α starts where d_eff(α) = m.")
 grid = an.alpha_grid(data)
-a0 = an.default_alpha(data, m_ref)
-alpha = st.select_slider("α (ridge)", options=list(grid), key=f"kmc_ny_alpha_{key}",
+a0 = an.alpha_for_landmarks(data, m_ref)
+alpha = st.select_slider("α (ridge)", options=list(grid), key=f"kmc_ny_alpha_{key}_{m_ref}",
                          value=grid[int(np.argmin(np.abs(np.log(grid / a0))))],
                          format_func=lambda a: f"{a:.3g}")
 scores, d_eff = an.leverage_scores(data, alpha)
@@ -91,7 +90,9 @@ st.caption(f"Each dot is a point on its first two principal components "
            f"({'kernel PCA of the kernel' if run_id else 'PCA of the features'}); colour and "
            "size show its leverage score. Larger α blurs the kernel's small eigenvalues away, "
            "so d_eff falls and the scores flatten; smaller α lets every point count. Points "
-           "with high scores are the ones uniform sampling is likely to miss.")
+           "with high scores are the ones uniform sampling is likely to miss. α starts "
+           "where d_eff = m; the leverage samplers below pick their own, larger α, which "
+           "spreads their landmarks more evenly.")
 
 st.subheader("Exact against approximate scores")
 with user_errors("estimating the scores") as outcome:

@@ -704,6 +704,17 @@ def default_alpha(data: KernelData, m) -> float:
     return _nystroem_alpha(sig, m)
 
 
+def alpha_for_landmarks(data: KernelData, m) -> float:
+    """The alpha at which ``d_eff(alpha) = m``: the scale that m landmarks can cover, where
+    the scores show which points they should cover (the samplers' own default ridge is
+    larger, :func:`default_alpha`)."""
+    sig, _ = data.eigen()
+    rule = getattr(ny, "alpha_for_dimension", None)
+    if rule is not None:
+        return float(rule(sig, float(m)))
+    return default_alpha(data, m)
+
+
 def alpha_grid(data: KernelData, n=41) -> np.ndarray:
     """Log-spaced alphas from 1e-4 to 10 times the largest eigenvalue (slider stops)."""
     sig, _ = data.eigen()
@@ -916,7 +927,7 @@ def error_bands(curve: pd.DataFrame) -> pd.DataFrame:
 
 __all__ = [
     "CURVE_DEFAULT", "CURVE_METHODS", "CompletionView", "KernelData", "NYSTROM_SOURCES",
-    "PARTS", "SAMPLING_LABELS", "alpha_grid", "approximate_scores", "block_estimate",
+    "PARTS", "SAMPLING_LABELS", "alpha_for_landmarks", "alpha_grid", "approximate_scores", "block_estimate",
     "cold_start_refit", "completion_view", "default_alpha", "draw_landmarks", "error_bands",
     "error_table", "fraction_observed_curve", "known_matrix", "kron_alpha_grid",
     "kron_scores", "leverage_scores", "nystrom_error_curve", "nystrom_features",

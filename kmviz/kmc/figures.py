@@ -16,6 +16,8 @@ PART_COLOURS = {"unobserved": "#eeeeee", "train": "#4c78a8", "validation": "#f58
                 "test": "#e45756"}
 METHOD_NAMES = {"kkmcex": "KKMCEX", "rrmcex": "RRMCEX", "online_rrmcex": "online RRMCEX",
                 "als": "ALS", "sgd": "SGD", "pg": "nuclear-norm PG"}
+METHOD_COLOURS = {"kkmcex": "#4c78a8", "rrmcex": "#e45756", "online_rrmcex": "#f58518",
+                  "als": "#54a24b", "sgd": "#b279a2", "pg": "#9d755d"}
 SAMPLING_COLOURS = {"uniform": "#4c78a8", "leverage": "#e45756",
                     "approximate_leverage": "#f58518", "recursive": "#54a24b",
                     "sklearn": "#9d755d"}
@@ -102,6 +104,7 @@ def fraction_curve_figure(curve) -> go.Figure:
         for col, y in ((1, "nmse"), (2, "time_s")):
             fig.add_trace(go.Scatter(x=g["observed_fraction"], y=g[y], mode="lines+markers",
                                      name=name, legendgroup=method, showlegend=col == 1,
+                                     line_color=METHOD_COLOURS.get(method),
                                      hovertemplate=f"{name}<br>observed %{{x:.2%}}<br>"
                                                    f"{y} %{{y:.4g}}<extra></extra>"),
                           row=1, col=col)
@@ -133,7 +136,8 @@ def leverage_map_figure(data, scores, *, title="") -> go.Figure:
     """The points on their first two principal components, coloured and sized by their
     ridge leverage score."""
     s = np.asarray(scores, dtype=float)
-    size = 4 + 16 * np.sqrt(s / max(float(s.max()), 1e-300))
+    lo, hi = float(s.min()), float(s.max())
+    size = 4 + 10 * np.sqrt((s - lo) / max(hi - lo, 1e-300))
     fig = go.Figure(go.Scatter(
         x=data.coords[:, 0], y=data.coords[:, 1], mode="markers",
         marker=dict(color=s, size=size, colorscale="Plasma", showscale=True,

@@ -235,6 +235,8 @@ def test_leverage_scores_equal_the_definition_and_sum_to_d_eff(problem):
         assert d_eff == pytest.approx(np.trace(Kr @ np.linalg.inv(Kr + alpha * np.eye(N))))
     grid = an.alpha_grid(data)
     assert (np.diff(grid) > 0).all() and grid[0] > 0
+    _, d_eff = an.leverage_scores(data, an.alpha_for_landmarks(data, 5))
+    assert d_eff == pytest.approx(5.0, rel=1e-6)  # the scale m landmarks can cover
 
 
 def test_approximate_scores_with_every_point_in_the_sketch_are_exact(problem):
