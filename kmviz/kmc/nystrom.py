@@ -312,15 +312,14 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     ``n_l`` points are estimated from the weighted sample of the level below
     (:func:`approximate_ridge_leverage_scores`: ``(k_ii - k_iS (K_SS + lambda W^-2)^-1
     k_Si) / lambda``), with lambda the :func:`default_alpha` of the weighted sample's
-    spectrum ``W K_SS W`` (scaled by the two levels' size ratio); on the intermediate levels each point is kept independently with probability
+    spectrum ``W K_SS W``; on the intermediate levels each point is kept independently with probability
     ``q_i = min(1, ln(s) l~_i)`` and weight ``1 / sqrt(q_i)``; the top level draws s
     distinct landmarks by the scores (:func:`sample_distinct`). Only n x (sample size)
     kernel blocks are formed: O(n s^2) time, O(n s) memory.
 
-    Differences from the authors' code: lambda by the exact-leverage default's rule
-    (:func:`default_alpha`: the tail rule with k = s / (2 ln s), on the sample's spectrum)
-    instead of k = s / (4 ln s), so that both target the same scores; the sample's
-    spectrum is scaled to the level's size (their code leaves it at the sample's level).
+    Difference from the authors' code: lambda by the exact-leverage default's rule
+    (:func:`default_alpha`: the tail rule with k = s / (2 ln s), on the weighted sample's
+    spectrum) instead of k = s / (4 ln s).
 
     Parameters
     ----------
@@ -363,11 +362,12 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
         cur = perm[:sizes[level]]
         KS = kernel_block(cur, r_ind)
         SKS = KS[samp]
-        # the weighted sample's spectrum estimates that of the level below (a uniform half
-        # of this level): scaled by the size ratio, it estimates this level's
+        # the default rule on the weighted sample's spectrum, as the authors do, unscaled:
+        # it estimates the spectrum of the level below (half this level's), so lambda is
+        # about half the exact default's; scaling it by the size ratio took the error on
+        # the mixture (m = 100) from 0.96-1.07 to 1.16-1.49 times exact leverage's
         Wd = SKS * np.outer(weights, weights)
-        ev = np.clip(sla.eigvalsh(0.5 * (Wd + Wd.T)), 0.0, None) * (
-            sizes[level] / sizes[level + 1])
+        ev = np.clip(sla.eigvalsh(0.5 * (Wd + Wd.T)), 0.0, None)
         lam = max(default_alpha(ev, s_level), floor)
         A = SKS + np.diag(lam / weights ** 2)
         try:
