@@ -530,8 +530,9 @@ def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
             expect(page.get_by_role("heading", name="Leverage-score map")).to_be_visible()
             expect(page.get_by_text("d_eff(α)", exact=True)).to_be_visible()
             page.get_by_role("button", name="Compute the error curves").click()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
-                                   timeout=120_000)
+            page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some("
+                                   "e => e.textContent.includes('ridge leverage (exact)'))",
+                                   timeout=180_000)
             _settle(page)
             legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
             assert "ridge leverage (exact)" in legend and "uniform" in legend, legend
