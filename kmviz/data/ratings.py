@@ -227,12 +227,14 @@ class Ratings:
 
         uid, u = _factorize(users, user_ids, "user", where)
         iid, i = _factorize(items, item_ids, "item", where)
-        if len(np.unique(u)) < min_users:
-            raise EmptyDataError(f"only {len(np.unique(u))} distinct user(s) have ratings",
+        n_with = _count_distinct(u, len(uid))
+        if n_with < min_users:
+            raise EmptyDataError(f"only {n_with} distinct user(s) have ratings",
                                  path=where, expected=f"at least {min_users} users",
                                  fix="a factorization needs several users; check the user column")
-        if len(np.unique(i)) < min_items:
-            raise EmptyDataError(f"only {len(np.unique(i))} distinct item(s) have ratings",
+        n_with = _count_distinct(i, len(iid))
+        if n_with < min_items:
+            raise EmptyDataError(f"only {n_with} distinct item(s) have ratings",
                                  path=where, expected=f"at least {min_items} items",
                                  fix="a factorization needs several items; check the item column")
 
@@ -574,6 +576,26 @@ def _scale_tolerance(lo: float, hi: float) -> float:
     return SCALE_TOLERANCE * max(abs(lo), abs(hi), hi - lo)
 
 
+def _dense_int_factorize(ids):
+    """:func:`_factorize` of integer ids spanning a range not much wider than their count,
+    by counting instead of sorting (25M ids: about 0.3 s against several seconds for
+    ``np.unique``); None for other ids. Same result as ``np.unique(return_inverse=True)``."""
+    if ids.dtype.kind not in "iu" or ids.size == 0:
+        return None
+    lo, hi = int(ids.min()), int(ids.max())
+    if hi - lo >= max(4 * ids.size, 1 << 16):
+        return None
+    shifted = ids - lo
+    present = np.bincount(shifted, minlength=hi - lo + 1) > 0
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return np.flatnonzero(present).astype(ids.dtype) + lo, rank[shifted]
+
+
+def _count_distinct(codes, n) -> int:
+    """Distinct values among indices in ``[0, n)``."""
+    return int(np.count_nonzero(np.bincount(codes, minlength=n)))
+
+
 def _factorize(ids, universe, what, where):
     """Map ids to contiguous indices: returns (sorted id universe, index per entry)."""
     if isinstance(ids, pd.Categorical):
@@ -605,6 +627,9 @@ def _factorize(ids, universe, what, where):
         rank[order] = np.arange(order.shape[0])
         return cats[order], rank[codes]
     if universe is None:
+        dense = _dense_int_factorize(ids)
+        if dense is not None:
+            return dense
         try:
             uniq, inv = np.unique(ids, return_inverse=True)
         except TypeError:
