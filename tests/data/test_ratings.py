@@ -194,3 +194,16 @@ def test_cli_split_choices_are_the_data_layers():
     from kmviz.data.ratings import SPLIT_KINDS
 
     assert SPLIT_CHOICES == SPLIT_KINDS
+
+
+@pytest.mark.parametrize("ids", [np.array([3, 3, 7, 1]), np.arange(-5, 50)[::-3],
+                                 np.random.default_rng(0).integers(0, 10_000, 5_000),
+                                 np.array([0, 10**12, 5])], ids=["small", "negative", "random",
+                                                                 "sparse range"])
+def test_integer_ids_factorize_like_np_unique(ids):
+    from kmviz.data.ratings import _factorize
+
+    uniq, inv = _factorize(ids, None, "user", None)
+    want_uniq, want_inv = np.unique(ids, return_inverse=True)
+    assert np.array_equal(uniq, want_uniq) and uniq.dtype == want_uniq.dtype
+    assert np.array_equal(inv, want_inv)
