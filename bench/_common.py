@@ -148,6 +148,26 @@ class CellResult:
         return self.status == "ok"
 
 
+def status_kb(field: str) -> int:
+    """A field of this process's /proc/self/status in kB (VmRSS, VmHWM = peak RSS); -1 if
+    absent (not Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return -1
+
+
+def _capped_child(conn, limit_bytes, fn, args, kwargs):
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
+    _cell_child(conn, fn, args, kwargs)
+
+
 def _cell_child(conn, fn, args, kwargs):
     def emit(obj):
         conn.send(("partial", obj))
@@ -175,17 +195,23 @@ def _context():
     return _CTX
 
 
-def run_cell(fn, *args, budget: float, **kwargs) -> CellResult:
+def run_cell(fn, *args, budget: float, memory_gb: float | None = None,
+             **kwargs) -> CellResult:
     """Run ``fn(emit, *args, **kwargs)`` in a child process with a wall-time budget.
 
     ``fn`` must be a module-level function; ``emit(obj)`` sends a partial result (kept when
     the budget runs out). On timeout the child (started here, ended by its own handle) is
-    terminated and the cell reported as "timeout"; an exception becomes an "error" cell.
-    Never hangs longer than ``budget`` + a few seconds.
+    terminated and the cell reported as "timeout"; an exception becomes an "error" cell
+    (a ``MemoryError`` under ``memory_gb``, the child's address-space cap RLIMIT_AS, reads
+    "MemoryError: ..."). Never hangs longer than ``budget`` + a few seconds.
     """
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_cell_child, args=(child, fn, args, kwargs), daemon=True)
+    if memory_gb is None:
+        target, targs = _cell_child, (child, fn, args, kwargs)
+    else:
+        target, targs = _capped_child, (child, int(memory_gb * 2**30), fn, args, kwargs)
+    proc = ctx.Process(target=target, args=targs, daemon=True)
     t0 = time.perf_counter()
     proc.start()
     child.close()

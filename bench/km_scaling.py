@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from _common import footer, header, load_avg, parser, run_cell, table
+from _common import footer, header, load_avg, parser, run_cell, status_kb, table
 
 #: (label, n_ratings, n_users, n_items): the MovieLens releases' shapes.
 SHAPES = {
@@ -116,14 +116,6 @@ def movielens_like(n_ratings, n_users, n_items, seed, chunk_users=8192):
     return users, items, np.concatenate(vals_out)
 
 
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
-
-
 def _reset_peak():
     """Reset this process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0)."""
     try:
@@ -146,11 +138,11 @@ def size_cell(emit, label, n_ratings, n_users, n_items, D, iters, seed):
 
     warmup("fast", "exact", D=D)
     _reset_peak()
-    base_kb = _status_kb("VmRSS")
+    base_kb = status_kb("VmRSS")
     t0 = time.perf_counter()
     users, items, values = movielens_like(n_ratings, n_users, n_items, seed)
     t_gen = time.perf_counter() - t0
-    raw_kb = _status_kb("VmRSS")
+    raw_kb = status_kb("VmRSS")
     t0 = time.perf_counter()
     ratings = Ratings.from_arrays(users, items, values, r_min=1.0, r_max=5.0,
                                   user_ids=np.arange(n_users), item_ids=np.arange(n_items),
@@ -160,8 +152,8 @@ def size_cell(emit, label, n_ratings, n_users, n_items, D, iters, seed):
     gc.collect()
     out = {"n_ratings": ratings.n_ratings, "t_gen": t_gen, "t_from_arrays": t_arrays,
            "base_gb": base_kb / 2**20, "raw_gb": (raw_kb - base_kb) / 2**20,
-           "data_peak_gb": _status_kb("VmHWM") / 2**20,
-           "ratings_gb": (_status_kb("VmRSS") - base_kb) / 2**20,
+           "data_peak_gb": status_kb("VmHWM") / 2**20,
+           "ratings_gb": (status_kb("VmRSS") - base_kb) / 2**20,
            "top_item_share": float(np.bincount(ratings.items).max() / ratings.n_ratings),
            "max_user": int(np.bincount(ratings.users).max())}
     emit({"stage": "data", **out})
@@ -173,7 +165,7 @@ def size_cell(emit, label, n_ratings, n_users, n_items, D, iters, seed):
         model.fit(ratings, callback=lambda row: emit({"stage": "iter", **dict(row)}))
     wall = time.perf_counter() - t0
     rows = [dict(r) for r in model.trace_.rows]
-    out.update(fit_wall=wall, rows=rows, fit_peak_gb=_status_kb("VmHWM") / 2**20,
+    out.update(fit_wall=wall, rows=rows, fit_peak_gb=status_kb("VmHWM") / 2**20,
                peak_reset=reset, load=load_avg())
     return out
 

@@ -37,20 +37,12 @@ import time
 
 import numpy as np
 
-from _common import footer, header, load_avg, parser, table
+from _common import footer, header, load_avg, parser, run_cell, status_kb, table
 
 LIKED = 4.0
 MIN_RATINGS = 20
 MIN_CONFIDENCE = 0.5
 TOP = 500
-
-
-def _status_kb(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
 
 
 def load_split(name, ml100k, seed):
@@ -70,7 +62,7 @@ def peer_cell(emit, method, name, ml100k, seed, min_support):
     from kmviz.rules import LikeCounts, pairwise_rules
 
     train, test, keep = load_split(name, ml100k, seed)
-    base_gb = _status_kb("VmHWM") / 2**20
+    base_gb = status_kb("VmHWM") / 2**20
     out = {"baseline_gb": base_gb}
     if method == "baseline":
         return out
@@ -92,7 +84,7 @@ def peer_cell(emit, method, name, ml100k, seed, min_support):
         t_fp = time.perf_counter() - t0
         sizes = fi["itemsets"].map(len).to_numpy()
         out.update(t_fpgrowth=t_fp, itemsets=len(fi), max_itemset=int(sizes.max(initial=0)),
-                   fp_peak_gb=_status_kb("VmHWM") / 2**20)
+                   fp_peak_gb=status_kb("VmHWM") / 2**20)
         emit(dict(out))
         t0 = time.perf_counter()
         ar = association_rules(fi, num_itemsets=train.n_users, metric="confidence",
@@ -108,63 +100,20 @@ def peer_cell(emit, method, name, ml100k, seed, min_support):
                    longer=int(len(ar) - len(single)),
                    ante=single["j"].to_numpy(np.int64)[:TOP],
                    cons=single["i"].to_numpy(np.int64)[:TOP])
-    out["peak_gb"] = _status_kb("VmHWM") / 2**20
+    out["peak_gb"] = status_kb("VmHWM") / 2**20
     return out
 
 
-def _limited_child(conn, limit_bytes, fn, args, kwargs):
-    import resource
-
-    from _common import _cell_child
-
-    resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
-    _cell_child(conn, fn, args, kwargs)
-
-
 def run_capped(fn, *args, budget, limit_gb):
-    """``fn(emit, *args)`` in a spawned child under RLIMIT_AS and a wall-time budget; returns
-    (status, value, partial, seconds). The child is started here and ended by its handle."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_limited_child,
-                       args=(child, int(limit_gb * 2**30), fn, args, {}), daemon=True)
-    t0 = time.perf_counter()
-    proc.start()
-    child.close()
-    status, value, partial = "timeout", None, []
-    while True:
-        left = budget - (time.perf_counter() - t0)
-        if left <= 0:
-            break
-        if not parent.poll(min(left, 1.0)):
-            if not proc.is_alive() and not parent.poll():
-                status = f"died (exit code {proc.exitcode})"
-                break
-            continue
-        try:
-            kind, obj = parent.recv()
-        except EOFError:
-            status = f"died (exit code {proc.exitcode})"
-            break
-        if kind == "partial":
-            partial.append(obj)
-        elif kind == "done":
-            status, value = "ok", obj
-            break
-        else:
-            status = "budget hit (MemoryError)" if "MemoryError" in obj else f"error: {obj}"
-            break
-    secs = time.perf_counter() - t0
-    if proc.is_alive():
-        proc.terminate()
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join(5)
-    parent.close()
-    return status, value, partial, secs
+    """``fn(emit, *args)`` in a child under RLIMIT_AS and a wall-time budget:
+    (status, value, partial, seconds), status "ok", "timeout", "budget hit (MemoryError)" or
+    "error: ..."."""
+    res = run_cell(fn, *args, budget=budget, memory_gb=limit_gb)
+    status = res.status
+    if status == "error":
+        status = "budget hit (MemoryError)" if "MemoryError" in res.reason else \
+            f"error: {res.reason}"
+    return status, res.value, res.partial, res.seconds
 
 
 def held(train, test, ante, cons, k, seed):
