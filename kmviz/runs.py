@@ -1234,10 +1234,10 @@ def run_metrics(model, split) -> dict:
 
 def dataset_meta(ratings, split=None, spec: dict | None = None) -> dict:
     """What a run keeps about its data besides the arrays (JSON): name, source,
-    fingerprints, sizes, scale, how it was loaded (``spec``) and the item names."""
-    names = None
-    if getattr(ratings, "item_names", None) is not None:
-        names = [None if x is None else str(x) for x in ratings.item_names]
+    fingerprints, sizes, scale, how it was loaded (``spec``) and the user and item names."""
+    def as_text(names):
+        return None if names is None else [None if x is None else str(x) for x in names]
+
     spec = {k: v for k, v in (spec or {}).items() if k != "split"}
     meta = {
         "name": str(ratings.name), "source": str(ratings.source),
@@ -1245,7 +1245,9 @@ def dataset_meta(ratings, split=None, spec: dict | None = None) -> dict:
         "n_users": int(ratings.n_users), "n_items": int(ratings.n_items),
         "n_ratings": int(ratings.n_ratings), "r_min": float(ratings.r_min),
         "r_max": float(ratings.r_max), "implicit": bool(ratings.implicit),
-        "spec": json.loads(json.dumps(spec, default=str)), "item_names": names,
+        "spec": json.loads(json.dumps(spec, default=str)),
+        "item_names": as_text(getattr(ratings, "item_names", None)),
+        "user_names": as_text(getattr(ratings, "user_names", None)),
     }
     if split is not None:
         meta["train_fingerprint"] = split.train.fingerprint()

@@ -383,6 +383,24 @@ def test_model_file_arrays_get_the_run_stores_member_checks(tmp_path, fit):
         load_model_file(lying)
 
 
+def test_reopened_runs_keep_user_and_item_names(tmp_path, fit):
+    whole, split, model = fit
+    names = [f"user <{u}>" for u in range(whole.n_users)]
+    named = whole._replace_entries(whole.users, whole.items, whole.values)
+    named.user_names = np.asarray(names, dtype=object)
+    store = RunStore(tmp_path / "store")
+    run_id = save_run(model, split, dataset=named, store=store)
+    opened = open_run(run_id, store=store)
+    assert list(opened.split.train.user_names) == names
+    assert opened.split.train.user_label(3) == "user <3>"
+    # a damaged names entry is dropped, not trusted
+    folder = store.runs_dir / run_id
+    meta = json.loads((folder / "meta.json").read_text())
+    meta["dataset"]["user_names"] = [{"x": 1}] * whole.n_users
+    (folder / "meta.json").write_text(json.dumps(meta))
+    assert open_run(run_id, store=store).split.train.user_names is None
+
+
 def test_foreign_files_are_refused_naming_the_path(tmp_path):
     other_zip = tmp_path / "photos.zip"
     with zipfile.ZipFile(other_zip, "w") as zf:

@@ -120,12 +120,21 @@ def has_split_arrays(arrays: dict) -> bool:
     return all(f"data_train_{k}" in arrays for k in ("users", "items", "values"))
 
 
+def _saved_names(names, n: int):
+    """Display names from a saved dataset description: a list of n texts (or None each),
+    else None (a damaged or foreign entry is dropped, never trusted)."""
+    if not isinstance(names, list) or len(names) != n or not all(
+            x is None or isinstance(x, str) for x in names):
+        return None
+    return names
+
+
 def split_from_arrays(arrays: dict, dataset: dict, settings: dict, *, what: str = "run"):
     """``(whole dataset, Split)`` rebuilt from :func:`split_arrays` output and the dataset
-    description saved beside it (sizes, scale, name, item names).
+    description saved beside it (sizes, scale, name, user and item names).
 
     The index space (ids, names, scale) is the one the model was fitted on. Side
-    information other than item names is not saved. Raises :class:`DataError` when the
+    information other than the names is not saved. Raises :class:`DataError` when the
     arrays are inconsistent.
     """
     from .ratings import Ratings
@@ -139,12 +148,11 @@ def split_from_arrays(arrays: dict, dataset: dict, settings: dict, *, what: str 
     if item_ids is not None and len(item_ids) != n_items:
         item_ids = None
     r_min, r_max = float(ds["r_min"]), float(ds["r_max"])
-    names = ds.get("item_names")
-    if names is not None and len(names) != n_items:
-        names = None
     base = Ratings(np.zeros(0), np.zeros(0), np.zeros(0), n_users=n_users, n_items=n_items,
                    r_min=r_min, r_max=r_max, user_ids=user_ids, item_ids=item_ids,
-                   item_names=names, implicit=bool(ds.get("implicit", False)),
+                   item_names=_saved_names(ds.get("item_names"), n_items),
+                   user_names=_saved_names(ds.get("user_names"), n_users),
+                   implicit=bool(ds.get("implicit", False)),
                    name=str(ds.get("name", "ratings")), source=str(ds.get("source", "")))
     parts = {}
     for part in SPLIT_PARTS:
