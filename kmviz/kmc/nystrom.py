@@ -303,7 +303,7 @@ def approximate_ridge_leverage_scores(kernel_block, diag, sample, weights, alpha
 
 
 def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, accelerated=False,
-                         return_scores=False, oversample=None):
+                         return_scores=False, oversample=None, refine_top=True):
     """Recursive ridge-leverage-score sampling (Musco & Musco 2017, their ``recursiveNystrom``).
 
     Nested uniform halvings ``n = n_0 > n_1 > ... > n_L`` (``n_L <= s``, L =
@@ -317,9 +317,14 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     distinct landmarks by the scores (:func:`sample_distinct`). Only n x (sample size)
     kernel blocks are formed: O(n s^2) time, O(n s) memory.
 
-    Difference from the authors' code: lambda by the exact-leverage default's rule
+    Differences from the authors' code: lambda by the exact-leverage default's rule
     (:func:`default_alpha`: the tail rule with k = s / (2 ln s), on the weighted sample's
-    spectrum) instead of k = s / (4 ln s).
+    spectrum) instead of k = s / (4 ln s); and ``refine_top``: the top level runs twice,
+    the first pass sampling like an intermediate level (a weighted sample of the whole
+    set) and the second re-estimating every score from it before the s landmarks are
+    drawn. The authors' top-level scores come from a sample of half the set; on the
+    mixture at n = 5,000, m = 100 (8 draws) their trace error was 1.30 times exact
+    leverage's, 1.08 with the second pass (0.06 -> 0.07 s; exact: 36 s).
 
     Parameters
     ----------
@@ -331,6 +336,8 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
         ``diag(K)``.
     return_scores : bool, default=False
         Also return the top level's estimated scores (in the points' order) and its lambda.
+    refine_top : bool, default=True
+        Re-estimate the top level's scores from a sample of the whole set (above).
     oversample : float, optional
         The intermediate levels' factor on the scores (default ``ln s``, the authors'). On
         the mixture at n = 2,000, m = 100 (10 draws each) 1, 2 and 4 times ``ln s`` gave
@@ -358,7 +365,11 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
     r_ind = perm[samp]
     weights = np.ones(r_ind.shape[0])
     floor = 1e-12 * max(float(np.max(diag)), 1e-300)
-    for level in range(n_levels - 1, -1, -1):
+    # the top level twice (refine_top): its first pass samples like an intermediate level,
+    # and the second re-estimates the scores from that sample of the whole set
+    plan = list(range(n_levels - 1, -1, -1)) + ([0] if refine_top else [])
+    for step, level in enumerate(plan):
+        final = step == len(plan) - 1
         cur = perm[:sizes[level]]
         KS = kernel_block(cur, r_ind)
         SKS = KS[samp]
@@ -376,7 +387,7 @@ def recursive_rls_sample(n, s, kernel_block, diag, *, random_state=None, acceler
         except np.linalg.LinAlgError:
             R = np.linalg.lstsq(A, KS.T, rcond=None)[0]
         levs = np.clip(diag[cur] - np.einsum("ij,ji->i", KS, R), 0.0, None) / lam
-        if level > 0:
+        if not final:
             q = np.minimum(1.0, oversample * levs)
             samp = np.flatnonzero(rng.random(sizes[level]) < q)
             if samp.size == 0:  # (rare) nothing kept: a uniform sample of s_level
