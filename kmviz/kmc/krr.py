@@ -353,14 +353,20 @@ class KronGram:
 
 
 def kkmcex_predict(K_row, K_col, rows, cols, c, users, items, *, K_row_users=None,
-                   K_col_items=None) -> np.ndarray:
+                   K_col_items=None, route="auto") -> np.ndarray:
     """``sum_k K_row[u, rows[k]] K_col[i, cols[k]] c[k]`` for each pair (u, i).
 
-    Picks the cheaper of the per-pair sums (``P s`` multiply-adds, in chunks) and the whole
-    matrix ``K_row Gamma K_col`` (``N^2 L + N L^2``) followed by a gather. ``K_row_users``
-    (P' x N rows of the row kernel for new entities, with ``users`` indexing them) lets the
-    same formula extrapolate to entities outside the kernels (§3.3).
+    With ``Gamma`` the N x L matrix holding c at the observed cells (repeats summed), the
+    prediction is ``K_row[u] Gamma K_col[:, i]``. Picks the cheapest of: the users' rows
+    first (``Y = K_row[U] Gamma`` for the distinct users U, then one length-L dot product
+    per pair: ``s |U| + P L`` multiply-adds), the items' columns first (``s |I| + P N``),
+    the per-pair sums (``P s``) and the whole matrix (``N^2 L + N L^2``, then a gather).
+    ``K_row_users`` (P' x N rows of the row kernel for new entities, with ``users`` indexing
+    them) and ``K_col_items`` let the same formula extrapolate to entities outside the
+    kernels (§3.3). ``route`` ("rows", "cols", "pairs", "full") forces one way (tests).
     """
+    import scipy.sparse as sp
+
     users = np.asarray(users, dtype=np.int64).ravel()
     items = np.asarray(items, dtype=np.int64).ravel()
     P = users.shape[0]
@@ -370,17 +376,39 @@ def kkmcex_predict(K_row, K_col, rows, cols, c, users, items, *, K_row_users=Non
     Kr = K_row if K_row_users is None else K_row_users
     Kc = K_col if K_col_items is None else K_col_items
     N, L = K_row.shape[0], K_col.shape[0]
-    if K_row_users is None and K_col_items is None and P * s > N * N * L + N * L * L:
+    U, u_at = np.unique(users, return_inverse=True)
+    I, i_at = np.unique(items, return_inverse=True)
+    costs = {"rows": s * U.size + P * L, "cols": s * I.size + P * N, "pairs": P * s}
+    if K_row_users is None and K_col_items is None:
+        costs["full"] = N * N * L + N * L * L
+    if route == "auto":
+        route = min(costs, key=costs.get)
+    if route == "full":
         F = KronGram(K_row, K_col, rows, cols).full(c)
         return F[users, items]
     out = np.empty(P)
-    chunk = max(1, CHUNK_VALUES // max(s, 1))
+    if route == "pairs":
+        chunk = max(1, CHUNK_VALUES // max(s, 1))
+        for lo in range(0, P, chunk):
+            u = users[lo:lo + chunk]
+            i = items[lo:lo + chunk]
+            B = np.take(np.take(Kr, u, axis=0), rows, axis=1)
+            B *= np.take(np.take(Kc, i, axis=0), cols, axis=1)
+            out[lo:lo + chunk] = B @ c
+        return out
+    gamma = sp.csr_matrix((np.asarray(c, dtype=np.float64), (rows, cols)), shape=(N, L))
+    if route == "rows":  # Y = K_row[U] Gamma (|U| x L), then Y[u] . K_col[i]
+        Y = np.asarray((gamma.T @ np.ascontiguousarray(Kr[U].T)).T)
+        first, first_at, other = Y, u_at, np.asarray(Kc)
+        second = items
+    else:  # Z^T = K_col[I] Gamma^T (|I| x N), then K_row[u] . Z^T[i]
+        Z = np.asarray((gamma @ np.ascontiguousarray(Kc[I].T)).T)
+        first, first_at, other = Z, i_at, np.asarray(Kr)
+        second = users
+    chunk = max(1, CHUNK_VALUES // max(first.shape[1], 1))
     for lo in range(0, P, chunk):
-        u = users[lo:lo + chunk]
-        i = items[lo:lo + chunk]
-        B = np.take(np.take(Kr, u, axis=0), rows, axis=1)
-        B *= np.take(np.take(Kc, i, axis=0), cols, axis=1)
-        out[lo:lo + chunk] = B @ c
+        hi = min(P, lo + chunk)
+        out[lo:hi] = np.einsum("pk,pk->p", first[first_at[lo:hi]], other[second[lo:hi]])
     return out
 
 

@@ -531,3 +531,28 @@ def test_factor_threads_one_for_small_orders_and_within_the_cores():
 
     assert kn.factor_threads(10) == 1
     assert 1 <= kn.factor_threads() <= (os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize("route", ["auto", "rows", "cols", "pairs", "full"])
+def test_kkmcex_predict_routes_equal_the_per_pair_sum(route):
+    from kmviz.kmc import krr
+
+    rng = np.random.default_rng(4)
+    N, L, s, P = 7, 9, 25, 40
+    A, B = rng.normal(size=(N, N)), rng.normal(size=(L, L))
+    Kr, Kc = A @ A.T, B @ B.T
+    rows, cols = rng.integers(0, N, s), rng.integers(0, L, s)  # repeats included
+    c = rng.normal(size=s)
+    users, items = rng.integers(0, N, P), rng.integers(0, L, P)
+    want = np.array([sum(Kr[u, rows[k]] * Kc[i, cols[k]] * c[k] for k in range(s))
+                     for u, i in zip(users, items)])
+    got = krr.kkmcex_predict(Kr, Kc, rows, cols, c, users, items, route=route)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
+    if route != "full":  # new entities: rows of the kernel against the observed ones
+        K_new = rng.normal(size=(3, L))
+        new_items = rng.integers(0, 3, P)
+        want = np.array([sum(Kr[u, rows[k]] * K_new[i, cols[k]] * c[k] for k in range(s))
+                         for u, i in zip(users, new_items)])
+        got = krr.kkmcex_predict(Kr, Kc, rows, cols, c, users, new_items, K_col_items=K_new,
+                                 route=route)
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
