@@ -105,6 +105,12 @@ class IterativeEstimator(BaseEstimator):
         (a family whose count comes from its data, e.g. one per batch, overrides this)."""
         return int(params.get("max_iter", 1) or 1)
 
+    def _iteration_budget(self, params, state) -> str | None:
+        """The parameter that caps the outer iterations as a convergence budget (reaching it
+        without meeting ``tol`` warns), or None: a closed-form method, or a count that is a
+        pass over the data (one step per batch)."""
+        return "max_iter" if "max_iter" in type(self)._parameter_constraints else None
+
     def planned_iterations(self, data=None) -> int:
         """How many outer iterations a fit with the current settings makes at most (for
         progress bars): ``max_iter``, or 1. A family whose count depends on other settings
@@ -193,10 +199,10 @@ class IterativeEstimator(BaseEstimator):
                     break
         trace.stop_reason = stop
         self._fit_publish(state, trace.n_iter, trace)
-        if stop == "max_iter" and tol is not None and tol > 0 and (
-                "max_iter" in type(self)._parameter_constraints):
+        budget = self._iteration_budget(params, state)
+        if stop == "max_iter" and tol is not None and tol > 0 and budget:
             warnings.warn(
-                f"Maximum number of iterations {max_iter} reached; increase max_iter or tol.",
+                f"Maximum number of iterations {max_iter} reached; increase {budget} or tol.",
                 ConvergenceWarning, stacklevel=2)
         return self
 

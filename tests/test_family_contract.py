@@ -295,17 +295,18 @@ def test_non_finite_objective_raises_numerical_error(fam, data, monkeypatch):
     assert any(e["kind"] == "error" for e in model.trace_.events)
 
 
-def test_convergence_warning_when_max_iter_is_reached(fam, data):
+def test_convergence_warning_when_the_iteration_budget_is_reached(fam, data):
     _, split = data
     constraints = fam.estimator_class()._parameter_constraints
-    if "max_iter" not in constraints:
-        pytest.skip(f"{fam.name} is closed-form (no max_iter)")
+    budget = fam.cli_aliases.get("iters", "max_iter")  # what `kmviz train --iters` sets
+    assert budget in constraints
     # one iteration cannot meet any tolerance (no decrease is measured yet)
-    params = {**fam.quick_params, "max_iter": 1}
+    params = {**fam.quick_params, budget: 1}
     if "tol" in constraints:
         params["tol"] = 1e-3
     model = fam.make(params)
-    with pytest.warns(ConvergenceWarning, match="Maximum number of iterations 1"):
+    with pytest.warns(ConvergenceWarning, match=f"Maximum number of iterations 1 reached; "
+                                                f"increase {budget} or tol"):
         model.fit(split.train)
     assert model.trace_.stop_reason == "max_iter"
     if "tol" in constraints:  # tol = 0 asks for no convergence check: no warning

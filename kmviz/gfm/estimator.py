@@ -275,6 +275,10 @@ class GeneralizedFM(IterativeEstimator):
             return max(1, int(n) // int(self.batch_size))
         return 1
 
+    def _iteration_budget(self, params, state):
+        # ALS passes are a convergence budget; one-pass batches are the data itself
+        return "n_passes" if state.solver == "als" else None
+
     def _solver_name(self, params):
         return f"gfm.{getattr(self, '_solver', 'onepass')}"
 
