@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,19 @@ def _wait_healthy(url: str, proc, timeout: float = 60.0) -> None:
             pass
         time.sleep(0.3)
     raise TimeoutError(f"streamlit did not become healthy within {timeout} s")
+
+
+@contextmanager
+def _chromium():
+    """Debian's Chromium, headless, through Playwright; closed on the way out."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture()
@@ -108,6 +122,48 @@ def _open_home(browser, server):
     return page
 
 
+def _load_builtin(page, title: str, **numbers) -> None:
+    """Data page: load the built-in dataset `title`, with these number inputs set first."""
+    from playwright.sync_api import expect
+
+    _nav(page, "Data")
+    page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+    page.get_by_role("option", name=title).click()
+    for label, value in numbers.items():
+        _set_number(page, label, value)
+    page.get_by_role("button", name="Load", exact=True).click()
+    expect(page.get_by_text("Train / validation / test split")).to_be_visible()
+
+
+def _train_form(page, field: str, family_title: str | None = None):
+    """Train page (with the model family `family_title` picked, if given): its form, found by
+    its spin box `field` (not a form of the page we come from, still on screen while the
+    navigation runs), once visible after the Numba warm-up."""
+    from playwright.sync_api import expect
+
+    _nav(page, "Train")
+    if family_title is not None:
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
+        page.get_by_role("option", name=family_title).click()
+    form = page.locator('[data-testid="stForm"]').filter(
+        has=page.get_by_role("spinbutton", name=field))
+    expect(form).to_be_visible(timeout=120_000)
+    return form
+
+
+def _fill(form, settings: dict) -> None:
+    for name, value in settings.items():
+        form.get_by_role("spinbutton", name=name).fill(str(value))
+
+
+def _train(page, timeout: int) -> None:
+    """Click Train and wait for the result."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("button", name="Train", exact=True).click()
+    expect(page.get_by_text("Result:")).to_be_visible(timeout=timeout)
+
+
 #: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
@@ -115,147 +171,118 @@ NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases"
 
 
 def test_fresh_server_train_then_implications_without_data_step(server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server)
-            links = page.locator('[data-testid="stSidebarNav"] a')
-            assert [t.split("\n")[-1].strip() for t in links.all_inner_texts()] == NAV_LINKS
-            page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
+    with _chromium() as browser:
+        page = _open_home(browser, server)
+        links = page.locator('[data-testid="stSidebarNav"] a')
+        assert [t.split("\n")[-1].strip() for t in links.all_inner_texts()] == NAV_LINKS
+        page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
 
-            # Train straight away: the default dataset (MovieLens latest-small) is loaded
-            _nav(page, "Train")
-            expect(page.get_by_text("MovieLens latest-small").first).to_be_visible()
-            # the Train page's own form (not a form of the page we come from, still on screen
-            # while the navigation runs)
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_role("spinbutton", name="D (dimension)"))
-            expect(form).to_be_visible(timeout=120_000)
-            form.get_by_role("spinbutton", name="D (dimension)").fill("3")
-            form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
-            page.get_by_role("button", name="Train", exact=True).click()
-            expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
-            expect(page.get_by_text("validation NRMSE", exact=True)).to_be_visible()
-            _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "02-train.png"), full_page=True)
+        # Train straight away: the default dataset (MovieLens latest-small) is loaded
+        form = _train_form(page, "D (dimension)")
+        expect(page.get_by_text("MovieLens latest-small").first).to_be_visible()
+        _fill(form, {"D (dimension)": 3, "max BCD iterations": 3})
+        _train(page, timeout=180_000)
+        expect(page.get_by_text("validation NRMSE", exact=True)).to_be_visible()
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "02-train.png"), full_page=True)
 
-            # Implications: influence bars and the graph
-            _nav(page, "Implications")
-            expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
-            expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 2",
-                                   timeout=120_000)
-            graph = page.locator(".js-plotly-plot").nth(1)
-            n_nodes = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
-                                     "'item groups (same support)')")
-            assert n_nodes >= 0, "the implication graph has no node trace"
-            expect(page.get_by_text("Showing").first).to_be_visible()
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "03-implications.png"), full_page=True)
-        finally:
-            browser.close()
+        # Implications: influence bars and the graph
+        _nav(page, "Implications")
+        expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
+        expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 2",
+                               timeout=120_000)
+        graph = page.locator(".js-plotly-plot").nth(1)
+        n_nodes = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
+                                 "'item groups (same support)')")
+        assert n_nodes >= 0, "the implication graph has no node trace"
+        expect(page.get_by_text("Showing").first).to_be_visible()
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "03-implications.png"), full_page=True)
 
 
 def test_data_train_implications_runs(server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server)
-            page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
+    with _chromium() as browser:
+        page = _open_home(browser, server)
+        page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
 
-            # Data: a small planted KM set
-            _nav(page, "Data")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-            page.get_by_role("option", name="Planted Kolmogorov model").click()
-            _set_number(page, "n_users", 30)
-            _set_number(page, "n_items", 20)
-            _set_number(page, "D", 3)
-            page.get_by_role("button", name="Load", exact=True).click()
-            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
-            expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("30")
-            expect(page.locator(".js-plotly-plot").first).to_be_visible()
-            _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "02-data.png"), full_page=True)
+        # Data: a small planted KM set
+        _load_builtin(page, "Planted Kolmogorov model", n_users=30, n_items=20, D=3)
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("30")
+        expect(page.locator(".js-plotly-plot").first).to_be_visible()
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "02-data.png"), full_page=True)
 
-            # Train: D = 3, three BCD iterations
-            _nav(page, "Train")
-            # the Train page's own form (not a form of the page we come from, still on screen
-            # while the navigation runs)
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_role("spinbutton", name="D (dimension)"))
-            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
-            form.get_by_role("spinbutton", name="D (dimension)").fill("3")
-            form.get_by_role("spinbutton", name="max BCD iterations").fill("3")
-            page.get_by_role("button", name="Train", exact=True).click()
-            expect(page.get_by_text("Result:")).to_be_visible(timeout=120_000)
-            expect(page.get_by_text("iterations", exact=True)).to_be_visible()
-            _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "03-train.png"), full_page=True)
+        # Train: D = 3, three BCD iterations
+        form = _train_form(page, "D (dimension)")
+        _fill(form, {"D (dimension)": 3, "max BCD iterations": 3})
+        _train(page, timeout=120_000)
+        expect(page.get_by_text("iterations", exact=True)).to_be_visible()
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "03-train.png"), full_page=True)
 
-            # Implications: influence bars and the graph
-            _nav(page, "Implications")
-            expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
+        # Implications: influence bars and the graph
+        _nav(page, "Implications")
+        expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
+        expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+        assert page.locator(".js-plotly-plot").count() >= 2
+        expect(page.get_by_text("Everyone who likes").first).to_be_visible()
+        expect(page.get_by_text("Showing all 20 items.")).to_be_visible()
+        expect(page.get_by_role("button", name="Download the implications (CSV)")
+               ).to_be_visible()
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "04-implications.png"), full_page=True)
+
+        # Clicking a node of the graph selects its item in the picker
+        picker = page.get_by_label("item", exact=True).first
+        before = picker.input_value() if picker.count() else ""
+        graph = page.locator(".js-plotly-plot").nth(1)
+        k = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
+                           "'item groups (same support)')")
+        points = graph.locator("g.scatterlayer g.trace").nth(k).locator("path.point")
+        target = None
+        for j in range(points.count()):
+            name = graph.evaluate(
+                f"gd => gd.data[{k}].hovertext[{j}].split('<br>')[0]")
+            if name and name.split(" [")[0] not in before:
+                target = j
+                break
+        assert target is not None, "every node is the selected one"
+        box = points.nth(target).bounding_box()
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        page.wait_for_timeout(1500)
+        _settle(page)
+        expect(page.get_by_text("Everyone who likes").first).to_be_visible()
+        after = page.get_by_label("item", exact=True).first.input_value()
+        assert after != before, (before, after)
+
+        # The other Explore pages render charts without errors
+        for k, (title, heading) in enumerate([
+                ("Convergence", "Convergence"),
+                ("Dual GD", "Dual gradient descent on one item"),
+                ("Phases", "Where the time goes"),
+                ("Lanczos", "Approximate EVD by the modified Lanczos method")], start=6):
+            _nav(page, title)
+            expect(page.get_by_text(heading).first).to_be_visible()
             expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-            assert page.locator(".js-plotly-plot").count() >= 2
-            expect(page.get_by_text("Everyone who likes").first).to_be_visible()
-            expect(page.get_by_text("Showing all 20 items.")).to_be_visible()
-            expect(page.get_by_role("button", name="Download the implications (CSV)")
-                   ).to_be_visible()
             _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "04-implications.png"), full_page=True)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.screenshot(path=str(ARTIFACTS / f"{k:02d}-{title.lower().replace(' ', '-')}.png"))
 
-            # Clicking a node of the graph selects its item in the picker
-            picker = page.get_by_label("item", exact=True).first
-            before = picker.input_value() if picker.count() else ""
-            graph = page.locator(".js-plotly-plot").nth(1)
-            k = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
-                               "'item groups (same support)')")
-            points = graph.locator("g.scatterlayer g.trace").nth(k).locator("path.point")
-            target = None
-            for j in range(points.count()):
-                name = graph.evaluate(
-                    f"gd => gd.data[{k}].hovertext[{j}].split('<br>')[0]")
-                if name and name.split(" [")[0] not in before:
-                    target = j
-                    break
-            assert target is not None, "every node is the selected one"
-            box = points.nth(target).bounding_box()
-            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-            page.wait_for_timeout(1500)
-            _settle(page)
-            expect(page.get_by_text("Everyone who likes").first).to_be_visible()
-            after = page.get_by_label("item", exact=True).first.input_value()
-            assert after != before, (before, after)
-
-            # The other Explore pages render charts without errors
-            for k, (title, heading) in enumerate([
-                    ("Convergence", "Convergence"),
-                    ("Dual GD", "Dual gradient descent on one item"),
-                    ("Phases", "Where the time goes"),
-                    ("Lanczos", "Approximate EVD by the modified Lanczos method")], start=6):
-                _nav(page, title)
-                expect(page.get_by_text(heading).first).to_be_visible()
-                expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-                _settle(page)
-                assert page.locator('[data-testid="stException"]').count() == 0
-                page.screenshot(path=str(ARTIFACTS / f"{k:02d}-{title.lower().replace(' ', '-')}.png"))
-
-            # Runs: the saved run and its comparison chart
-            _nav(page, "Runs")
-            expect(page.get_by_text("Runs to compare")).to_be_visible()
-            expect(page.get_by_text("Save name and note")).to_be_visible()
-            expect(page.locator(".js-plotly-plot").first).to_be_visible()
-            expect(page.get_by_role("button", name="Re-run this configuration")).to_be_visible()
-            _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "09-runs.png"), full_page=True)
-            assert "Traceback" not in page.content()
-        finally:
-            browser.close()
+        # Runs: the saved run and its comparison chart
+        _nav(page, "Runs")
+        expect(page.get_by_text("Runs to compare")).to_be_visible()
+        expect(page.get_by_text("Save name and note")).to_be_visible()
+        expect(page.locator(".js-plotly-plot").first).to_be_visible()
+        expect(page.get_by_role("button", name="Re-run this configuration")).to_be_visible()
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "09-runs.png"), full_page=True)
+        assert "Traceback" not in page.content()
 
 
 # ------------------------------------------------------------------ user text is text
@@ -298,246 +325,195 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
         server_with_a_marked_up_run):
     import re
 
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server_with_a_marked_up_run)
+    with _chromium() as browser:
+        page = _open_home(browser, server_with_a_marked_up_run)
 
-            # Runs: rename the run to Markdown; it shows as typed, never as a link
-            _nav(page, "Runs")
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_label("Name", exact=True))
-            expect(form).to_be_visible()
-            name = form.get_by_label("Name", exact=True)
-            name.fill(TITLE)
-            name.press("Enter")
-            page.get_by_role("button", name="Save name and note").click()
-            _settle(page)
-            expect(page.get_by_text("Delete this run")).to_be_visible()
-            page.get_by_role("button", name="Delete this run ...").click()
-            _settle(page)
-            warning = page.locator('[data-testid="stAlert"]').filter(has_text="for good?")
-            expect(warning).to_contain_text(f"Delete the run {TITLE}")
-            page.get_by_role("button", name="Cancel").click()
-            _settle(page)
-            legend = page.locator(".js-plotly-plot .legendtext").first
-            expect(legend).to_have_text(re.compile("^" + re.escape(TITLE)))  # the run's legend
-            assert _links_to_z(page) == []
-            assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
-            page.screenshot(path=str(ARTIFACTS / "10-runs-marked-up-name.png"), full_page=True)
+        # Runs: rename the run to Markdown; it shows as typed, never as a link
+        _nav(page, "Runs")
+        form = page.locator('[data-testid="stForm"]').filter(
+            has=page.get_by_label("Name", exact=True))
+        expect(form).to_be_visible()
+        name = form.get_by_label("Name", exact=True)
+        name.fill(TITLE)
+        name.press("Enter")
+        page.get_by_role("button", name="Save name and note").click()
+        _settle(page)
+        expect(page.get_by_text("Delete this run")).to_be_visible()
+        page.get_by_role("button", name="Delete this run ...").click()
+        _settle(page)
+        warning = page.locator('[data-testid="stAlert"]').filter(has_text="for good?")
+        expect(warning).to_contain_text(f"Delete the run {TITLE}")
+        page.get_by_role("button", name="Cancel").click()
+        _settle(page)
+        legend = page.locator(".js-plotly-plot .legendtext").first
+        expect(legend).to_have_text(re.compile("^" + re.escape(TITLE)))  # the run's legend
+        assert _links_to_z(page) == []
+        assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
+        page.screenshot(path=str(ARTIFACTS / "10-runs-marked-up-name.png"), full_page=True)
 
-            # Implications: the item titles, in words and in the figures
-            _nav(page, "Implications")
-            expect(page.get_by_role("heading", name="Implications between items")
-                   ).to_be_visible()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1",
-                                   timeout=120_000)
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            # the item titles, as typed: in the page's text and in its figures
-            expect(page.locator('[data-testid="stMarkdownContainer"]').filter(
-                has_text=TITLE).first).to_be_visible()
-            labels = page.locator(".js-plotly-plot text").all_text_contents()
-            assert any(t.startswith(ITEM_TITLE[:30]) for t in labels), labels
-            assert _links_to_z(page) == []
-            assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
-            page.screenshot(path=str(ARTIFACTS / "11-implications-marked-up-titles.png"),
-                            full_page=True)
-        finally:
-            browser.close()
+        # Implications: the item titles, in words and in the figures
+        _nav(page, "Implications")
+        expect(page.get_by_role("heading", name="Implications between items")
+               ).to_be_visible()
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1",
+                               timeout=120_000)
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        # the item titles, as typed: in the page's text and in its figures
+        expect(page.locator('[data-testid="stMarkdownContainer"]').filter(
+            has_text=TITLE).first).to_be_visible()
+        labels = page.locator(".js-plotly-plot text").all_text_contents()
+        assert any(t.startswith(ITEM_TITLE[:30]) for t in labels), labels
+        assert _links_to_z(page) == []
+        assert page.locator("strong", has_text=re.compile(r"^x$")).count() == 0
+        page.screenshot(path=str(ARTIFACTS / "11-implications-marked-up-titles.png"),
+                        full_page=True)
 
 
 # ------------------------------------------------------------------ one-class MF
 def test_data_train_ocmf_then_recommendations_for_a_user(server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server)
+    with _chromium() as browser:
+        page = _open_home(browser, server)
 
-            # Data: a small planted low-rank set with side features
-            _nav(page, "Data")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-            page.get_by_role("option", name="Planted low rank with side features").click()
-            _set_number(page, "n_users", 40)
-            _set_number(page, "n_items", 30)
-            page.get_by_role("button", name="Load", exact=True).click()
-            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
-            expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
-            _settle(page)
-            page.screenshot(path=str(ARTIFACTS / "ocmf-01-data.png"), full_page=True)
+        # Data: a small planted low-rank set with side features
+        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
+        _settle(page)
+        page.screenshot(path=str(ARTIFACTS / "ocmf-01-data.png"), full_page=True)
 
-            # Train: the OCMF family, rank 4, two outer iterations
-            _nav(page, "Train")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
-            page.get_by_role("option", name="One-class MF with side information (OCMF)").click()
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_role("spinbutton", name="k (rank)"))
-            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
-            form.get_by_role("spinbutton", name="k (rank)").fill("4")
-            form.get_by_role("spinbutton", name="outer iterations").fill("2")
-            page.get_by_role("button", name="Train", exact=True).click()
-            # the fit queues behind the server's warm-up of every family's kernels
-            expect(page.get_by_text("Result:")).to_be_visible(timeout=300_000)
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "ocmf-02-train.png"), full_page=True)
+        # Train: the OCMF family, rank 4, two outer iterations
+        form = _train_form(page, "k (rank)",
+                           "One-class MF with side information (OCMF)")
+        _fill(form, {"k (rank)": 4, "outer iterations": 2})
+        # the fit queues behind the server's warm-up of every family's kernels
+        _train(page, timeout=300_000)
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "ocmf-02-train.png"), full_page=True)
 
-            # OCMF: the objective split, then one user's recommendations
-            _nav(page, "OCMF")
-            expect(page.get_by_text("Recommendations for one user")).to_be_visible()
-            expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-            _settle(page)
-            before = page.get_by_label("User", exact=True).first.input_value()
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="User").click()
-            page.get_by_role("option").nth(1).click()
-            _settle(page)
-            after = page.get_by_label("User", exact=True).first.input_value()
-            assert after and after != before, (before, after)
-            # the chosen user's top-k: one row per rank, from 1
-            table = page.locator('[data-testid="stDataFrame"]').last
-            expect(table).to_be_visible()
-            expect(table).to_contain_text("held-out positive")
-            assert page.locator('[data-testid="stException"]').count() == 0
-            assert "Traceback" not in page.content()
-            page.screenshot(path=str(ARTIFACTS / "ocmf-03-recommendations.png"),
-                            full_page=True)
-        finally:
-            browser.close()
+        # OCMF: the objective split, then one user's recommendations
+        _nav(page, "OCMF")
+        expect(page.get_by_text("Recommendations for one user")).to_be_visible()
+        expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+        _settle(page)
+        before = page.get_by_label("User", exact=True).first.input_value()
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="User").click()
+        page.get_by_role("option").nth(1).click()
+        _settle(page)
+        after = page.get_by_label("User", exact=True).first.input_value()
+        assert after and after != before, (before, after)
+        # the chosen user's top-k: one row per rank, from 1
+        table = page.locator('[data-testid="stDataFrame"]').last
+        expect(table).to_be_visible()
+        expect(table).to_contain_text("held-out positive")
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Traceback" not in page.content()
+        page.screenshot(path=str(ARTIFACTS / "ocmf-03-recommendations.png"),
+                        full_page=True)
 
 
 # ------------------------------------------------------------------ generalized FM
 def test_train_gfm_then_recovery_preset_and_interactions(server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server)
+    with _chromium() as browser:
+        page = _open_home(browser, server)
 
-            # Data: a small planted low-rank set with side features
-            _nav(page, "Data")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-            page.get_by_role("option", name="Planted low rank with side features").click()
-            _set_number(page, "n_users", 40)
-            _set_number(page, "n_items", 30)
-            page.get_by_role("button", name="Load", exact=True).click()
-            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
-            _settle(page)
+        # Data: a small planted low-rank set with side features
+        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        _settle(page)
 
-            # Train: gFM, rank 2, three ALS passes (the automatic solver for ratings)
-            _nav(page, "Train")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
-            page.get_by_role("option", name="Generalized factorization machine (gFM)").click()
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_role("spinbutton", name="k (rank)"))
-            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
-            form.get_by_role("spinbutton", name="k (rank)").fill("2")
-            form.get_by_role("spinbutton", name="ALS passes").fill("3")
-            # an optional setting shows as an empty box that says "automatic"
-            batch = form.get_by_role("spinbutton", name="n (batch size)")
-            assert batch.input_value() == "" and batch.get_attribute("placeholder") == \
-                "automatic"
-            page.get_by_role("button", name="Train", exact=True).click()
-            expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
-            expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "gfm-01-train.png"), full_page=True)
+        # Train: gFM, rank 2, three ALS passes (the automatic solver for ratings)
+        form = _train_form(page, "k (rank)", "Generalized factorization machine (gFM)")
+        _fill(form, {"k (rank)": 2, "ALS passes": 3})
+        # an optional setting shows as an empty box that says "automatic"
+        batch = form.get_by_role("spinbutton", name="n (batch size)")
+        assert batch.input_value() == "" and batch.get_attribute("placeholder") == \
+            "automatic"
+        _train(page, timeout=180_000)
+        expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "gfm-01-train.png"), full_page=True)
 
-            # Recovery: a planted preset, fitted on request
-            _nav(page, "Recovery")
-            expect(page.get_by_role("heading", name="One-pass gFM: does it recover a planted "
-                                    "model?")).to_be_visible()
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Problem").click()
-            page.get_by_role("option", name="phase retrieval (k = 1, M* = u u^T, w* = 0)"
-                             ).click()
-            page.get_by_role("button", name="Fit").click()
-            expect(page.get_by_text("Error per batch, against the linear rate")).to_be_visible()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
-                                   timeout=120_000)
-            _settle(page)
-            legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
-            assert "fitted rate" in legend and "√(kd/n)" in legend, legend
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "gfm-02-recovery.png"), full_page=True)
+        # Recovery: a planted preset, fitted on request
+        _nav(page, "Recovery")
+        expect(page.get_by_role("heading", name="One-pass gFM: does it recover a planted "
+                                "model?")).to_be_visible()
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Problem").click()
+        page.get_by_role("option", name="phase retrieval (k = 1, M* = u u^T, w* = 0)"
+                         ).click()
+        page.get_by_role("button", name="Fit").click()
+        expect(page.get_by_text("Error per batch, against the linear rate")).to_be_visible()
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
+                               timeout=120_000)
+        _settle(page)
+        legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
+        assert "fitted rate" in legend and "√(kd/n)" in legend, legend
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "gfm-02-recovery.png"), full_page=True)
 
-            # Interactions: the trained run's strongest pairs and predictions
-            _nav(page, "Interactions")
-            expect(page.get_by_text("Strongest pairwise interactions")).to_be_visible()
-            expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3",
-                                   timeout=120_000)
-            expect(page.get_by_text("RMSE of the training mean")).to_be_visible()
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            assert "Traceback" not in page.content()
-            page.screenshot(path=str(ARTIFACTS / "gfm-03-interactions.png"), full_page=True)
-        finally:
-            browser.close()
+        # Interactions: the trained run's strongest pairs and predictions
+        _nav(page, "Interactions")
+        expect(page.get_by_text("Strongest pairwise interactions")).to_be_visible()
+        expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3",
+                               timeout=120_000)
+        expect(page.get_by_text("RMSE of the training mean")).to_be_visible()
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Traceback" not in page.content()
+        page.screenshot(path=str(ARTIFACTS / "gfm-03-interactions.png"), full_page=True)
 
 
 # ------------------------------------------------------------------ kernel matrix completion
 def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _open_home(browser, server)
+    with _chromium() as browser:
+        page = _open_home(browser, server)
 
-            # Data: Gapminder life expectancy, countries x years with region and year graphs
-            _nav(page, "Data")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-            page.get_by_role("option", name="Gapminder countries x years").click()
-            page.get_by_role("button", name="Load", exact=True).click()
-            expect(page.get_by_text("Train / validation / test split")).to_be_visible()
-            expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("185")
-            _settle(page)
+        # Data: Gapminder life expectancy, countries x years with region and year graphs
+        _load_builtin(page, "Gapminder countries x years")
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("185")
+        _settle(page)
 
-            # Train: kernel MC with its defaults (KKMCEX by conjugate gradients)
-            _nav(page, "Train")
-            page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
-            page.get_by_role("option", name="Kernel MC (kernel matrix completion)").click()
-            form = page.locator('[data-testid="stForm"]').filter(
-                has=page.get_by_role("spinbutton", name="max iterations"))
-            expect(form).to_be_visible(timeout=120_000)  # after the Numba warm-up
-            page.get_by_role("button", name="Train", exact=True).click()
-            expect(page.get_by_text("Result:")).to_be_visible(timeout=180_000)
-            expect(page.get_by_text("test NMSE", exact=True)).to_be_visible()
-            _settle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "kmc-01-train.png"), full_page=True)
+        # Train: kernel MC with its defaults (KKMCEX by conjugate gradients)
+        _train_form(page, "max iterations", "Kernel MC (kernel matrix completion)")
+        _train(page, timeout=180_000)
+        expect(page.get_by_text("test NMSE", exact=True)).to_be_visible()
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "kmc-01-train.png"), full_page=True)
 
-            # Completion: the four maps, then whole countries hidden and refitted
-            _nav(page, "Completion")
-            expect(page.get_by_role("heading", name="Truth, mask, estimate and error")
-                   ).to_be_visible()
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5",
-                                   timeout=120_000)
-            page.get_by_role("button", name="Hide and refit").click()
-            expect(page.get_by_text("rows hidden").first).to_be_visible(timeout=120_000)
-            _settle(page)
-            expect(page.get_by_text("cold start", exact=True).first).to_be_visible()
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.screenshot(path=str(ARTIFACTS / "kmc-02-completion.png"), full_page=True)
+        # Completion: the four maps, then whole countries hidden and refitted
+        _nav(page, "Completion")
+        expect(page.get_by_role("heading", name="Truth, mask, estimate and error")
+               ).to_be_visible()
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5",
+                               timeout=120_000)
+        page.get_by_role("button", name="Hide and refit").click()
+        expect(page.get_by_text("rows hidden").first).to_be_visible(timeout=120_000)
+        _settle(page)
+        expect(page.get_by_text("cold start", exact=True).first).to_be_visible()
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "kmc-02-completion.png"), full_page=True)
 
-            # Nyström: the run's row kernel, its leverage scores, and the error curves
-            _nav(page, "Nyström")
-            expect(page.get_by_role("heading", name="Leverage-score map")).to_be_visible()
-            expect(page.get_by_text("d_eff(α)", exact=True)).to_be_visible()
-            page.get_by_role("button", name="Compute the error curves").click()
-            page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some("
-                                   "e => e.textContent.includes('ridge leverage (exact)'))",
-                                   timeout=180_000)
-            _settle(page)
-            legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
-            assert "ridge leverage (exact)" in legend and "uniform" in legend, legend
-            assert page.locator('[data-testid="stException"]').count() == 0
-            assert "Traceback" not in page.content()
-            page.screenshot(path=str(ARTIFACTS / "kmc-03-nystrom.png"), full_page=True)
-        finally:
-            browser.close()
+        # Nyström: the run's row kernel, its leverage scores, and the error curves
+        _nav(page, "Nyström")
+        expect(page.get_by_role("heading", name="Leverage-score map")).to_be_visible()
+        expect(page.get_by_text("d_eff(α)", exact=True)).to_be_visible()
+        page.get_by_role("button", name="Compute the error curves").click()
+        page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some("
+                               "e => e.textContent.includes('ridge leverage (exact)'))",
+                               timeout=180_000)
+        _settle(page)
+        legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
+        assert "ridge leverage (exact)" in legend and "uniform" in legend, legend
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Traceback" not in page.content()
+        page.screenshot(path=str(ARTIFACTS / "kmc-03-nystrom.png"), full_page=True)
