@@ -152,10 +152,9 @@ def _gradient_row(i, indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out
 
 
 @njit(**JIT)
-def _hvp_row(i, indptr, idx, N, O, d2, U_out):
+def _hvp_add_pairs(i, indptr, idx, N, O, d2, U_out):
+    """Row i's pair terms of the Hessian-vector product, added to ``U_out[i]``."""
     k = O.shape[1]
-    for f in range(k):
-        U_out[i, f] = 0.0
     for e in range(indptr[i], indptr[i + 1]):
         j = idx[e]
         t = 0.0
@@ -164,22 +163,23 @@ def _hvp_row(i, indptr, idx, N, O, d2, U_out):
         t *= d2[e]
         for f in range(k):
             U_out[i, f] += t * O[j, f]
+
+
+# The two rows below share their pair loop through _hvp_add_pairs, at the speed of a copied
+# loop (interleaved micro-timing on ML100K-sized pairs, k = 64; the results are bit-identical).
+@njit(**JIT)
+def _hvp_row(i, indptr, idx, N, O, d2, U_out):
+    for f in range(O.shape[1]):
+        U_out[i, f] = 0.0
+    _hvp_add_pairs(i, indptr, idx, N, O, d2, U_out)
 
 
 @njit(**JIT)
 def _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out):
-    k = O.shape[1]
     bw = base_w[i]
-    for f in range(k):
+    for f in range(O.shape[1]):
         U_out[i, f] = bw * base[i, f]
-    for e in range(indptr[i], indptr[i + 1]):
-        j = idx[e]
-        t = 0.0
-        for f in range(k):
-            t += N[i, f] * O[j, f]
-        t *= d2[e]
-        for f in range(k):
-            U_out[i, f] += t * O[j, f]
+    _hvp_add_pairs(i, indptr, idx, N, O, d2, U_out)
 
 
 # float32 twins of the two passes TRON repeats (value + gradient, Hessian-vector): the
