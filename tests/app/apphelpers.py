@@ -46,15 +46,19 @@ def goto(at: AppTest, page: str) -> AppTest:
     return at
 
 
-def load_planted(at, n_users=30, n_items=20, D=3) -> AppTest:
+def load_builtin(at, name: str, **options) -> AppTest:
+    """On the Data page: load the built-in dataset `name` with these number options."""
     goto(at, DATA)
-    at.selectbox(key="data_builtin").set_value("planted-km").run()
-    at.number_input(key="data_planted-km_n_users").set_value(n_users)
-    at.number_input(key="data_planted-km_n_items").set_value(n_items)
-    at.number_input(key="data_planted-km_D").set_value(D)
+    at.selectbox(key="data_builtin").set_value(name).run()
+    for option, value in options.items():
+        at.number_input(key=f"data_{name}_{option}").set_value(value)
     at.button(key="data_load_builtin").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     return at
+
+
+def load_planted(at, n_users=30, n_items=20, D=3) -> AppTest:
+    return load_builtin(at, "planted-km", n_users=n_users, n_items=n_items, D=D)
 
 
 def wait_job(at, timeout=TIMEOUT) -> None:
@@ -71,20 +75,35 @@ def train_button(at):
     return [b for b in at.button if b.label == "Train"][0]
 
 
-def train(at, *, D=3, max_iter=3, tol=0.0, bqp_solver=None, wait=True) -> AppTest:
-    """Set the KM form's main settings on the Train page and press Train."""
+def pick_family(at, family: str) -> AppTest:
+    """The Train page with the model family `family` chosen."""
     goto(at, TRAIN)
-    at.number_input(key="train_km_D").set_value(D)
-    at.number_input(key="train_km_max_iter").set_value(max_iter)
-    if tol is not None:
-        at.number_input(key="train_km_tol").set_value(tol)
-    if bqp_solver is not None:
-        at.selectbox(key="train_km_bqp_solver").set_value(bqp_solver)
+    at.selectbox(key="train_family").set_value(family).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def submit_train(at, numbers: dict, *, wait=True, timeout=TIMEOUT) -> AppTest:
+    """On the Train page: set these number inputs (key: value), press Train and, if `wait`,
+    wait for the job."""
+    for key, value in numbers.items():
+        at.number_input(key=key).set_value(value)
     train_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     if wait:
-        wait_job(at)
+        wait_job(at, timeout)
     return at
+
+
+def train(at, *, D=3, max_iter=3, tol=0.0, bqp_solver=None, wait=True) -> AppTest:
+    """Set the KM form's main settings on the Train page and press Train."""
+    goto(at, TRAIN)
+    numbers = {"train_km_D": D, "train_km_max_iter": max_iter}
+    if tol is not None:
+        numbers["train_km_tol"] = tol
+    if bqp_solver is not None:
+        at.selectbox(key="train_km_bqp_solver").set_value(bqp_solver)
+    return submit_train(at, numbers, wait=wait)
 
 
 def only_run(at):

@@ -8,8 +8,8 @@ import numpy as np
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import (CONVERGENCE, DATA, TRAIN, goto, new_session, plain_text,
-                         plotly_specs, texts, train_button, wait_job)
+from .apphelpers import (CONVERGENCE, goto, load_builtin, new_session, pick_family,
+                         plain_text, plotly_specs, submit_train, texts)
 
 RECOVERY = "app_pages/gfm_recovery.py"
 INTERACTIONS = "app_pages/gfm_interactions.py"
@@ -25,30 +25,20 @@ def _values(data):
     return np.asarray(data, dtype=float)
 
 
-def _load_planted_lowrank(at):
-    goto(at, DATA)
-    at.selectbox(key="data_builtin").set_value("planted-lowrank").run()
-    at.number_input(key="data_planted-lowrank_n_users").set_value(60)
-    at.number_input(key="data_planted-lowrank_n_items").set_value(40)
-    at.button(key="data_load_builtin").click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
+def _gfm_session():
+    """A session with a small planted low-rank set loaded, on the Train page with gFM chosen."""
+    at = new_session()
+    at.default_timeout = TIMEOUT
+    load_builtin(at, "planted-lowrank", n_users=60, n_items=40)
+    return pick_family(at, "gfm")
 
 
 def test_train_gfm_and_explore_its_interactions():
-    at = new_session()
-    at.default_timeout = TIMEOUT
-    _load_planted_lowrank(at)
-    goto(at, TRAIN)
-    at.selectbox(key="train_family").set_value("gfm").run()
-    assert not at.exception
+    at = _gfm_session()
     # the form is gFM's; its optional parameters start empty ("automatic")
     assert at.number_input(key="train_gfm_batch_size").value is None
     assert at.selectbox(key="train_gfm_user_ids").value is None
-    at.number_input(key="train_gfm_rank").set_value(2)
-    at.number_input(key="train_gfm_n_passes").set_value(4)
-    train_button(at).click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    wait_job(at, TIMEOUT)
+    submit_train(at, {"train_gfm_rank": 2, "train_gfm_n_passes": 4}, timeout=TIMEOUT)
     job = at.session_state[StateKeys.JOB]
     assert job.status == "done", job.progress()["message"]
     assert job.progress()["max_iter"] == 4  # the progress bar counts ALS passes
@@ -77,15 +67,9 @@ def test_train_gfm_and_explore_its_interactions():
 
 
 def test_onepass_divergence_on_ratings_is_explained():
-    at = new_session()
-    at.default_timeout = TIMEOUT
-    _load_planted_lowrank(at)
-    goto(at, TRAIN)
-    at.selectbox(key="train_family").set_value("gfm").run()
+    at = _gfm_session()
     at.selectbox(key="train_gfm_solver").set_value("onepass")
-    at.number_input(key="train_gfm_n_batches").set_value(6)
-    train_button(at).click().run()
-    wait_job(at, TIMEOUT)
+    submit_train(at, {"train_gfm_n_batches": 6}, timeout=TIMEOUT)
     # the result says, in words, what to do
     words = plain_text(" ".join(texts(at)))
     assert "diverging" in words and "solver='als'" in words, words[:2000]

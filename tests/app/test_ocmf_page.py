@@ -5,23 +5,16 @@ import numpy as np
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import TRAIN, goto, new_session, train_button, wait_job
+from .apphelpers import goto, new_session, pick_family, submit_train
 
 OCMF_PAGE = "app_pages/ocmf.py"
 
 
 def test_train_ocmf_from_the_train_page_and_explore_it():
-    at = goto(new_session(), TRAIN)
-    at.selectbox(key="train_family").set_value("ocmf").run()
-    assert not at.exception
+    at = pick_family(new_session(), "ocmf")
     # the form is OCMF's, built from its declared parameters
     assert at.number_input(key="train_ocmf_k") is not None
-    at.number_input(key="train_ocmf_k").set_value(8)
-    at.number_input(key="train_ocmf_max_iter").set_value(2)
-    at.number_input(key="train_ocmf_threshold").set_value(4.0)
-    train_button(at).click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    wait_job(at)
+    submit_train(at, {"train_ocmf_k": 8, "train_ocmf_max_iter": 2, "train_ocmf_threshold": 4.0})
     job = at.session_state[StateKeys.JOB]
     assert job.status == "done", job.progress()["message"]
     run = next(iter(at.session_state[StateKeys.RUNS].values()))

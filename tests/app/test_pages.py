@@ -17,7 +17,7 @@ from kmviz.viz.convergence import MEAN_PREDICTOR
 from tests.app.apphelpers import (CONVERGENCE, DATA, KM_DUAL, KM_IMPLICATIONS, KM_LANCZOS,
                                   KM_PHASES, RUNS, TIMEOUT, TRAIN, cli_train, goto,
                                   load_planted, metrics, new_session, only_run, plain_text,
-                                  plotly_specs, train, train_button, wait_job)
+                                  plotly_specs, submit_train, train, wait_job)
 
 
 @pytest.fixture()
@@ -283,14 +283,8 @@ def test_implications_page(trained):
 
 
 def test_km_trained_on_likes_sets_the_pages_liked_default():
-    at = load_planted(new_session())
-    goto(at, TRAIN)
-    at.number_input(key="train_km_D").set_value(3)
-    at.number_input(key="train_km_max_iter").set_value(3)
-    at.number_input(key="train_km_threshold").set_value(0.5)
-    train_button(at).click().run()
-    assert not at.exception and not at.error, [e.value for e in at.error]
-    wait_job(at)
+    at = goto(load_planted(new_session()), TRAIN)
+    submit_train(at, {"train_km_D": 3, "train_km_max_iter": 3, "train_km_threshold": 0.5})
     run = only_run(at)
     assert run.model.threshold_ == 0.5 and run.model.get_params()["threshold"] == 0.5
     at = goto(at, KM_IMPLICATIONS)
@@ -504,10 +498,7 @@ def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained
     assert at.session_state["train_km_D"] == 3 and at.session_state["train_km_random_state"] == 0
     split = at.session_state[StateKeys.SPLIT]
     assert split.train.fingerprint() == first.split.train.fingerprint()
-    goto(at, TRAIN)
-    train_button(at).click().run()
-    assert not at.exception and not at.error
-    wait_job(at)
+    submit_train(goto(at, TRAIN), {})
     rerun = only_run(at)
     assert rerun.run_id != first.run_id
     assert rerun.params == first.params
@@ -537,9 +528,7 @@ def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path,
     whole = fresh.session_state[StateKeys.DATASET]
     assert whole.fingerprint() == at.session_state[StateKeys.DATASET].fingerprint()
     assert list(whole.item_ids) == list(range(8))
-    goto(fresh, TRAIN)
-    train_button(fresh).click().run()
-    wait_job(fresh)
+    submit_train(goto(fresh, TRAIN), {})
     rerun = only_run(fresh)
     assert [r["objective"] for r in rerun.trace.rows] == [
         r["objective"] for r in first.trace.rows]
