@@ -43,6 +43,7 @@ import warnings
 import numpy as np
 
 from _common import footer, header, load_avg, load_ml100k, parser, table
+from implications_vs_rules import heldout_summary
 
 LIKED = 4.0
 MIN_RATINGS = 20
@@ -81,19 +82,9 @@ def ranked(model, train, held, keep, cand, liked=LIKED):
 
 
 def pooled(train, held, df, k, seed, liked=LIKED):
-    from kmviz.rules import pooled_heldout_lift
-
-    top = df.head(k)
-    s = pooled_heldout_lift(train, held, top["antecedent"], top["consequent"], liked=liked,
-                            n_boot=1000, random_state=seed)
-    return {"pairs": s["pairs"], "median co-support": float(np.median(top["co_support"]))
-            if len(top) else np.nan, "held-out n": s["heldout_n"],
-            "conf": s["confidence"], "lift": s["lift"],
-            "lift 95% CI": f"{s['lift_lo']:.2f}-{s['lift_hi']:.2f}"
-            if np.isfinite(s["lift_lo"]) else "-",
-            "median base rate": float(np.median(top["base_rate"])) if len(top) else np.nan,
-            "lift >= 1.5 & conf >= 0.6": "yes" if s["lift"] >= 1.5 and s["confidence"] >= 0.6
-            else "no"}
+    names = {"held-out conf": "conf", "held-out lift": "lift"}
+    return {names.get(key, key): value
+            for key, value in heldout_summary(train, held, df, k, seed, liked).items()}
 
 
 def selection(data, seed):
