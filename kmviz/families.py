@@ -220,9 +220,10 @@ register(Family(
         "matrix-free conjugate gradients; RRMCEX, ALS, SGD and nuclear-norm PG are the "
         "thesis's alternatives. Rows or columns with no observation are predicted through "
         "the kernels (cold start). Made for matrices whose side information explains the "
-        "values, such as Gapminder (a few seconds); the kernels are dense, so MovieLens's "
-        "9,066 items make each CG iteration a 9,066 × 9,066 product: minutes for 200 "
-        "iterations."),
+        "values, such as Gapminder (a few seconds). The kernels are dense: on MovieLens each "
+        "CG iteration multiplies by the 9,066 × 9,066 item kernel, and the defaults run 200 "
+        "iterations (about 4 minutes) without converging; tick *center* and set μ to 1-10 "
+        "(1-2 minutes, test RMSE 0.94-0.95 against the mean's 1.06)."),
     metrics=("validation_nmse", "test_nmse", "train_nmse", "test_rmse"),
     label_params=("method", "mu"),
     telemetry="kmviz.kmc.telemetry",
