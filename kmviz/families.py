@@ -61,6 +61,8 @@ class Family:
     warmup : str
         A module with ``compile_kernels()`` and a ``__main__`` that compiles the family's
         Numba kernels (the app runs it at start-up in a child process); optional.
+    reference : str
+        The paper the family implements (markdown, one line), for the Home page.
     """
 
     name: str
@@ -76,6 +78,7 @@ class Family:
     contract_data: dict = field(default_factory=dict)
     cli_aliases: dict = field(default_factory=dict)
     warmup: str = ""
+    reference: str = ""
 
     def estimator_class(self):
         module, _, attr = self.estimator.partition(":")
@@ -184,6 +187,9 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
+    reference=("Duan, Ghauch, Kim, *Dual optimization for Kolmogorov model learning using "
+               "enhanced gradient descent*, IEEE TSP 2022 "
+               "([doi:10.1109/TSP.2022.3150953](https://doi.org/10.1109/TSP.2022.3150953))"),
 ))
 
 register(Family(
@@ -206,6 +212,8 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.ocmf.warmup",
+    reference=("Yu, Huang, Dhillon, Lin, *A unified algorithm for one-class structured matrix "
+               "factorization with side information*, AAAI 2017"),
 ))
 
 register(Family(
@@ -237,6 +245,8 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.kmc.warmup",
+    reference=("Giménez-Febrer, *Matrix completion with prior information in reproducing "
+               "kernel Hilbert spaces*, PhD thesis, Universitat Politècnica de Catalunya, 2020"),
 ))
 
 register(Family(
@@ -263,4 +273,6 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "n_passes"},
     warmup="kmviz.gfm.warmup",
+    reference=("Lin, Ye, *A non-convex one-pass framework for generalized factorization "
+               "machine and rank-one matrix sensing*, NIPS 2016"),
 ))

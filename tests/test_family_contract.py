@@ -376,3 +376,7 @@ def test_model_file_round_trip(fam, data, fitted, tmp_path, with_split):
         _assert_same_split(loaded_split, split)
     else:
         assert loaded_split is None
+
+
+def test_every_family_names_its_paper(fam):
+    assert fam.reference and "*" in fam.reference  # the title in italics

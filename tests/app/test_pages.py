@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from kmviz import families
 from kmviz.runs import RunStore, open_run
 from kmviz.ui.state import StateKeys
 from kmviz.ui.text import md_escape
@@ -32,6 +33,8 @@ def trained():
 def test_home_quick_start_loads_data_and_opens_train():
     at = new_session()
     assert "three steps" in " ".join(h.value for h in at.subheader)
+    papers = [m.value for m in at.markdown if m.value.startswith("Papers:")]
+    assert len(papers) == 1 and all(fam.title in papers[0] for fam in families.all_families())
     at.button(key="home_planted").click().run()
     assert not at.exception
     ratings = at.session_state[StateKeys.DATASET]
