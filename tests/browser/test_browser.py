@@ -156,12 +156,20 @@ def _fill(form, settings: dict) -> None:
         form.get_by_role("spinbutton", name=name).fill(str(value))
 
 
+#: Extra wait for a fit started while the app still compiles its Numba kernels (the first
+#: start after installing: every family's kernels, a few minutes on a busy 2-core box; the
+#: fit is queued behind the compilation, as the Train page says).
+COLD_COMPILE_MS = 600_000
+
+
 def _train(page, timeout: int) -> None:
     """Click Train and wait for the result."""
     from playwright.sync_api import expect
 
+    compiling = page.get_by_text("Compiling the Numba kernels").count() > 0
     page.get_by_role("button", name="Train", exact=True).click()
-    expect(page.get_by_text("Result:")).to_be_visible(timeout=timeout)
+    expect(page.get_by_text("Result:")).to_be_visible(
+        timeout=timeout + (COLD_COMPILE_MS if compiling else 0))
 
 
 #: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
