@@ -400,12 +400,20 @@ def _cmd_app(args) -> int:
               "default --host 127.0.0.1 unless you mean to share it.", file=sys.stderr,
               flush=True)
     print("Running " + " ".join(cmd), flush=True)
+    import signal
+
+    def stop(signum, frame):  # SIGTERM: subprocess.call ends the server, then we exit
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
         # from the app's folder, so Streamlit reads its .streamlit/config.toml (upload limit,
         # no file watcher ...) wherever `kmviz app` is started
         return subprocess.call(cmd, env=env, cwd=str(app.parent))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _data_dirs(given, env_value: str) -> list[str]:

@@ -74,11 +74,15 @@ def test_the_app_listens_on_localhost_only_by_default(tmp_path, how):
             time.sleep(0.3)
         addresses = _listening(port)
         assert addresses and set(addresses) <= LOOPBACK, addresses
-    finally:
+        # stopping the command (a service manager's SIGTERM) stops the server it started
         proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        proc.wait(timeout=30)
+        end = time.time() + 15
+        while _listening(port) and time.time() < end:
+            time.sleep(0.3)
+        assert not _listening(port), "the server outlived the command that started it"
+    finally:
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
         log.close()
