@@ -166,8 +166,12 @@ def _train(page, timeout: int) -> None:
     """Click Train and wait for the result."""
     from playwright.sync_api import expect
 
+    _settle(page)  # a click while the script still runs can be dropped by the rerun
     compiling = page.get_by_text("Compiling the Numba kernels").count() > 0
     page.get_by_role("button", name="Train", exact=True).click()
+    # the fit is under way (queued, running) or already done
+    expect(page.locator('[data-testid="stProgress"]').or_(page.get_by_text("Result:")).first
+           ).to_be_visible(timeout=60_000)
     expect(page.get_by_text("Result:")).to_be_visible(
         timeout=timeout + (COLD_COMPILE_MS if compiling else 0))
 
