@@ -36,7 +36,8 @@ def _is_indicator(s) -> bool:
     return len(values) > 0 and set(np.asarray(values, dtype=np.float64).tolist()) <= {0.0, 1.0}
 
 
-def encode_features(df, *, missing="error", what="features"):
+def encode_features(df, *, missing="error", what="features", bins=None, normalize=None,
+                    bias=False):
     """A DataFrame of side information as a numeric CSR matrix and its column names.
 
     Rules
@@ -53,6 +54,29 @@ def encode_features(df, *, missing="error", what="features"):
       does not list) is a row of zeros: an entity "without features" (see
       :class:`kmviz.ocmf.OneClassMF` for how such users and items are scored).
 
+    Three options shape the matrix for :class:`kmviz.ocmf.OneClassMF` (LightFM's feature
+    recipe; all off by default):
+
+    - ``bins``: numeric columns to cut into intervals, each interval one indicator column
+      ``"<column>=[lo, hi)"`` (a missing value sets none), instead of one standardized
+      column: ``{"year": 10}`` (decades: intervals of width 10 aligned on multiples of 10),
+      ``{"age": [18, 25, 35, 45, 56]}`` (edges; values below the first or from the last
+      edge get the open intervals ``(-inf, 18)`` and ``[56, inf)``). A linear score in a
+      standardized number can only rise or fall with it; bins let each interval have its
+      own effect.
+    - ``normalize``: ``"l1"`` scales each row so its absolute values sum to 1 (LightFM's
+      advice for its feature matrices), ``"l2"`` to unit Euclidean norm; rows of zeros stay
+      zero. Without it an entity with many flags (a film in five genres) gets an embedding
+      five flags long, and one with a single flag one flag long.
+    - ``bias``: append a constant column ``"bias"`` equal to 1 in EVERY row (after the
+      normalization, so it is not rescaled; rows without features get it too). On the user
+      side of the OCMF model, ``s_ij = b_i^T h_j`` with ``b_i = W^T x_i``, the bias column
+      adds one shared vector ``w_0`` to every user, so ``w_0^T h_j`` is a learned item
+      popularity term; with item features and no item identity it is a popularity prior
+      by features, the only way a model without ratings of an item can rank it by how
+      popular films like it are. On the item side it gives each user an activity term
+      (no effect on a user's ranking).
+
     Parameters
     ----------
     df : DataFrame
@@ -60,6 +84,10 @@ def encode_features(df, *, missing="error", what="features"):
     missing : {"error", "zero"}, default="error"
     what : str
         Name used in messages ("user_features").
+    bins : dict or None
+        ``{column: width (int or float) or increasing edges (sequence)}``.
+    normalize : {None, "l1", "l2"}, default=None
+    bias : bool, default=False
 
     Returns
     -------
@@ -76,9 +104,19 @@ def encode_features(df, *, missing="error", what="features"):
     empty_rows = df.isna().all(axis=1).to_numpy() if df.shape[1] else np.ones(n, bool)
     blocks, names = [], []
     filled = 0
+    bins = dict(bins or {})
+    unknown = [c for c in bins if c not in df.columns]
+    if unknown:
+        raise ValueError(f"bins names column(s) {unknown} that {what} does not have; its "
+                         f"columns are {list(map(str, df.columns))}")
     for col in df.columns:
         s = df[col]
         numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        if col in bins:
+            block, labels = _binned(s, bins[col], col, what)
+            blocks.append(block)
+            names.extend(labels)
+            continue
         if numeric and _is_indicator(s):
             # a 0/1 flag (a genre) stays a sparse indicator: centring it would make it
             # dense and couple it with every identity column (an ill-conditioned block)
@@ -123,8 +161,66 @@ def encode_features(df, *, missing="error", what="features"):
         X = sp.csr_matrix((n, 0))
     X = X.tocsr()  # rows without any value are zero already (no indicator, 0 for numbers)
     X.eliminate_zeros()
+    X = normalize_rows(X, normalize)
+    if bias:
+        X = sp.hstack([X, sp.csr_matrix(np.ones((n, 1)))], format="csr")
+        names.append("bias")
     info = {"n_missing_filled": filled, "n_rows_without_features": int(empty_rows.sum())}
     return X, names, info
+
+
+NORMALIZE = (None, "l1", "l2")
+
+
+def normalize_rows(F, normalize):
+    """``F`` (CSR) with each nonzero row scaled to unit l1 (``"l1"``) or l2 (``"l2"``) norm;
+    None returns it unchanged. Rows of zeros stay zero."""
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize must be one of {NORMALIZE}; got {normalize!r}")
+    F = sp.csr_matrix(F, dtype=np.float64)
+    if normalize is None or F.shape[1] == 0:
+        return F
+    if normalize == "l1":
+        norms = np.asarray(abs(F).sum(axis=1)).ravel()
+    else:
+        norms = np.sqrt(np.asarray(F.multiply(F).sum(axis=1)).ravel())
+    scale = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    return (sp.diags(scale) @ F).tocsr()
+
+
+def _binned(s, spec, col, what):
+    """One indicator column per interval of a numeric column (see ``bins`` of
+    :func:`encode_features`)."""
+    x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64)
+    if np.isinf(x).any():
+        raise DataValueError(f"{what} column {col!r} holds infinite values",
+                             expected="finite numbers")
+    ok = ~np.isnan(x)
+    n = x.size
+    if np.ndim(spec) == 0:
+        width = float(spec)
+        if not width > 0:
+            raise ValueError(f"bins[{col!r}] = {spec!r}: a width must be positive")
+        lo = np.floor(x[ok] / width) * width if ok.any() else np.zeros(0)
+        starts = np.unique(lo)
+        code = np.searchsorted(starts, np.floor(x / width) * width)
+        labels = [f"{col}=[{a:g}, {a + width:g})" for a in starts]
+    else:
+        edges = np.asarray(spec, dtype=np.float64)
+        if edges.ndim != 1 or edges.size == 0 or np.any(np.diff(edges) <= 0):
+            raise ValueError(f"bins[{col!r}] must be a positive width or increasing edges; "
+                             f"got {spec!r}")
+        bounds = np.concatenate([[-np.inf], edges, [np.inf]])
+        code = np.searchsorted(edges, x, side="right")   # 0 .. len(edges)
+        used = np.unique(code[ok])
+        remap = np.full(bounds.size - 1, -1)
+        remap[used] = np.arange(used.size)
+        labels = [f"{col}={'(' if u == 0 else '['}{bounds[u]:g}, {bounds[u + 1]:g})"
+                  for u in used]
+        code = remap[np.minimum(code, bounds.size - 2)]
+    rows = np.flatnonzero(ok)
+    block = sp.csr_matrix((np.ones(rows.size), (rows, code[ok])), shape=(n, len(labels)))
+    return block, labels
 
 
 def check_feature_matrix(F, n_rows, what, *, n_users_word="rows"):

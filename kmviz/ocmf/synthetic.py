@@ -6,7 +6,9 @@ Users and items get latent vectors that are partly linear in their side features
 
 (f_i ~ N(0, I_du), g_j ~ N(0, I_dv), A ~ N(0, 1/du), C ~ N(0, 1/dv), e ~ N(0, I_k); s is
 ``feature_share``). The affinity is ``a_ij = b_i^T h_j / sqrt(k) + beta_j`` with an item
-popularity ``beta_j ~ N(0, popularity^2)``; pair (i, j) is a TRUE positive with probability
+popularity ``beta_j = popularity (sqrt(t) g_j^T c + sqrt(1 - t) e''_j)`` (c ~ N(0, 1/dv),
+e'' ~ N(0, 1); t is ``popularity_share``, 0 by default: popularity unrelated to the
+features); pair (i, j) is a TRUE positive with probability
 ``sigmoid(sharpness (a_ij - tau))``, tau set so that the expected density is ``density``;
 each true positive is OBSERVED with probability ``label_rate`` (the PU setting: the rest are
 indistinguishable from negatives). So the truth knows which feature moves which latent
@@ -48,6 +50,9 @@ class PlantedPUTruth:
     probability : ndarray (n_users, n_items)
         P(true positive) of every pair.
     feature_share, label_rate : float
+    popularity_effects : ndarray (n_item_features,)
+        c: how each item feature moves the popularity beta (zeros when
+        ``popularity_share`` is 0).
     """
 
     user_effects: np.ndarray
@@ -60,6 +65,7 @@ class PlantedPUTruth:
     probability: np.ndarray
     feature_share: float
     label_rate: float
+    popularity_effects: np.ndarray = None
 
     def affinity(self) -> np.ndarray:
         """``b_i^T h_j / sqrt(k) + beta_j`` for every pair (n_users x n_items)."""
@@ -73,7 +79,8 @@ def _sigmoid(z):
 
 def make_planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_features=4,
                     feature_share=0.7, density=0.05, label_rate=0.8, popularity=0.5,
-                    sharpness=4.0, graph_neighbors=10, random_state=None):
+                    sharpness=4.0, graph_neighbors=10, popularity_share=0.0,
+                    random_state=None):
     """Planted one-class data with side features; returns ``(ratings, truth)``.
 
     Parameters
@@ -94,6 +101,11 @@ def make_planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_
         Slope of the sigmoid from affinity to probability.
     graph_neighbors : int >= 0, default=10
         Neighbours of the user graph (kNN on the true b); 0 for none.
+    popularity_share : float in [0, 1], default=0.0
+        Share of the popularity's variance explained by the item features (1: popular
+        items are those with the right features, ``beta = popularity g_j^T c``; the
+        direction c is ``truth.popularity_effects``). The draws of the default 0 are those
+        of earlier versions (the same seed gives the same data).
     random_state : None, int or numpy.random.Generator
 
     Returns
@@ -116,6 +128,7 @@ def make_planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_
     check_number(owner, "popularity", popularity, low=0.0)
     check_number(owner, "sharpness", sharpness, low=0.0, closed="neither")
     check_number(owner, "graph_neighbors", graph_neighbors, kind=int, low=0)
+    check_number(owner, "popularity_share", popularity_share, low=0.0, high=1.0)
     rng = check_random_state(random_state)
     du, dv = int(n_user_features), int(n_item_features)
     s = float(feature_share) if (du and dv) else 0.0
@@ -128,6 +141,11 @@ def make_planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_
     b = np.sqrt(su) * (Fu @ A) + np.sqrt(1.0 - su) * rng.standard_normal((n_users, k))
     h = np.sqrt(sv) * (Fv @ C) + np.sqrt(1.0 - sv) * rng.standard_normal((n_items, k))
     beta = float(popularity) * rng.standard_normal(n_items)
+    c_pop = np.zeros(dv)
+    t = float(popularity_share) if dv else 0.0
+    if t > 0:
+        c_pop = rng.standard_normal(dv) / np.sqrt(dv)
+        beta = np.sqrt(1.0 - t) * beta + np.sqrt(t) * float(popularity) * (Fv @ c_pop)
     aff = b @ h.T / np.sqrt(k) + beta[None, :]
     # tau: the mean probability equals density (bisection on a monotone function)
     lo, hi = float(aff.min()) - 20.0, float(aff.max()) + 20.0
@@ -155,16 +173,17 @@ def make_planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_
         user_effects=A, item_effects=C, user_latent=b, item_latent=h, item_bias=beta,
         positives=sp.csr_matrix(true_pos.astype(np.float64)),
         observed=sp.csr_matrix(seen.astype(np.float64)), probability=prob,
-        feature_share=s, label_rate=float(label_rate))
+        feature_share=s, label_rate=float(label_rate), popularity_effects=c_pop)
     return ratings, truth
 
 
 def planted_pu(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_features=4,
                feature_share=0.7, density=0.05, label_rate=0.8, popularity=0.5,
-               sharpness=4.0, graph_neighbors=10, random_state=None) -> Ratings:
+               sharpness=4.0, graph_neighbors=10, popularity_share=0.0,
+               random_state=None) -> Ratings:
     """The Ratings of :func:`make_planted_pu` (same parameters), without the truth."""
     return make_planted_pu(n_users, n_items, k, n_user_features=n_user_features,
                            n_item_features=n_item_features, feature_share=feature_share,
                            density=density, label_rate=label_rate, popularity=popularity,
                            sharpness=sharpness, graph_neighbors=graph_neighbors,
-                           random_state=random_state)[0]
+                           popularity_share=popularity_share, random_state=random_state)[0]
