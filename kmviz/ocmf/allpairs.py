@@ -191,6 +191,22 @@ class BlockTerms:
         self._EOc = (None, None)     # (E, E O_c): shared by L-'s value and its gradient
         self._w2 = None
 
+    def rotate(self, V) -> None:
+        """Re-express the fixed side in the orthonormal basis V (k x k): ``O <- O V``,
+        ``O_c <- V^T O_c V``, ``O^T b <- V^T O^T b``. Scores ``e_i . o_j`` are unchanged
+        for embeddings rotated the same way (``E V``), so the block problem in ``W V`` has
+        the same values, and gradients and Hessian products rotated by V. With V the
+        eigenvectors of O_c, the all-pairs part ``2 a_i O_c`` of every row's k x k Hessian
+        block becomes diagonal: a Jacobi preconditioner then sees it exactly
+        (:class:`kmviz.ocmf.problem.BlockProblem`, ``basis="eig"``)."""
+        V = _f64(V)
+        self.O = _f64(self.O @ V)
+        self._Ok = self.O if self.dtype == np.float64 else self.O.astype(self.dtype)
+        Oc = V.T @ self.Oc @ V
+        self.Oc = 0.5 * (Oc + Oc.T)
+        self.ov = V.T @ self.ov
+        self._EOc = (None, None)
+
     # -- value -----------------------------------------------------------------------
     def _e_oc(self, E) -> np.ndarray:
         """``E O_c`` (rows x k), computed once per point for L-'s value and gradient."""

@@ -129,7 +129,7 @@ def _trpcg(problem, delta, g, M, max_cg):
 
 
 def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
-         precondition=True) -> SolverResult:
+         precondition=True, pcg_alpha=PCG_ALPHA) -> SolverResult:
     """Trust-region Newton with (preconditioned) CG on ``problem``.
 
     Parameters
@@ -152,7 +152,13 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
         progress), or a given number.
     precondition : bool, default=True
         Use the problem's diagonal preconditioner when it has one.
+    pcg_alpha : float, default=0.01
+        The weight a of ``M = (1 - a) I + a diag(H)``: LIBLINEAR's 0.01 by default; 1 is
+        plain Jacobi, the better choice when the Hessian is nearly diagonal (OCMF's blocks
+        in the eigenbasis of the fixed side's Gramian, ``BlockProblem(basis="eig")``).
     """
+    if not 0.0 < pcg_alpha <= 1.0:
+        raise ValueError(f"pcg_alpha must lie in (0, 1]; got {pcg_alpha!r}")
     n = x0.shape[0]
     max_cg = n if max_cg is None else int(max_cg)
     if gnorm0 is None or gnorm0 == "zero":
@@ -174,8 +180,11 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
     while res.n_iter < max_iter:
         if diag is not None:
             M = np.array(diag(), dtype=np.float64)   # (1 - a) + a diag(H), in place
-            M *= PCG_ALPHA
-            M += 1.0 - PCG_ALPHA
+            if pcg_alpha != 1.0:
+                M *= pcg_alpha
+                M += 1.0 - pcg_alpha
+            else:   # plain Jacobi: a zero (or negative) diagonal entry falls back to 1
+                M[~(M > 0.0)] = 1.0
         else:
             M = np.ones(n)
         if res.n_iter == 0 and not res.steps:

@@ -1,0 +1,119 @@
+"""TRON's blocks in the eigenbasis of the fixed side's Gramian (``BlockProblem(basis="eig")``)
+with a plain Jacobi preconditioner (``tron(pcg_alpha=1)``): the same objective, the naive
+O(mn) oracles' gradient and Hessian rotated by V, the same block minimum as LIBLINEAR's
+setting in W's own basis, and never a step that raises the objective."""
+
+import numpy as np
+import pytest
+
+from kmviz.ocmf import BlockProblem, tron
+from kmviz.ocmf import _reference as R
+from kmviz.ocmf.losses import LOSSES
+
+SIDE_CASES = [  # (user features, item features, graph, identity)
+    (True, True, True, True),
+    (False, False, False, True),
+    (True, True, False, False),
+]
+SIDE_IDS = ["features+graph", "plain", "inductive"]
+
+
+def _problems(t, small_d="off", basis=None):
+    Q = t.Z.apply(t.Wv)
+    pw = BlockProblem(t.loss.block("rows", Q), t.X, t.lam_w, t.L, t.lam_graph, small_d,
+                      basis=basis)
+    P = t.X.apply(t.Wu)
+    ph = BlockProblem(t.loss.block("cols", P), t.Z, t.lam_h, None, 0.0, small_d,
+                      basis=basis)
+    return pw, ph
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+@pytest.mark.parametrize("case", SIDE_CASES, ids=SIDE_IDS)
+@pytest.mark.parametrize("small_d", ["off", "on"])
+def test_rotated_block_equals_the_naive_computation(tiny_factory, loss, case, small_d):
+    uf, vf, graph, identity = case
+    t = tiny_factory(loss, user_features=uf, item_features=vf, graph=graph,
+                     identity=identity, seed=7 + len(loss))
+    pw, ph = _problems(t, small_d, basis="eig")
+    a = dict(X=t.Xd, Z=t.Zd, Y=t.Y, loss=t.loss_name, p=t.p, q=t.q, a_bar=t.a_bar)
+    for prob in (pw, ph):
+        V = prob.V
+        np.testing.assert_allclose(V.T @ V, np.eye(t.k), atol=1e-12)
+        # the rotated Gramian is diagonal: the point of the basis
+        Oc = prob.terms.Oc
+        assert np.abs(Oc - np.diag(np.diag(Oc))).max() <= 1e-10 * np.abs(Oc).max()
+    # round trip
+    np.testing.assert_allclose(pw.from_inner(pw.to_inner(t.Wu)), t.Wu, atol=1e-13)
+    f_naive = R.objective(t.Wu, t.Wv, lam_w=t.lam_w, lam_h=t.lam_h, lam_g=t.lam_g, L=t.L, **a)
+    P = t.X.apply(t.Wu)
+    graph_term = t.lam_graph * np.sum(P * (t.L @ P)) if t.L is not None else 0.0
+    xw, xh = pw.to_inner(t.Wu), ph.to_inner(t.Wv)
+    fw = pw.fun(xw) + t.loss.constant + t.lam_h * np.sum(t.Wv ** 2)
+    fh = ph.fun(xh) + t.loss.constant + t.lam_w * np.sum(t.Wu ** 2) + graph_term
+    assert fw == pytest.approx(f_naive, rel=1e-12, abs=1e-12)
+    assert fh == pytest.approx(f_naive, rel=1e-12, abs=1e-12)
+    # gradient and Hessian-vector products: the naive ones times V
+    gw = pw.grad(xw).reshape(t.Wu.shape)
+    gh = ph.grad(xh).reshape(t.Wv.shape)
+    Gw = R.grad_user(t.Wu, t.Wv, lam_w=t.lam_w, lam_g=t.lam_g, L=t.L, **a)
+    Gh = R.grad_item(t.Wu, t.Wv, lam_h=t.lam_h, **a)
+    np.testing.assert_allclose(gw, Gw @ pw.V, rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(gh, Gh @ ph.V, rtol=1e-10, atol=1e-11)
+    Su = t.rng.standard_normal(t.Wu.shape)
+    Sv = t.rng.standard_normal(t.Wv.shape)
+    Hu = R.hess_vec_user(t.Wu, t.Wv, Su, lam_w=t.lam_w, lam_g=t.lam_g, L=t.L, **a)
+    Hv = R.hess_vec_item(t.Wu, t.Wv, Sv, lam_h=t.lam_h, **a)
+    np.testing.assert_allclose(pw.hess_vec(pw.to_inner(Su)).reshape(Su.shape), Hu @ pw.V,
+                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(ph.hess_vec(ph.to_inner(Sv)).reshape(Sv.shape), Hv @ ph.V,
+                               rtol=1e-10, atol=1e-10)
+    # the preconditioner's diagonal is the rotated Hessian's
+    for prob, x in ((pw, xw), (ph, xh)):
+        prob.fun(x)
+        prob.grad(x)
+        H = np.column_stack([prob.hess_vec(e) for e in np.eye(x.size)])
+        np.testing.assert_allclose(prob.diag_hessian(), np.diag(H), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+@pytest.mark.parametrize("case", SIDE_CASES, ids=SIDE_IDS)
+def test_rotated_jacobi_tron_reaches_liblinears_minimum(tiny_factory, loss, case):
+    uf, vf, graph, identity = case
+    t = tiny_factory(loss, user_features=uf, item_features=vf, graph=graph,
+                     identity=identity, seed=11 + len(loss))
+    plain, _ = _problems(t)
+    rot, _ = _problems(t, basis="eig")
+    a = tron(plain, t.Wu.ravel(), eps=1e-11, max_iter=200, gnorm0="start")
+    b = tron(rot, rot.to_inner(t.Wu), eps=1e-11, max_iter=200, gnorm0="start",
+             pcg_alpha=1.0)
+    assert {a.stop, b.stop} <= {"tolerance", "no_progress"}
+    assert b.f == pytest.approx(a.f, rel=1e-11, abs=1e-11)
+    np.testing.assert_allclose(rot.from_inner(b.x), a.x.reshape(t.Wu.shape), rtol=1e-6,
+                               atol=1e-7)
+    for s in b.steps:
+        if s["accepted"]:
+            assert s["f_new"] <= s["f"]
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_rotated_jacobi_tron_never_accepts_a_rising_step(tiny_factory, loss):
+    for seed in range(3):
+        t = tiny_factory(loss, seed=seed)
+        _, ph = _problems(t, basis="eig")
+        x0 = ph.to_inner(np.random.default_rng(seed).standard_normal(t.Wv.shape) * 3.0)
+        res = tron(ph, x0, eps=1e-10, max_iter=40, pcg_alpha=1.0)
+        accepted = [s for s in res.steps if s["accepted"]]
+        assert accepted
+        for s in accepted:
+            assert s["f_new"] <= s["f"]
+        assert res.f == pytest.approx(ph.fun(res.x), rel=1e-12)
+
+
+def test_pcg_alpha_is_checked(tiny_factory):
+    t = tiny_factory("squared")
+    pw, _ = _problems(t)
+    with pytest.raises(ValueError, match="pcg_alpha"):
+        tron(pw, t.Wu.ravel(), pcg_alpha=0.0)
+    with pytest.raises(ValueError, match="basis"):
+        _problems(t, basis="svd")
