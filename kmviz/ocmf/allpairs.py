@@ -178,6 +178,7 @@ class BlockTerms:
         self.nnz = idx.shape[0]
         # the Gramian of the fixed side: every m x n sum goes through it
         self.Oc = weighted_gram(self.O, self.wo)          # O^T B O, k x k
+        self.oc_diag = None         # O_c's diagonal when O_c is diagonal (rotate)
         self.ov = self.O.T @ self.wo                        # O^T b, k
         self.scores = np.empty(self.nnz)
         self.d2 = np.empty(self.nnz)          # l+'' at the last gradient point (for hvp)
@@ -191,27 +192,42 @@ class BlockTerms:
         self._EOc = (None, None)     # (E, E O_c): shared by L-'s value and its gradient
         self._w2 = None
 
-    def rotate(self, V) -> None:
+    def rotate(self, V, eigenbasis=False) -> None:
         """Re-express the fixed side in the orthonormal basis V (k x k): ``O <- O V``,
         ``O_c <- V^T O_c V``, ``O^T b <- V^T O^T b``. Scores ``e_i . o_j`` are unchanged
         for embeddings rotated the same way (``E V``), so the block problem in ``W V`` has
         the same values, and gradients and Hessian products rotated by V. With V the
         eigenvectors of O_c, the all-pairs part ``2 a_i O_c`` of every row's k x k Hessian
         block becomes diagonal: a Jacobi preconditioner then sees it exactly
-        (:class:`kmviz.ocmf.problem.BlockProblem`, ``basis="eig"``)."""
+        (:class:`kmviz.ocmf.problem.BlockProblem`, ``basis="eig"``). ``eigenbasis=True``
+        says V holds O_c's eigenvectors: O_c is then stored as the exact diagonal."""
         V = _f64(V)
         self.O = _f64(self.O @ V)
         self._Ok = self.O if self.dtype == np.float64 else self.O.astype(self.dtype)
         Oc = V.T @ self.Oc @ V
-        self.Oc = 0.5 * (Oc + Oc.T)
+        if eigenbasis:
+            # V diagonalizes O_c: the off-diagonal entries left are rounding (about 1e-16
+            # ||O_c||); dropping them makes every ``A O_c`` an O(rows k) column scaling
+            self.oc_diag = np.ascontiguousarray(np.diag(Oc))
+            self.Oc = np.diag(self.oc_diag)
+        else:
+            self.Oc = 0.5 * (Oc + Oc.T)
+            self.oc_diag = None
         self.ov = V.T @ self.ov
         self._EOc = (None, None)
+
+    def times_oc(self, A) -> np.ndarray:
+        """``A O_c`` (a new array): a column scaling once O_c is diagonal (:meth:`rotate`
+        to its eigenbasis), else a (rows x k) (k x k) product."""
+        if self.oc_diag is not None:
+            return A * self.oc_diag
+        return A @ self.Oc
 
     # -- value -----------------------------------------------------------------------
     def _e_oc(self, E) -> np.ndarray:
         """``E O_c`` (rows x k), computed once per point for L-'s value and gradient."""
         if self._EOc[0] is not E:
-            self._EOc = (E, E @ self.Oc)
+            self._EOc = (E, self.times_oc(E))
         return self._EOc[1]
 
     def l_minus_var(self, E) -> float:
@@ -306,7 +322,7 @@ class BlockTerms:
 
     def hvp_dense(self, N) -> np.ndarray:
         """``2 A N O_c``: L-'s part of the block Hessian times N."""
-        return 2.0 * (self.w[:, None] * (N @ self.Oc))
+        return 2.0 * (self.w[:, None] * self.times_oc(N))
 
     def hvp(self, N) -> np.ndarray:
         """The block Hessian times N: ``U+ O + 2 A N O_c``, the dense part added inside the
@@ -317,7 +333,7 @@ class BlockTerms:
             self._w2 = 2.0 * self.w
         K.observed_hvp(self.row_ptr, self.idx, np.ascontiguousarray(N, dtype=self.dtype),
                        self._Ok, self.d2, U,
-                       base=np.ascontiguousarray(N @ self.Oc, dtype=self.dtype),
+                       base=np.ascontiguousarray(self.times_oc(N), dtype=self.dtype),
                        base_w=self._w2)
         return U if self.dtype == np.float64 else U.astype(np.float64)
 

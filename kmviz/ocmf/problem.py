@@ -83,7 +83,7 @@ class BlockProblem:
             self.V = None
             if basis == "eig":
                 _, self.V = np.linalg.eigh(terms.Oc)
-                terms.rotate(self.V)
+                terms.rotate(self.V, eigenbasis=True)
             self.terms = terms
             self.side = side
             self.lam = float(lam)
@@ -185,7 +185,7 @@ class BlockProblem:
                 G_emb += (2.0 * self.lam_graph) * (self.graph @ E)
             if self.small_d:
                 G = self.side.adjoint(G_emb)
-                G += 2.0 * (self.Mbar @ W) @ t.Oc - 2.0 * t.a_bar * np.outer(self.xa, t.ov)
+                G += 2.0 * t.times_oc(self.Mbar @ W) - 2.0 * t.a_bar * np.outer(self.xa, t.ov)
             else:
                 G_emb += t.gradient_dense(E)
                 G = self._adjoint(G_emb)
@@ -211,7 +211,7 @@ class BlockProblem:
                 U += (2.0 * self.lam_graph) * (self.graph @ N)
             if self.small_d:
                 H = self.side.adjoint(U)
-                H += 2.0 * (self.Mbar @ S) @ t.Oc
+                H += 2.0 * t.times_oc(self.Mbar @ S)
             else:
                 H = self._adjoint(U)
             H += (2.0 * self.lam) * S
