@@ -93,14 +93,16 @@ def _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_
 
 
 @njit(**JIT)
-def _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
-                    D_out):
+def _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
+                    G_out, D_out):
     # one pass per row: the pair's row O[j] is read once for its score, its gradient term
     # l+' O[j] and its share l+'' O[j]^2 of the Hessian diagonal (three passes before)
     k = E.shape[1]
     for f in range(k):
         G_out[i, f] = 0.0
-        D_out[i, f] = 0.0
+    if want_diag:
+        for f in range(k):
+            D_out[i, f] = 0.0
     total = 0.0
     ai = a[i]
     for e in range(indptr[i], indptr[i + 1]):
@@ -116,10 +118,14 @@ def _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_o
         g = d1 - 2.0 * c * (s - a_bar)
         h = d2 - 2.0 * c
         d2_out[e] = h
-        for f in range(k):
-            v = O[j, f]
-            G_out[i, f] += g * v
-            D_out[i, f] += h * v * v
+        if want_diag:
+            for f in range(k):
+                v = O[j, f]
+                G_out[i, f] += g * v
+                D_out[i, f] += h * v * v
+        else:
+            for f in range(k):
+                G_out[i, f] += g * O[j, f]
     return total
 
 
@@ -187,12 +193,14 @@ def _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out):
 # and derivatives in double. Twice the SIMD width and half the memory traffic of the
 # float64 bodies (0.45 against 0.9 ms for a MovieLens 100K Hessian-vector pass, k = 64).
 @njit(**JIT)
-def _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
-                      D_out):
+def _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
+                      d2_out, G_out, D_out):
     k = E.shape[1]
     for f in range(k):
         G_out[i, f] = 0.0
-        D_out[i, f] = 0.0
+    if want_diag:
+        for f in range(k):
+            D_out[i, f] = 0.0
     total = 0.0
     ai = a[i]
     for e in range(indptr[i], indptr[i + 1]):
@@ -210,10 +218,14 @@ def _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2
         d2_out[e] = h
         g32 = np.float32(d1 - 2.0 * c * (s - a_bar))
         h32 = np.float32(h)
-        for f in range(k):
-            v = O[j, f]
-            G_out[i, f] += g32 * v
-            D_out[i, f] += h32 * v * v
+        if want_diag:
+            for f in range(k):
+                v = O[j, f]
+                G_out[i, f] += g32 * v
+                D_out[i, f] += h32 * v * v
+        else:
+            for f in range(k):
+                G_out[i, f] += g32 * O[j, f]
     return total
 
 
@@ -359,35 +371,35 @@ def _value_deriv_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out
 
 
 @njit(**PJIT)
-def _value_grad_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out,
-                    row_out):
+def _value_grad_par(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
+                    G_out, D_out, row_out):
     for i in prange(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
-                                     d2_out, G_out, D_out)
+        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
+                                     scores_out, d2_out, G_out, D_out)
 
 
 @njit(**JIT)
-def _value_grad_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out,
-                    row_out):
+def _value_grad_ser(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
+                    G_out, D_out, row_out):
     for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
-                                     d2_out, G_out, D_out)
+        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
+                                     scores_out, d2_out, G_out, D_out)
 
 
 @njit(**PJIT)
-def _value_grad32_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
-                      D_out, row_out):
+def _value_grad32_par(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
+                      d2_out, G_out, D_out, row_out):
     for i in prange(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
-                                       d2_out, G_out, D_out)
+        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
+                                       scores_out, d2_out, G_out, D_out)
 
 
 @njit(**JIT)
-def _value_grad32_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out,
-                      D_out, row_out):
+def _value_grad32_ser(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
+                      d2_out, G_out, D_out, row_out):
     for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
-                                       d2_out, G_out, D_out)
+        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
+                                       scores_out, d2_out, G_out, D_out)
 
 
 @njit(**PJIT)
@@ -570,17 +582,19 @@ def observed_value_derivatives(indptr, idx, y, E, O, a, o, a_bar, code, scores_o
 
 
 def observed_value_gradient(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out,
-                            G_out, D_out, row_out):
+                            G_out, D_out, row_out, want_diag=True):
     """One pass for everything TRON needs at a point: the per-row sums of ``l+_e``, the
     scores, ``G_out[i] = sum_e l+'_e O[j]`` (D+ H of eq. (14)), ``D_out[i, f] = sum_e l+''_e
     O[j, f]^2`` (row i's share of the Hessian diagonal) and ``d2_out[e] = l+''_e`` (for
-    eq. (15))."""
+    eq. (15)). With ``want_diag=False`` D_out is left alone (a point whose Hessian diagonal
+    may never be needed: :func:`observed_hess_diag` computes it from d2_out later)."""
     par = _parallel(idx.shape[0], E.shape[1])
     if E.dtype == np.float32:   # E, O, G_out, D_out all float32 (see _value_grad_row32)
         fn = _value_grad32_par if par else _value_grad32_ser
     else:
         fn = _value_grad_par if par else _value_grad_ser
-    fn(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d2_out, G_out, D_out, row_out)
+    fn(indptr, idx, y, E, O, a, o, a_bar, code, bool(want_diag), scores_out, d2_out, G_out,
+       D_out, row_out)
 
 
 def observed_value_shifted(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):

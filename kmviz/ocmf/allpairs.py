@@ -239,15 +239,18 @@ class BlockTerms:
         rowq = np.einsum("ij,ij->i", E, EOc)
         return float(self.w @ rowq) - 2.0 * self.a_bar * float((self.w @ E) @ self.ov)
 
-    def l_plus(self, E) -> float:
+    def l_plus(self, E, want_diag=True) -> float:
         """L+ at E; fills :attr:`scores` and, in the same pass over the pairs, D+ O, the
-        rows' Hessian diagonal and l+'' of this point for :meth:`gradient_observed`."""
+        rows' Hessian diagonal (unless ``want_diag`` is False: :meth:`hess_diag_rows` then
+        makes a pass of its own if asked) and l+'' of this point for
+        :meth:`gradient_observed`."""
         self._G_trial = np.empty((self.n_rows, self.k), dtype=self.dtype)
-        self._D_trial = np.empty((self.n_rows, self.k), dtype=self.dtype)
+        D = np.empty((self.n_rows if want_diag else 0, self.k), dtype=self.dtype)
         K.observed_value_gradient(self.row_ptr, self.idx, self.labels,
                                   np.ascontiguousarray(E, dtype=self.dtype), self._Ok,
                                   self.w, self.wo, self.a_bar, self.code, self.scores,
-                                  self._d2_trial, self._G_trial, self._D_trial, self._row)
+                                  self._d2_trial, self._G_trial, D, self._row, want_diag)
+        self._D_trial = D if want_diag else None
         self._trial_valid = True
         return float(self._row.sum())
 

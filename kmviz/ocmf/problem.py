@@ -160,7 +160,10 @@ class BlockProblem:
             self.n_fun += 1
             W = self._mat(x)
             E = self._apply(W)
-            lp = self.terms.l_plus(E)
+            # the Hessian diagonal (TRON's preconditioner) in the same pass at the block's
+            # first point only: later points are trial steps, and the block mostly ends at
+            # its first accepted one (diag_hessian makes a pass of its own if it does not)
+            lp = self.terms.l_plus(E, want_diag=self.n_fun == 1)
             lm = self._l_minus_var(W, E)
             reg = self.lam * float(np.sum(W * W))
             gr = 0.0

@@ -117,3 +117,23 @@ def test_pcg_alpha_is_checked(tiny_factory):
         tron(pw, t.Wu.ravel(), pcg_alpha=0.0)
     with pytest.raises(ValueError, match="basis"):
         _problems(t, basis="svd")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("basis", [None, "eig"])
+def test_hessian_diagonal_at_a_later_point_is_computed_on_demand(tiny_factory, dtype, basis):
+    # the value pass leaves the diagonal only at a block's first point; at a later point
+    # (TRON's accepted trial step) diag_hessian makes its own pass: both equal diag(H)
+    t = tiny_factory("logistic", seed=5)
+    Q = t.Z.apply(t.Wv)
+    prob = BlockProblem(t.loss.block("rows", Q, dtype), t.X, t.lam_w, t.L, t.lam_graph,
+                        basis=basis)
+    x0 = prob.to_inner(t.Wu)
+    x1 = x0 + 0.3 * t.rng.standard_normal(x0.size)
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == np.float64 else dict(rtol=1e-5, atol=1e-6)
+    for x in (x0, x1):
+        prob.fun(x)
+        prob.grad(x)
+        H = np.column_stack([prob.hess_vec(e) for e in np.eye(x.size)])
+        np.testing.assert_allclose(prob.diag_hessian(), np.diag(H), **tol)
+    assert prob.terms._diag_rows is None      # the second point took the on-demand pass
