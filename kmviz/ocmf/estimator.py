@@ -119,8 +119,10 @@ class OneClassMF(IterativeEstimator):
         Laplacian term's weight is ``lambda_w * lambda_g`` (the paper grids log2 of that
         product). Needs a user graph (``user_graph=`` in fit, or ``graph``).
     solver : {"tron", "gd"}, default="tron"
-        Inner solver of each block: TRON with LIBLINEAR's constants, or gradient descent with
-        the O(|Omega+|)-per-trial backtracking of Alg. 6.
+        Inner solver of each block: TRON with LIBLINEAR's trust-region constants (run in the
+        eigenbasis of the fixed side's Gramian with a Jacobi preconditioner for CG, see
+        ``TRON_BASIS``), or gradient descent with the O(|Omega+|)-per-trial backtracking of
+        Alg. 6.
     max_iter : int, default=15
         Outer alternating iterations (the paper validates over 15).
     tol : float, default=0.0
@@ -253,8 +255,10 @@ class OneClassMF(IterativeEstimator):
         "solver": Param(str, options=SOLVERS, label="block solver",
                         option_labels={"tron": "TRON (trust-region Newton-CG, Alg. 4-5)",
                                        "gd": "gradient descent + backtracking (Alg. 6)"},
-                        help="Solver of each W / H block: TRON with LIBLINEAR's constants or "
-                             "gradient descent with the O(|Ω⁺|)-per-trial line search."),
+                        help="Solver of each W / H block: TRON with LIBLINEAR's trust-region "
+                             "constants (Jacobi-preconditioned CG in the eigenbasis of the "
+                             "other side's Gramian) or gradient descent with the "
+                             "O(|Ω⁺|)-per-trial line search."),
         "max_iter": Param(int, low=1, form_high=100, label="outer iterations",
                           help="Alternating W/H iterations (the paper validates over 15)."),
         "tol": Param(float, low=0, step=1e-4, label="tol",
