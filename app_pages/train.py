@@ -1,16 +1,21 @@
 """Train: model family, its settings (from the estimator's declarations), a background fit
-with live progress and Stop."""
+with live progress and Stop.
+
+Pressing Train records a request in the session state (the button's callback, which runs
+before the page does), and this page starts it on its next run, once: a click that lands
+while the page is still running is not lost. The page says which state the fit is in:
+compiling its family's kernels (first start after installing), queued, training with
+progress, done (the result below), stopped, or failed with the error."""
 
 import streamlit as st
 
 from kmviz import families
-from kmviz.ui.errors import user_errors
 from kmviz.ui.forms import params_form
 from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
-from kmviz.ui.training import background_warm_up, start_job
-from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, progress_panel,
-                            require_dataset, run_metrics)
+from kmviz.ui.training import request_training, start_requested_job, warm_up
+from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, kernels_notice,
+                            progress_panel, require_dataset, run_metrics)
 
 init_state()
 collect_finished_job()
@@ -34,27 +39,20 @@ elif st.session_state.get("train_family") not in names:
 name = st.selectbox("Model family", names, key="train_family",
                     format_func=lambda n: families.get(n).title)
 st.session_state[StateKeys.FAMILY] = name
+warm_up().ask(name)  # compile this family's kernels first (first start after installing)
 family = families.get(name)
 st.markdown(family.summary)
 if rerun:
     st.info("Settings of the saved run loaded; press Train to run them again. "
             f"{md_escape(notice or '')}",
             icon=":material/replay:")
-params, submitted = params_form(family, overrides=rerun[1] if rerun else None)
+params, _ = params_form(family, overrides=rerun[1] if rerun else None,
+                        on_submit=request_training)
 
-if not background_warm_up().done.is_set():
-    st.info("Compiling the Numba kernels in the background. The first start after installing "
-            "takes about a minute; later starts load them from disk in a second. A fit you "
-            "start now begins as soon as it is done.", icon=":material/hourglass_top:")
-
+start_requested_job()
 job = st.session_state.get(StateKeys.JOB)
-if submitted:
-    if job is not None and not job.done:
-        st.warning("A training run is in progress; stop it or wait for it to finish.")
-    else:
-        with user_errors("starting the training"):
-            start_job(name, params)
-
+if job is None or job.done:
+    kernels_notice(name)
 progress_panel()
 
 run = active_run()

@@ -66,10 +66,30 @@ def _widget(name: str, spec, key: str) -> None:
                         format="%.1e" if (spec.step or 1) < 1e-2 else "%g", **placeholder)
 
 
-def params_form(family, *, overrides: dict | None = None) -> tuple[dict, bool]:
+def form_params(family) -> dict:
+    """The settings in ``family``'s form as estimator parameters (the widgets' values,
+    converted to the declared kinds; defaults for those not shown)."""
+    constraints = family.constraints()
+    prefix = f"train_{family.name}_"
+    params = {}
+    for k, v in family.default_params().items():
+        value = st.session_state.get(prefix + k, v)
+        spec = constraints.get(k)
+        if spec is not None and value is not None:
+            if spec.kind is int or (spec.kind == RANDOM_STATE):
+                value = int(value)
+            elif spec.kind is float:
+                value = float(value)
+        params[k] = value
+    return params
+
+
+def params_form(family, *, overrides: dict | None = None, on_submit=None) -> tuple[dict, bool]:
     """A family's settings form, built from its estimator's declared parameters; returns
     (params, submitted). Values persist across pages; ``overrides`` (a saved run's
-    settings from the Runs page) replace the remembered values once."""
+    settings from the Runs page) replace the remembered values once. ``on_submit`` is the
+    Train button's callback, called as ``on_submit(family.name)`` before the page reruns
+    (with the submitted values in the session state)."""
     constraints = family.constraints()
     defaults = family.default_params()
     store_key = f"kmviz_params_{family.name}"
@@ -102,17 +122,10 @@ def params_form(family, *, overrides: dict | None = None) -> tuple[dict, bool]:
                 for n, name in enumerate(more):
                     with cols[n % 3]:
                         _widget(name, constraints[name], prefix + name)
-        submitted = st.form_submit_button("Train", type="primary", icon=":material/play_arrow:")
-    params = {}
-    for k, v in defaults.items():
-        value = st.session_state.get(prefix + k, v)
-        spec = constraints.get(k)
-        if spec is not None and value is not None:
-            if spec.kind is int or (spec.kind == RANDOM_STATE):
-                value = int(value)
-            elif spec.kind is float:
-                value = float(value)
-        params[k] = value
+        submitted = st.form_submit_button(
+            "Train", type="primary", icon=":material/play_arrow:",
+            on_click=on_submit, args=(family.name,) if on_submit is not None else None)
+    params = form_params(family)
     st.session_state[store_key] = params
     return params, submitted
 

@@ -31,6 +31,7 @@ class StateKeys:
     NOTICE = "kmviz_notice"              # one-shot message shown at the top of the next page
     ITEM = "kmviz_item"                  # dict run_id -> item shown by the per-item views
     OWNER = "kmviz_owner"                # str: this browser session's owner token for runs
+    TRAIN_REQUEST = "kmviz_train_request"  # dict: a Train click not yet started (id, family, params)
 
 
 INIT_STATES = {
@@ -44,6 +45,7 @@ INIT_STATES = {
     StateKeys.RERUN_CONFIG: None,
     StateKeys.NOTICE: None,
     StateKeys.ITEM: {},
+    StateKeys.TRAIN_REQUEST: None,
 }
 
 

@@ -4,16 +4,16 @@ Streamlit cannot cancel a running script, so the fit runs in a thread. The page 
 :class:`TrainingJob` in its session state and polls :meth:`TrainingJob.progress` from a
 fragment; the Stop button sets an event that the fit's callback turns into
 ``StopIteration`` after the current BCD iteration, which ends the fit cleanly with the
-model learned so far. Fits are serialized per server process (two cores; Numba's parallel
-kernels), so a second session's job waits in a queue until the first one ends.
+model learned so far. A job first waits for its own family's kernels (status "compiling",
+on a first start after installing; :mod:`kmviz.ui.warmup`), never for other families'. Fits
+are serialized per server process (two cores; Numba's parallel kernels), so a second
+session's job then waits in a queue (status "queued") until the first one ends.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-import subprocess
-import sys
+import secrets
 import threading
 import time
 import traceback
@@ -24,7 +24,10 @@ from kmviz import families
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
+from .errors import user_errors
+from .forms import form_params
 from .state import RunRecord, StateKeys, session_owner
+from .warmup import WarmUp
 
 log = logging.getLogger("kmviz.ui")
 
@@ -37,8 +40,11 @@ class TrainingJob:
 
     def __init__(self, family: str, params: dict, split, *, dataset_name: str,
                  fingerprint: str, label: str | None = None, save: bool = True,
-                 ratings=None, spec: dict | None = None, owner: str | None = None):
+                 ratings=None, spec: dict | None = None, owner: str | None = None,
+                 warm_up: WarmUp | None = None, request_id: str | None = None):
         self.family = family
+        self.warm_up = warm_up  # the fit waits for this family's kernels first (if given)
+        self.request_id = request_id  # the Train click that started it
         self.params = dict(params)
         self.split = split
         self.dataset_name = dataset_name
@@ -56,7 +62,8 @@ class TrainingJob:
         self.stop_event = threading.Event()
         self._lock = threading.Lock()
         self._rows: list[dict] = []
-        self._status = "queued"
+        self._status = "compiling" if warm_up is not None and not warm_up.ready(family) \
+            else "queued"
         self._message = ""
         self._details = ""
         self._started = time.time()
@@ -102,6 +109,10 @@ class TrainingJob:
                 "elapsed_s": end - (self._fit_started or self._started),
                 "stop_requested": self.stop_event.is_set(),
                 "save_error": self.save_error,
+                "family": self.family,
+                "warm_up": (self.warm_up.status(self.family)
+                            if self._status == "compiling" and self.warm_up is not None
+                            else None),
             }
 
     # -- the thread ----------------------------------------------------------------------
@@ -116,17 +127,25 @@ class TrainingJob:
         if self.stop_event.is_set():
             raise StopIteration
 
+    def _stopped_before_start(self) -> None:
+        self._set(status="stopped", message="Stopped before training started.",
+                  finished=time.time())
+
     def _run(self) -> None:
         try:
+            if self.warm_up is not None and not self.warm_up.ready(self.family):
+                self._set(status="compiling")  # this family's kernels only
+                if not self.warm_up.wait_for(self.family, self.stop_event):
+                    self._stopped_before_start()
+                    return
+                self._set(status="queued")
             while not _FIT_LOCK.acquire(timeout=0.2):
                 if self.stop_event.is_set():
-                    self._set(status="stopped", message="Stopped before training started.",
-                              finished=time.time())
+                    self._stopped_before_start()
                     return
             try:
                 if self.stop_event.is_set():
-                    self._set(status="stopped", message="Stopped before training started.",
-                              finished=time.time())
+                    self._stopped_before_start()
                     return
                 self._set(status="running", fit_started=time.time())
                 model = families.get(self.family).make(self.params)
@@ -180,58 +199,68 @@ class TrainingJob:
         return Trace(solver=f"{self.family} (running)", params=dict(self.params), rows=rows)
 
 
-class WarmUp:
-    """Compiling the Numba kernels once per server process, in a daemon thread.
-
-    A fresh install has no compiled kernels on disk: the first compilation takes about a
-    minute on two cores (later starts load them from Numba's cache in about a second). Started
-    when the app starts, it compiles in a child process (:mod:`kmviz.km.warmup`), so the
-    server stays responsive, and overlaps the time a user spends on the Home and Data pages;
-    it holds the fit lock, so a fit started meanwhile waits for it in the queue. Each family
-    names its warm-up module in the registry.
-    """
-
-    def __init__(self):
-        self.done = threading.Event()
-        self.seconds: float | None = None
-        self.error = ""
-        self.thread = threading.Thread(target=self._run, name="kmviz-warm-up", daemon=True)
-
-    def _run(self) -> None:
-        try:
-            start = time.perf_counter()
-            with _FIT_LOCK:  # fits started meanwhile wait in the queue
-                for fam in families.all_families():
-                    if not fam.warmup:
-                        continue
-                    # compile in a child process (the compiler holds the GIL and would stall
-                    # the server), then load the cached kernels here
-                    subprocess.run([sys.executable, "-m", fam.warmup], capture_output=True,
-                                   timeout=900, check=False)
-                    importlib.import_module(fam.warmup).compile_kernels()
-            self.seconds = time.perf_counter() - start
-        except Exception as exc:  # noqa: BLE001 - a fit will then compile (and report) itself
-            log.exception("warm-up failed")
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.done.set()
+def fit_running() -> bool:
+    """Whether a fit holds the cores now (the warm-up defers compiles nobody asked for)."""
+    return _FIT_LOCK.locked()
 
 
-@st.cache_resource(show_spinner=False)
+_WARM_UP: WarmUp | None = None
+_WARM_UP_LOCK = threading.Lock()
+
+
+def warm_up() -> WarmUp:
+    """The server process's :class:`~kmviz.ui.warmup.WarmUp`, started on first use; never
+    blocks. One per process (a module global, not ``st.cache_resource``, so "Clear cache"
+    in the app menu does not start a second one)."""
+    global _WARM_UP
+    with _WARM_UP_LOCK:
+        if _WARM_UP is None:
+            _WARM_UP = WarmUp.for_registry().start()
+        return _WARM_UP
+
+
 def background_warm_up() -> WarmUp:
-    """Start :class:`WarmUp` once per server process (``st.cache_resource``); never blocks."""
-    warm = WarmUp()
-    warm.thread.start()
-    return warm
+    """Start the warm-up of every family's kernels (once per server process); never blocks."""
+    return warm_up()
 
 
-def start_job(family: str, params: dict) -> TrainingJob:
-    """Validate the settings, then start a background fit owned by this session."""
+def start_job(family: str, params: dict, *, request_id: str | None = None) -> TrainingJob:
+    """Validate the settings, then start a background fit owned by this session (it waits
+    for its family's kernels if they are still compiling)."""
     families.get(family).make(params)._validate_params()  # bad settings fail here, on the page
     ratings = st.session_state[StateKeys.DATASET]
     split = st.session_state[StateKeys.SPLIT]
     job = TrainingJob(family, params, split, dataset_name=ratings.name,
                       fingerprint=ratings.fingerprint(), ratings=ratings,
-                      spec=st.session_state.get(StateKeys.DATASET_SPEC), owner=session_owner())
+                      spec=st.session_state.get(StateKeys.DATASET_SPEC), owner=session_owner(),
+                      warm_up=warm_up(), request_id=request_id)
     st.session_state[StateKeys.JOB] = job
     return job.start()
+
+
+def request_training(family: str) -> None:
+    """The Train button's callback: record the click in the session state.
+
+    Streamlit runs it before the script reruns, so the request survives a rerun that
+    interrupts the one the click started (a click while the page was still running);
+    :func:`start_requested_job` starts it on the next run of the Train page, once."""
+    st.session_state[StateKeys.TRAIN_REQUEST] = {
+        "id": secrets.token_hex(8), "family": family,
+        "params": form_params(families.get(family)), "at": time.time()}
+
+
+def start_requested_job() -> None:
+    """Start this session's pending Train request (shows why not, if it cannot start)."""
+    request = st.session_state.get(StateKeys.TRAIN_REQUEST)
+    if not request:
+        return
+    job = st.session_state.get(StateKeys.JOB)
+    if job is not None and job.request_id == request["id"]:
+        pass  # started by a run that was interrupted before it could clear the request
+    elif job is not None and not job.done:
+        st.warning("A training run is in progress; stop it or wait for it to finish.",
+                   icon=":material/hourglass_top:")
+    else:
+        with user_errors("starting the training"):
+            start_job(request["family"], request["params"], request_id=request["id"])
+    st.session_state[StateKeys.TRAIN_REQUEST] = None

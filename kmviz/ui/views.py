@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -14,7 +17,7 @@ from .errors import show_exception
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
 from .text import md_escape
-from .training import background_warm_up
+from .training import warm_up
 
 DATA_PAGE = "app_pages/data.py"
 TRAIN_PAGE = "app_pages/train.py"
@@ -23,7 +26,14 @@ RUNS_PAGE = "app_pages/runs.py"
 
 
 def collect_finished_job() -> None:
-    """Register the session's finished background fit as a run (once), on any page."""
+    """Register the session's finished background fit as a run (once), on any page.
+
+    Called at the top of every page: on a family's Explore page it also asks the kernel
+    warm-up to compile that family next (the page is the caller's file)."""
+    page = Path(sys._getframe(1).f_globals.get("__file__") or "").name
+    for fam in families.all_families():
+        if any(Path(p.path).name == page for p in fam.explore):
+            warm_up().ask(fam.name)
     job = st.session_state.get(StateKeys.JOB)
     if job is not None and job.done and not job.consumed:
         job.consumed = True
@@ -145,8 +155,59 @@ def run_metrics(run) -> None:
             st.warning(md_escape(str(event["message"])), icon=":material/warning:")
 
 
+def compile_message(status: dict) -> str:
+    """What the kernel warm-up is doing for one family (:meth:`WarmUp.status`), in words."""
+    title = status["title"]
+    after = (f" Still to compile after it: {', '.join(status['after'])}."
+             if status["after"] else "")
+    if status["state"] == "compiling":
+        return (f"Compiling the Numba kernels of {title} ({status['seconds'] or 0:.0f} s so "
+                "far). This happens once after installing: from half a minute to a few "
+                "minutes per model family on two cores; later starts load them from disk in "
+                f"a second.{after}")
+    if status["state"] == "pending":
+        before = ", ".join(status["before"]) or "the family compiling now"
+        return (f"The Numba kernels of {title} compile next, after {before} (another fit "
+                f"is waiting for those). This happens once after installing.{after}")
+    if status["state"] == "failed":
+        return (f"Compiling the kernels of {title} in the background failed "
+                f"({status['error']}); a fit compiles them itself, so its first iteration "
+                "takes longer.")
+    return f"The Numba kernels of {title} are compiled."
+
+
+def kernels_notice(family: str) -> None:
+    """On the Train page: whether ``family``'s kernels are still compiling, refreshed every
+    second until they are ready (then the page reruns once)."""
+    warm = warm_up()
+    if warm.ready(family) and not warm.status(family)["error"]:
+        return
+
+    @st.fragment(run_every=1.0 if not warm.ready(family) else None)
+    def _notice():
+        status = warm.status(family)
+        if status["state"] in ("compiling", "pending"):
+            st.info(md_escape(compile_message(status) + " A fit you start now begins as "
+                              f"soon as the kernels of {status['title']} are ready."),
+                    icon=":material/hourglass_top:")
+        elif status["state"] == "failed":
+            st.warning(md_escape(compile_message(status)), icon=":material/warning:")
+        else:  # ready: rerun the page once, which drops this notice and its polling
+            st.rerun(scope="app")
+
+    _notice()
+
+
+#: The headline of the progress panel per job status.
+STATUS_TEXT = {"compiling": "Compiling the kernels", "queued": "Queued",
+               "running": "Training", "done": "Done", "stopped": "Stopped",
+               "failed": "Failed"}
+
+
 def progress_panel() -> None:
-    """Progress of this session's background fit, polled by a fragment while it runs."""
+    """Progress of this session's background fit, polled by a fragment while it runs: the
+    state it is in (compiling its family's kernels, queued behind another session's fit,
+    training with progress, done, stopped, failed with the error)."""
     job = st.session_state.get(StateKeys.JOB)
     running = job is not None and not job.done
 
@@ -159,7 +220,12 @@ def progress_panel() -> None:
         status = snap["status"]
         frac = min(1.0, snap["n_done"] / max(1, snap["max_iter"]))
         last = snap["last"] or {}
-        text = f"{status}: iteration {snap['n_done']} of at most {snap['max_iter']}"
+        title = families.get(snap["family"]).short or snap["family"]
+        if status == "compiling":
+            text = f"{STATUS_TEXT[status]} of {title}: not training yet"
+        else:
+            text = (f"{STATUS_TEXT.get(status, status)}: iteration {snap['n_done']} of at "
+                    f"most {snap['max_iter']}")
         if last:
             text += f" · objective {last.get('objective', float('nan')):.5g}"
             for k, v in last.items():
@@ -167,13 +233,12 @@ def progress_panel() -> None:
                     text += f" · {metric_label(k)} {v:.4f}"
         text += f" · {snap['elapsed_s']:.1f} s"
         st.progress(1.0 if status == "done" else frac, text=text)
-        if status == "queued":
-            if not background_warm_up().done.is_set():
-                st.info("Waiting for the Numba kernels to finish compiling (first start "
-                        "after installing only); this fit starts as soon as they are ready.")
-            else:
-                st.info("Waiting: another session on this server is training; this fit "
-                        "starts when it ends.")
+        if status == "compiling" and snap["warm_up"] is not None:
+            st.info(md_escape(compile_message(snap["warm_up"]) + " Training starts as soon "
+                              "as they are ready."), icon=":material/hourglass_top:")
+        elif status == "queued":
+            st.info("Waiting: another session on this server is training; this fit "
+                    "starts when it ends.", icon=":material/hourglass_top:")
         if not job_now.done:
             if st.button("Stop", key="train_stop", icon=":material/stop:",
                          disabled=snap["stop_requested"],
