@@ -294,3 +294,33 @@ def test_nystroem_settings_and_inputs_are_checked():
         ny.ridge_leverage_scores(np.eye(3), 0.0)
     with pytest.raises(DataValueError, match="not positive semidefinite"):
         ny.ridge_leverage_scores(np.array([[1.0, 2.0], [2.0, 1.0]]), 0.1)
+
+
+@pytest.mark.parametrize("dtype, atol", [(np.float64, 1e-10), (np.float32, 1e-4)])
+def test_cholesky_scores_equal_the_eigendecomposition_ones(dtype, atol):
+    X, _ = gaussian_mixture(300, far_fraction=0.02, far_distance=12.0, random_state=1)
+    K = kn.gaussian_kernel(X, gamma=0.5)
+    for alpha in (0.05, 1.0, 10.0):
+        exact = ny.ridge_leverage_scores(K, alpha)
+        chol = ny.ridge_leverage_scores_cholesky(K, alpha, dtype=dtype)
+        np.testing.assert_allclose(chol, exact, atol=atol)
+        assert chol.sum() == pytest.approx(ny.effective_dimension(K, alpha), abs=300 * atol)
+    # overwrite=True consumes a K of the same dtype, and the result is the same
+    K32 = K.astype(np.float32, order="F")
+    np.testing.assert_allclose(ny.ridge_leverage_scores_cholesky(K32, 1.0, dtype=np.float32,
+                                                                 overwrite=True),
+                               ny.ridge_leverage_scores(K, 1.0), atol=1e-4)
+    with pytest.raises(DataValueError, match="positive definite"):
+        ny.ridge_leverage_scores_cholesky(-K, 1e-3)
+
+
+@pytest.mark.parametrize("n", [400, 2100])
+def test_default_alpha_of_kernel_needs_only_the_top_eigenvalues(n):
+    # n = 2,100 goes through Lanczos (eigsh), n = 400 through eigvalsh
+    X, _ = gaussian_mixture(n, random_state=2)
+    K = kn.gaussian_kernel(X, gamma=0.5)
+    sig = np.linalg.eigvalsh(K)
+    for m in (20, 100):
+        assert ny.default_alpha_of_kernel(K, m) == pytest.approx(ny.default_alpha(sig, m),
+                                                                 rel=1e-6)
+    np.testing.assert_allclose(ny.top_eigenvalues(K, 5), np.sort(sig)[::-1][:5], rtol=1e-8)
