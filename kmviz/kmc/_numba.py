@@ -228,3 +228,41 @@ def compile_kernels() -> None:
     W = np.zeros((2, 1))
     sgd_factor_epoch(rows, cols, v, order, W, W.copy(), K, K, W.copy(), W.copy(),
                      np.ones(2), np.ones(2), 0.1, 0.01)
+    pair_rowdot(K, K, rows, cols, np.empty(2))
+    csr_times_dense(np.array([0, 1, 2], dtype=np.int64), cols, v, K, np.empty((2, 2)))
+
+
+@njit(**PJIT)
+def pair_rowdot(Y, B, ia, ib, out):
+    """``out[k] = Y[ia[k]] . B[ib[k]]``: one entry of ``Y B^T`` per observed pair.
+
+    The last step of the factored vec-trick product (:class:`kmviz.kmc.krr.FactoredKronGram`)
+    and of predictions from factors; each parallel iteration writes only its own ``out[k]``.
+    """
+    s = ia.shape[0]
+    r = Y.shape[1]
+    for k in prange(s):
+        a = ia[k]
+        b = ib[k]
+        acc = 0.0
+        for j in range(r):
+            acc += Y[a, j] * B[b, j]
+        out[k] = acc
+
+
+@njit(**PJIT)
+def csr_times_dense(indptr, indices, data, B, out):
+    """``out = G B`` for a CSR matrix G (``indptr``, ``indices``, ``data``) and a dense B.
+
+    Parallel over the rows of G: each iteration writes only its own row of ``out``.
+    """
+    n = indptr.shape[0] - 1
+    r = B.shape[1]
+    for u in prange(n):
+        for j in range(r):
+            out[u, j] = 0.0
+        for p in range(indptr[u], indptr[u + 1]):
+            w = data[p]
+            c = indices[p]
+            for j in range(r):
+                out[u, j] += w * B[c, j]

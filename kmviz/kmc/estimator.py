@@ -125,6 +125,21 @@ class KernelMatrixCompletion(IterativeEstimator):
         is not PSD within rounding is refused. ALS and SGD invert the kernels (3.28):
         diffusion kernels are numerically singular (cond ~1e15), and there a jitter of about
         1e-4 turns NMSE ~1 into ~0.01 (the trace logs a warning above cond 1e10).
+    factor_kernels : bool, default=True
+        KKMCEX: keep a side kernel that has an exact low-rank form as that form and never
+        build it: the identity, a linear (or Pearson) kernel on fewer features than
+        entities (``K = X X^T``), any feature kernel whose entities take few distinct feature
+        rows (``K = E K_u E^T``: MovieLens users by age, items by genres and year), a
+        bandlimited graph kernel, or a factor passed to ``fit``. Each CG product then costs
+        O(s r + N r_r r_c) instead of O(N^2 L + N L^2) (or O(s (N + L))), with the same
+        result within rounding. False: dense kernels (the reference path).
+    kernel_rank : int >= 1, optional
+        KKMCEX: replace a full-rank side kernel (Gaussian on many distinct features,
+        diffusion or regularized-Laplacian graph kernels) by a rank-``kernel_rank``
+        approximation ``F F^T``: the leading eigenpairs (graph kernels; feature kernels up
+        to ``kernels.DISTINCT_MAX`` distinct rows) or Nyström with uniform landmarks
+        (seeded by ``random_state``). This changes the model (an approximate kernel), so it
+        is off by default; exact factors of lower rank are kept as they are.
     n_components : int >= 1, default=100
         d: RRMCEX features, and the rank of the CG's eigen preconditioner.
     rr_features : {"eigen", "linear"}, default="eigen"
@@ -245,6 +260,20 @@ class KernelMatrixCompletion(IterativeEstimator):
                         help="Added to every kernel's diagonal before the PSD check; empty: "
                              "a kernel that is not PSD is refused. ALS/SGD invert the "
                              "kernels: diffusion kernels need ~1e-4 there."),
+        "factor_kernels": Param(bool, label="factored kernels", advanced=True,
+                                help="KKMCEX: keep kernels with an exact low-rank form "
+                                     "(identity, linear kernel on few features, few distinct "
+                                     "feature rows, bandlimited graph) as factors K = F Fᵀ and "
+                                     "never build them: same result, each CG product "
+                                     "O(s r + N r²) instead of O(N²L + NL²)."),
+        "kernel_rank": Param(int, low=1, none_ok=True, form_high=5000, step=50,
+                             label="kernel rank (approximate)", advanced=True,
+                             help="KKMCEX: approximate each full-rank side kernel (Gaussian, "
+                                  "diffusion, regularized Laplacian) by its best rank-r part "
+                                  "(eigenpairs, or Nyström above 2,500 distinct feature "
+                                  "rows): much faster on large item sets such as MovieLens "
+                                  "latest-small, but a different kernel. Empty: exact "
+                                  "kernels."),
         "n_components": Param(int, low=1, form_high=5000, step=50, label="d (RRMCEX features)",
                               help="d: RRMCEX's Kronecker eigen features (3.59) (250 in the "
                                    "thesis's synthetic test); rank of the eigen "
@@ -300,7 +329,8 @@ class KernelMatrixCompletion(IterativeEstimator):
     def __init__(self, method="kkmcex", *, mu=1e-2, center=False, solver="auto",
                  preconditioner="jacobi", row_prior="auto", col_prior="auto",
                  graph_kernel="diffusion", eta=1.0, bandwidth=None, feature_kernel="gaussian",
-                 gamma=None, jitter=None, n_components=100, rr_features="eigen", rank=10,
+                 gamma=None, jitter=None, factor_kernels=True, kernel_rank=None,
+                 n_components=100, rr_features="eigen", rank=10,
                  max_iter=200, tol=1e-6, learning_rate=None, batch_size=None, schedule="fpc",
                  mu0_factor=None, decay=None, switch_tol=None, pg_init="zero", lap_weight=0.0,
                  step=None, random_state=None):
@@ -317,6 +347,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         self.feature_kernel = feature_kernel
         self.gamma = gamma
         self.jitter = jitter
+        self.factor_kernels = factor_kernels
+        self.kernel_rank = kernel_rank
         self.n_components = n_components
         self.rr_features = rr_features
         self.rank = rank
@@ -335,7 +367,8 @@ class KernelMatrixCompletion(IterativeEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, ratings, *, row_kernel=None, col_kernel=None, row_graph=None, col_graph=None,
-            row_features=None, col_features=None, callback=None, validation=None, truth=None):
+            row_features=None, col_features=None, callback=None, validation=None, truth=None,
+            row_kernel_factor=None, col_kernel_factor=None):
         """Fit on ``ratings`` (a :class:`kmviz.data.Ratings`).
 
         Parameters
@@ -359,6 +392,10 @@ class KernelMatrixCompletion(IterativeEstimator):
             The whole true matrix (synthetic data): ``truth_nmse``, the thesis's NMSE (3.68)
             of the current estimate over all N L entries, in every row (the whole-matrix
             error as entries arrive, for online RRMCEX). Costs one N x L estimate per row.
+        row_kernel_factor, col_kernel_factor : array (N, r), (L, r), optional
+            A kernel given as a factor F (the kernel is ``F F^T``, PSD by construction, never
+            formed by KKMCEX): e.g. a Nyström feature map. Overrides ``row_kernel`` /
+            ``col_kernel`` and the side information.
 
         Returns
         -------
@@ -383,7 +420,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         super().fit(ratings, callback=loop_callback, validation=validation,
                     row_kernel=row_kernel, col_kernel=col_kernel, row_graph=row_graph,
                     col_graph=col_graph, row_features=row_features, col_features=col_features,
-                    truth=truth)
+                    truth=truth, row_kernel_factor=row_kernel_factor,
+                    col_kernel_factor=col_kernel_factor)
         trace = self.trace_
         st = self._state
         if self._stop == "converged":
@@ -435,18 +473,37 @@ class KernelMatrixCompletion(IterativeEstimator):
                                  expected="finite values")
         return users, items, values, N, L
 
-    def _side_kernel(self, side, N, given, graph, features, prm):
-        """One side's kernel and a sentence saying where it came from."""
+    def _side_kernel(self, side, N, given, graph, features, prm, *, factor=None,
+                     factored=False, rank=None, rng=None):
+        """One side's kernel as a :class:`krr.SideKernel` and a sentence saying where it came
+        from. ``factored``: keep an exact low-rank form (or a ``rank`` approximation) as a
+        factor instead of the dense kernel (KKMCEX only)."""
         who = "row" if side == "row" else "column"
         name = f"{side}_kernel"
         jitter = prm["jitter"]
+        if factor is not None:
+            F = np.asarray(factor, dtype=np.float64)
+            if F.ndim != 2 or F.shape[0] != N:
+                raise DataValueError(f"{name}_factor has shape {F.shape}",
+                                     expected=f"({N}, r): one row per entity, K = F F^T")
+            if not np.isfinite(F).all():
+                raise DataValueError(f"{name}_factor holds non-finite values",
+                                     expected="finite numbers")
+            what = f"{who} kernel: given as a factor F F^T of rank {F.shape[1]}"
+            if factored:
+                return krr.SideKernel(N, factor=F), what
+            return krr.SideKernel(N, dense=kn.check_kernel(F @ F.T, name, n=N,
+                                                           jitter=jitter)), what
         if given is not None:
-            return kn.check_kernel(given, name, n=N, jitter=jitter), f"{who} kernel: given"
+            return (krr.SideKernel(N, dense=kn.check_kernel(given, name, n=N, jitter=jitter)),
+                    f"{who} kernel: given")
         prior = prm[f"{side}_prior"]
         entity = "user" if side == "row" else "item"
         if prior == "auto":
             prior = "graph" if graph is not None else (
                 "features" if features is not None else "identity")
+        F = None
+        exact = True
         if prior == "graph":
             if graph is None:
                 raise InvalidParameterError(
@@ -454,9 +511,13 @@ class KernelMatrixCompletion(IterativeEstimator):
                     f"{entity}_graph and no {side}_graph was passed to fit. Pass one, or "
                     f"choose {side}_prior='features' or 'identity'.")
             A = kn.check_adjacency(graph, f"{side}_graph", n=N)
-            K = kn.graph_kernel(A, prm["graph_kernel"], eta=prm["eta"],
-                                bandwidth=prm["bandwidth"])
             what = f"{who} kernel: {prm['graph_kernel']} kernel of the {entity} graph"
+            if factored and (prm["graph_kernel"] == "bandlimited" or rank is not None):
+                F, exact, note = kn.graph_kernel_factor(A, prm["graph_kernel"], eta=prm["eta"],
+                                                        bandwidth=prm["bandwidth"], rank=rank)
+            if F is None:
+                K = kn.graph_kernel(A, prm["graph_kernel"], eta=prm["eta"],
+                                    bandwidth=prm["bandwidth"])
         elif prior == "features":
             if features is None:
                 raise InvalidParameterError(
@@ -467,17 +528,27 @@ class KernelMatrixCompletion(IterativeEstimator):
             if X.shape[0] != N:
                 raise DataValueError(f"{side}_features has {X.shape[0]} rows",
                                      expected=f"{N}, one per {entity}")
-            K = kn.feature_kernel(X, prm["feature_kernel"], gamma=prm["gamma"])
             what = f"{who} kernel: {prm['feature_kernel']} kernel of the {entity} features"
+            if factored:
+                F, exact, note = kn.feature_kernel_factor(
+                    X, prm["feature_kernel"], gamma=prm["gamma"], rank=rank,
+                    random_state=rng)
+            if F is None:
+                K = kn.feature_kernel(X, prm["feature_kernel"], gamma=prm["gamma"])
         else:
-            K = np.eye(N)
             what = f"{who} kernel: identity (no prior information)"
-        return kn.check_kernel(K, name, n=N, jitter=jitter), what
+            if factored:
+                return krr.SideKernel(N, identity=True), what
+            K = np.eye(N)
+        if F is not None:
+            return (krr.SideKernel(N, factor=F, exact=exact, note=note),
+                    f"{what}, factored: {note}")
+        return krr.SideKernel(N, dense=kn.check_kernel(K, name, n=N, jitter=jitter)), what
 
     # ------------------------------------------------------------------ start
     def _fit_start(self, ratings, prm, *, validation=None, row_kernel=None, col_kernel=None,
                    row_graph=None, col_graph=None, row_features=None, col_features=None,
-                   truth=None):
+                   truth=None, row_kernel_factor=None, col_kernel_factor=None):
         rows, cols, values, N, L = self._check_ratings(ratings, "training ratings")
         if truth is not None:
             truth = np.asarray(truth, dtype=np.float64)
@@ -490,7 +561,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         st = SimpleNamespace(prm=prm, method=method, N=N, L=L, rows=rows, cols=cols,
                              pending={}, events=[], iterative=False, tol=prm["tol"],
                              max_iter=prm["max_iter"], converged_message="converged",
-                             row_kernel=None, col_kernel=None, engine=None, truth=truth)
+                             row_kernel=None, col_kernel=None, row_side=None, col_side=None,
+                             engine=None, truth=truth, values=values)
         self._state = st
         rng = check_random_state(self.random_state)
         st.offset = float(values.mean()) if prm["center"] else 0.0
@@ -529,11 +601,19 @@ class KernelMatrixCompletion(IterativeEstimator):
 
         t0 = time.perf_counter()
         if method in KERNEL_METHODS and not linear_rr:
-            st.row_kernel, what_r = self._side_kernel("row", N, row_kernel, graphs["row"],
-                                                      feats["row"], prm)
-            st.col_kernel, what_c = self._side_kernel("col", L, col_kernel, graphs["col"],
-                                                      feats["col"], prm)
-            st.events += [what_r, what_c]
+            factored = bool(method == "kkmcex" and prm["factor_kernels"]
+                            and not prm["jitter"])
+            rank = prm["kernel_rank"] if method == "kkmcex" else None
+            sides = {}
+            for side, n, given, fac in (("row", N, row_kernel, row_kernel_factor),
+                                        ("col", L, col_kernel, col_kernel_factor)):
+                sides[side], what = self._side_kernel(
+                    side, n, given, graphs[side], feats[side], prm, factor=fac,
+                    factored=factored, rank=rank, rng=rng)
+                st.events.append(what)
+            st.row_side, st.col_side = sides["row"], sides["col"]
+            st.row_kernel = st.row_side.K
+            st.col_kernel = st.col_side.K
         elif linear_rr:
             for side, n, ent in (("row", N, "user"), ("col", L, "item")):
                 if feats[side] is None:
@@ -553,7 +633,10 @@ class KernelMatrixCompletion(IterativeEstimator):
         st.pending["kernels"] = time.perf_counter() - t0
 
         # which rows / columns can be predicted
-        if st.row_kernel is not None:
+        if getattr(st, "row_side", None) is not None:
+            st.predictable_rows = st.row_side.linked(st.known_rows)
+            st.predictable_cols = st.col_side.linked(st.known_cols)
+        elif st.row_kernel is not None:
             st.predictable_rows = kn.linked(st.row_kernel, st.known_rows)
             st.predictable_cols = kn.linked(st.col_kernel, st.known_cols)
         else:
@@ -582,14 +665,28 @@ class KernelMatrixCompletion(IterativeEstimator):
             solver = "direct" if s <= DIRECT_MAX_S else "cg"
         self._resolved_solver = solver
         t0 = time.perf_counter()
-        st.gram = krr.KronGram(st.row_kernel, st.col_kernel, st.rows, st.cols)
+        rs, cs = st.row_side, st.col_side
+        st.factored = rs.kind != "dense" or cs.kind != "dense"
+        if st.factored and "factor" not in (rs.kind, cs.kind):
+            # identities with no factor: the dense vec trick (the identity formed)
+            st.factored = False
+            rs = st.row_side = krr.SideKernel(rs.n, dense=rs.dense())
+            cs = st.col_side = krr.SideKernel(cs.n, dense=cs.dense())
+            st.row_kernel, st.col_kernel = rs.K, cs.K
+        if st.factored:
+            st.gram = krr.FactoredKronGram(rs, cs, st.rows, st.cols)
+            st.events.append(
+                f"factored kernels: ranks {rs.rank} x {cs.rank} ({rs.kind} x {cs.kind}); each "
+                f"product of K_OO through the {st.gram.route} route")
+        else:
+            st.gram = krr.KronGram(rs.K, cs.K, st.rows, st.cols)
         if solver == "cg":
             st.iterative = True
             feats_pc = None
             if prm["preconditioner"] == "eigen":
                 t1 = time.perf_counter()
-                sr, Qr = krr.kernel_eigen(st.row_kernel)
-                sc, Qc = krr.kernel_eigen(st.col_kernel)
+                sr, Qr = rs.eigen(prm["n_components"])
+                sc, Qc = cs.eigen(prm["n_components"])
                 st.pending["eig"] = time.perf_counter() - t1
                 ef = krr.EigenFeatures(sr, Qr, sc, Qc, prm["n_components"])
                 feats_pc = ef.rows(st.rows, st.cols)
@@ -598,6 +695,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                                                 features=feats_pc)
             st.pending["setup"] = time.perf_counter() - t0 - st.pending.get("eig", 0.0)
             st.coef = st.cg.x
+        else:
+            st.pending["setup"] = time.perf_counter() - t0
 
     def _start_rrmcex(self, st, prm, rng, graphs, feats, online=False):
         t0 = time.perf_counter()
@@ -746,8 +845,11 @@ class KernelMatrixCompletion(IterativeEstimator):
         if self._resolved_solver == "direct":
             # one Cholesky: float32 factor + float64 refinement from krr.MIXED_MIN_S
             # observations up, float64 below or when refinement cannot reach its accuracy
-            st.coef, info = krr.kkmcex_cholesky(st.row_kernel, st.col_kernel, st.rows,
-                                                st.cols, st.m, st.prm["mu"])
+            if st.factored:
+                st.coef, info = krr.kkmcex_factored_cholesky(st.gram, st.m, st.prm["mu"])
+            else:
+                st.coef, info = krr.kkmcex_cholesky(st.row_kernel, st.col_kernel, st.rows,
+                                                    st.cols, st.m, st.prm["mu"])
             for phase in ("gram", "factor", "refine", "solve"):
                 if info[phase] > 0:
                     trace.add_time(phase, info[phase])
@@ -852,9 +954,22 @@ class KernelMatrixCompletion(IterativeEstimator):
         if method == "kkmcex":
             coef = st.cg.x if self._resolved_solver == "cg" else getattr(
                 st, "coef", np.zeros(st.rows.shape[0]))
-            arrays.update(kind=np.array("kron"), coef=np.array(coef), train_rows=st.rows,
-                          train_cols=st.cols, row_kernel=st.row_kernel,
-                          col_kernel=st.col_kernel)
+            if st.factored:
+                P, Q = st.gram.estimate_factors(coef)
+                arrays.update(kind=np.array("factors"), coef=np.array(coef),
+                              train_rows=st.rows, train_cols=st.cols,
+                              row_factors=np.array(P), col_factors=np.array(Q))
+                for side, sk in (("row", st.row_side), ("col", st.col_side)):
+                    if sk.kind == "dense":
+                        arrays[f"{side}_kernel"] = sk.K
+                    elif sk.kind == "factor":
+                        arrays[f"{side}_kernel_factor"] = sk.F
+                    else:
+                        arrays[f"{side}_kernel_identity"] = np.array(True)
+            else:
+                arrays.update(kind=np.array("kron"), coef=np.array(coef), train_rows=st.rows,
+                              train_cols=st.cols, row_kernel=st.row_kernel,
+                              col_kernel=st.col_kernel)
         elif method in ("rrmcex", "online_rrmcex"):
             f = st.features
             arrays.update(kind=np.array("factors"), coef=np.array(st.xi),
@@ -873,7 +988,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         self._set_fitted(arrays, n_iter, trace)
 
     _ARRAY_ATTRS = {"coef": "coef_", "train_rows": "train_rows_", "train_cols": "train_cols_",
-                    "row_kernel": "row_kernel_", "col_kernel": "col_kernel_",
+                    "row_kernel_factor": "row_kernel_factor_",
+                    "col_kernel_factor": "col_kernel_factor_",
                     "row_factors": "row_factors_", "col_factors": "col_factors_",
                     "feature_pairs": "feature_pairs_",
                     "feature_eigenvalues": "feature_eigenvalues_", "matrix": "matrix_",
@@ -893,6 +1009,39 @@ class KernelMatrixCompletion(IterativeEstimator):
         self.n_iter_ = int(n_iter)
         self.trace_ = trace
         self._matrix_cache = None
+        self._kernel_cache = {}
+
+    def _side(self, side):
+        """The fitted model's kernel on one side as a :class:`krr.SideKernel` (None when the
+        method keeps no kernel)."""
+        a = self._arrays
+        n = self.n_rows_ if side == "row" else self.n_cols_
+        if a.get(f"{side}_kernel") is not None:
+            return krr.SideKernel(n, dense=a[f"{side}_kernel"])
+        if a.get(f"{side}_kernel_factor") is not None:
+            return krr.SideKernel(n, factor=a[f"{side}_kernel_factor"])
+        if a.get(f"{side}_kernel_identity") is not None:
+            return krr.SideKernel(n, identity=True)
+        return None
+
+    def _kernel_attr(self, side):
+        if "_arrays" not in self.__dict__:
+            raise AttributeError(f"{side}_kernel_ (the model is not fitted)")
+        if side not in self._kernel_cache:
+            sk = self._side(side)
+            self._kernel_cache[side] = None if sk is None else sk.dense()
+        return self._kernel_cache[side]
+
+    @property
+    def row_kernel_(self):
+        """The row kernel used (N x N; formed on first access when it was kept as a factor
+        or the identity: see ``row_kernel_factor_``)."""
+        return self._kernel_attr("row")
+
+    @property
+    def col_kernel_(self):
+        """The column kernel used (L x L; formed on first access when kept as a factor)."""
+        return self._kernel_attr("col")
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self, attribute="trace_"):
@@ -907,7 +1056,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                 first = int(np.asarray(idx)[bad].ravel()[0])
                 n_bad = int(np.unique(np.asarray(idx)[bad]).shape[0])
                 if method == "pg":
-                    why = (f"nuclear-norm MC (method='pg') cannot extrapolate"
+                    why = ("nuclear-norm MC (method='pg') cannot extrapolate"
                            + (" columns" if side == "column" else
                               " rows without lap_weight > 0 and a graph linking them to "
                               "observed rows"))
@@ -944,7 +1093,11 @@ class KernelMatrixCompletion(IterativeEstimator):
             out = krr.kkmcex_predict(a["row_kernel"], a["col_kernel"], a["train_rows"],
                                      a["train_cols"], a["coef"], u, i)
         elif kind == "factors":
-            out = np.einsum("ij,ij->i", a["row_factors"][u], a["col_factors"][i])
+            from ._numba import pair_rowdot
+
+            out = np.empty(u.shape[0])
+            pair_rowdot(np.ascontiguousarray(a["row_factors"], dtype=np.float64),
+                        np.ascontiguousarray(a["col_factors"], dtype=np.float64), u, i, out)
         else:
             out = a["matrix"][u, i]
         return (out + self.offset_).reshape(shape)
@@ -981,16 +1134,30 @@ class KernelMatrixCompletion(IterativeEstimator):
             raise ValueError(f"predict_new needs the kernel form of KKMCEX; this model is "
                              f"method={self.method_!r}.")
         a = self._arrays
-        Kr = a["row_kernel"] if row_kernel_rows is None else np.atleast_2d(
+        rs, cs = self._side("row"), self._side("col")
+        Kr = None if row_kernel_rows is None else np.atleast_2d(
             np.asarray(row_kernel_rows, dtype=np.float64))
-        Kc = a["col_kernel"] if col_kernel_rows is None else np.atleast_2d(
+        Kc = None if col_kernel_rows is None else np.atleast_2d(
             np.asarray(col_kernel_rows, dtype=np.float64))
-        if Kr.shape[1] != self.n_rows_ or Kc.shape[1] != self.n_cols_:
+        if (Kr is not None and Kr.shape[1] != self.n_rows_) or (
+                Kc is not None and Kc.shape[1] != self.n_cols_):
             raise ValueError(f"row_kernel_rows must have {self.n_rows_} columns and "
-                             f"col_kernel_rows {self.n_cols_}; got {Kr.shape} and {Kc.shape}.")
-        G = np.zeros((self.n_rows_, self.n_cols_))
-        np.add.at(G, (a["train_rows"], a["train_cols"]), a["coef"])
-        return (Kr @ G) @ Kc.T + self.offset_
+                             f"col_kernel_rows {self.n_cols_}; got "
+                             f"{None if Kr is None else Kr.shape} and "
+                             f"{None if Kc is None else Kc.shape}.")
+        G = sp.csr_matrix((np.asarray(a["coef"], dtype=np.float64),
+                           (np.asarray(a["train_rows"]), np.asarray(a["train_cols"]))),
+                          shape=(self.n_rows_, self.n_cols_))  # repeats summed
+        # left = K_r Gamma (P x L), then left K_c^T
+        if Kr is not None:
+            left = np.asarray((G.T @ Kr.T).T)
+        else:
+            left = np.asarray(rs.apply(G.toarray()))
+        if Kc is not None:
+            out = left @ Kc.T
+        else:
+            out = np.asarray(cs.apply(np.ascontiguousarray(left.T))).T
+        return out + self.offset_
 
     # ------------------------------------------------------------------ metrics
     def evaluate(self, ratings) -> dict:
