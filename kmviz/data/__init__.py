@@ -5,7 +5,8 @@
 
 from .builtin import load_boston, load_gapminder, load_movielens_small
 from .graphs import erdos_renyi_graph, group_graph, temporal_graph
-from .catalogue import DatasetEntry, get_dataset, list_datasets, load
+from .catalogue import (DatasetEntry, Suggestion, get_dataset, list_datasets, load,
+                        suggested_settings)
 from .loaders import (
     detect_format,
     load_delimited,
@@ -36,6 +37,7 @@ __all__ = [
     "Split",
     "make_split",
     "DatasetEntry",
+    "Suggestion",
     "PlantedKMTruth",
     "PlantedLowRankTruth",
     "Ratings",
@@ -46,6 +48,7 @@ __all__ = [
     "list_datasets",
     "load",
     "load_delimited",
+    "suggested_settings",
     "load_matrix_market",
     "load_movielens_100k",
     "load_movielens_csv",

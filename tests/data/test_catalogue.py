@@ -95,3 +95,52 @@ def test_boston_entry_is_one_target_with_thirteen_standardized_features():
     assert list(r.user_features.columns) == names and len(names) == 13
     F = r.user_features.to_numpy()
     assert np.allclose(F.mean(axis=0), 0, atol=1e-12) and np.allclose(F.std(axis=0), 1)
+
+
+def test_every_suggestion_names_a_family_valid_settings_and_loader_options():
+    from kmviz import families
+    from kmviz._params import validate_params
+
+    seen = 0
+    for entry in data.list_datasets():
+        for family, suggestion in entry.suggested.items():
+            estimator = families.get(family).make(suggestion.params)
+            validate_params(estimator)  # raises on an out-of-range or unknown setting
+            assert set(suggestion.options) <= set(entry.parameters), entry.name
+            assert "bench/" in suggestion.note  # says how to measure it again
+            seen += 1
+    assert seen >= 1
+
+
+def test_suggested_settings_hold_only_for_the_options_they_were_measured_with():
+    s = data.suggested_settings("gapminder", "kmc")
+    assert s is not None and s.params["graph_kernel"] == "regularized_laplacian"
+    assert data.suggested_settings("gapminder", "kmc", {"indicator": "life_expectancy"}) is s
+    assert data.suggested_settings("gapminder", "kmc", {"indicator": "gdp"}) is None
+    assert data.suggested_settings("gapminder", "km") is None
+    assert data.suggested_settings("no-such-data", "kmc") is None
+
+
+def test_gapminder_kmc_suggestion_beats_the_defaults_on_validation():
+    """What the suggestion says, on the validation part it was chosen on (the test part is
+    left to bench/kmc_gapminder.py): far below the defaults' error and each country's mean."""
+    import warnings
+
+    from kmviz import families
+
+    split = data.make_split(data.load("gapminder"))
+    train, val = split.train, split.validation
+    fam = families.get("kmc")
+
+    def rmse(params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = fam.make(params).fit(train)
+        return float(np.sqrt(np.mean((model.predict(val.users, val.items) - val.values) ** 2)))
+
+    tuned = rmse(data.suggested_settings("gapminder", "kmc").params)
+    default = rmse({})
+    sums = np.bincount(train.users, train.values, minlength=train.n_users)
+    row_mean = sums / np.bincount(train.users, minlength=train.n_users)
+    own_mean = float(np.sqrt(np.mean((row_mean[val.users] - val.values) ** 2)))
+    assert tuned < 0.25 * default and tuned < 0.25 * own_mean, (tuned, default, own_mean)
