@@ -522,6 +522,40 @@ def _top_k_ser(P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
         _top_k_row(u, P, Q, excl_ptr, excl_idx, K, out_idx, out_score)
 
 
+# ----------------------------------------------------------------------------- dense parts
+# The all-pairs terms of a block whose Gramian O_c is diagonal (the eigenbasis of
+# BlockProblem(basis="eig")), one pass over E each instead of a NumPy temporary per term.
+@njit(**JIT)
+def diag_quadratic_parts(E, w, ocd):
+    """``(sum_i w_i sum_f ocd_f E_if^2, w^T E, ||E||_F^2)``: L-'s quadratic term with
+    O_c = diag(ocd), its linear term's ``a^T E`` and the L2 term of X = I."""
+    k = E.shape[1]
+    quad = 0.0
+    sq = 0.0
+    wE = np.zeros(k)
+    for i in range(E.shape[0]):
+        wi = w[i]
+        qi = 0.0
+        for f in range(k):
+            e = E[i, f]
+            qi += ocd[f] * e * e
+            sq += e * e
+            wE[f] += wi * e
+        quad += wi * qi
+    return quad, wE, sq
+
+
+@njit(**JIT)
+def add_dense_gradient_diag(G, E, w, ocd, ov, a_bar, lam):
+    """``G += 2 A (E diag(ocd) - a_bar 1 ov^T) + 2 lam E`` in place (lam = 0: no L2 term)."""
+    k = E.shape[1]
+    for i in range(E.shape[0]):
+        wi2 = 2.0 * w[i]
+        for f in range(k):
+            e = E[i, f]
+            G[i, f] += wi2 * (e * ocd[f] - a_bar * ov[f]) + 2.0 * lam * e
+
+
 # ----------------------------------------------------------------------------- CG vectors
 # TRON's conjugate-gradient bookkeeping on vectors of length d k (580,000 for the item block
 # of MovieLens latest-small at k = 64): one pass each instead of a NumPy temporary per term.

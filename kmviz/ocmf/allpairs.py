@@ -234,10 +234,29 @@ class BlockTerms:
         """``<E^T A E, O_c> - 2 a_bar (a^T E) . (O^T b)``: L- without its constant.
 
         Computed as ``sum_i a_i e_i . (E O_c)_i``, sharing ``E O_c`` with
-        :meth:`gradient_dense` at the same E."""
+        :meth:`gradient_dense` at the same E (one pass over E when O_c is diagonal)."""
+        if self.oc_diag is not None:
+            return self.l_minus_var_and_sumsq(E)[0]
         EOc = self._e_oc(E)
         rowq = np.einsum("ij,ij->i", E, EOc)
         return float(self.w @ rowq) - 2.0 * self.a_bar * float((self.w @ E) @ self.ov)
+
+    def l_minus_var_and_sumsq(self, E):
+        """``(l_minus_var(E), ||E||_F^2)`` in one pass over E (O_c diagonal only)."""
+        E = _f64(E)
+        quad, wE, sq = K.diag_quadratic_parts(E, self.w, self.oc_diag)
+        return quad - 2.0 * self.a_bar * float(wE @ self.ov), sq
+
+    def add_gradient_dense(self, E, G, lam=0.0) -> np.ndarray:
+        """``G += gradient_dense(E) + 2 lam E`` in place (one pass when O_c is diagonal)."""
+        if self.oc_diag is not None:
+            K.add_dense_gradient_diag(G, _f64(E), self.w, self.oc_diag, self.ov,
+                                      self.a_bar, float(lam))
+        else:
+            G += self.gradient_dense(E)
+            if lam:
+                G += (2.0 * lam) * E
+        return G
 
     def l_plus(self, E, want_diag=True) -> float:
         """L+ at E; fills :attr:`scores` and, in the same pass over the pairs, D+ O, the

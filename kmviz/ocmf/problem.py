@@ -105,6 +105,8 @@ class BlockProblem:
                 self.xa = side.weighted_colsum(terms.w)          # X^T a, d
             self._graph_diag = (side.laplacian_diag(self.graph)
                                 if self.graph is not None else None)
+            self._fused_dense = (side.pure_identity and not self.small_d
+                                 and terms.oc_diag is not None)
         self.n_fun = self.n_grad = self.n_hv = 0
         self._x = None
         self._E = None
@@ -164,8 +166,12 @@ class BlockProblem:
             # first point only: later points are trial steps, and the block mostly ends at
             # its first accepted one (diag_hessian makes a pass of its own if it does not)
             lp = self.terms.l_plus(E, want_diag=self.n_fun == 1)
-            lm = self._l_minus_var(W, E)
-            reg = self.lam * float(np.sum(W * W))
+            if self._fused_dense:
+                lm, sq = self.terms.l_minus_var_and_sumsq(E)    # E is W
+                reg = self.lam * sq
+            else:
+                lm = self._l_minus_var(W, E)
+                reg = self.lam * float(np.sum(W * W))
             gr = 0.0
             if self.graph is not None:
                 gr = self.lam_graph * float(np.sum(E * (self.graph @ E)))
@@ -186,6 +192,8 @@ class BlockProblem:
             G_emb = t.gradient_observed()
             if self.graph is not None:
                 G_emb += (2.0 * self.lam_graph) * (self.graph @ E)
+            if self._fused_dense:   # X = I, O_c diagonal: L- and the L2 term in one pass
+                return t.add_gradient_dense(E, G_emb, self.lam).ravel()
             if self.small_d:
                 G = self.side.adjoint(G_emb)
                 G += 2.0 * t.times_oc(self.Mbar @ W) - 2.0 * t.a_bar * np.outer(self.xa, t.ov)

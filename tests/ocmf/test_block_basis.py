@@ -137,3 +137,46 @@ def test_hessian_diagonal_at_a_later_point_is_computed_on_demand(tiny_factory, d
         H = np.column_stack([prob.hess_vec(e) for e in np.eye(x.size)])
         np.testing.assert_allclose(prob.diag_hessian(), np.diag(H), **tol)
     assert prob.terms._diag_rows is None      # the second point took the on-demand pass
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+@pytest.mark.parametrize("graph", [False, True])
+def test_rotated_pure_identity_block_equals_the_naive_computation(loss, graph):
+    # X = I on every row (the paper's plain MF): the one-pass dense terms of the rotated
+    # block (diag_quadratic_parts, add_dense_gradient_diag) against the O(mn) oracles
+    from kmviz.ocmf import AllPairsLoss, ObservedPairs, SideMatrix, laplacian
+
+    rng = np.random.default_rng(3)
+    m, n, k = 8, 6, 3
+    Y = (rng.random((m, n)) < 0.4).astype(float)
+    Y[np.arange(m), np.arange(m) % n] = 1.0          # every user and item has a positive
+    p, q = 0.3 * (0.5 + rng.random(m)), 0.5 + rng.random(n)
+    loss_ = AllPairsLoss(ObservedPairs.from_matrix(Y), loss, p, q, -1.0)
+    X, Z = SideMatrix(m, np.arange(m)), SideMatrix(n, np.arange(n))
+    assert X.pure_identity and Z.pure_identity
+    L, lam_g = None, 0.0
+    if graph:
+        S = np.triu(rng.random((m, m)), 1)
+        L, lam_g = laplacian(S + S.T, m), 0.5
+    Wu, Wv = rng.standard_normal((m, k)), rng.standard_normal((n, k))
+    lam_w, lam_h = 0.7, 0.4
+    a = dict(X=np.eye(m), Z=np.eye(n), Y=Y, loss=loss, p=p, q=q, a_bar=-1.0)
+    pw = BlockProblem(loss_.block("rows", Wv), X, lam_w, L, lam_w * lam_g, basis="eig")
+    ph = BlockProblem(loss_.block("cols", Wu), Z, lam_h, basis="eig")
+    assert pw._fused_dense and ph._fused_dense
+    f = R.objective(Wu, Wv, lam_w=lam_w, lam_h=lam_h, lam_g=lam_g, L=L, **a)
+    graph_term = lam_w * lam_g * np.sum(Wu * (L @ Wu)) if graph else 0.0
+    xw, xh = pw.to_inner(Wu), ph.to_inner(Wv)
+    assert pw.fun(xw) + loss_.constant + lam_h * np.sum(Wv ** 2) == pytest.approx(f, rel=1e-12)
+    assert ph.fun(xh) + loss_.constant + lam_w * np.sum(Wu ** 2) + graph_term == \
+        pytest.approx(f, rel=1e-12)
+    np.testing.assert_allclose(
+        pw.grad(xw).reshape(m, k),
+        R.grad_user(Wu, Wv, lam_w=lam_w, lam_g=lam_g, L=L, **a) @ pw.V, rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(
+        ph.grad(xh).reshape(n, k), R.grad_item(Wu, Wv, lam_h=lam_h, **a) @ ph.V,
+        rtol=1e-10, atol=1e-11)
+    S = rng.standard_normal((n, k))
+    np.testing.assert_allclose(
+        ph.hess_vec(ph.to_inner(S)).reshape(n, k),
+        R.hess_vec_item(Wu, Wv, S, lam_h=lam_h, **a) @ ph.V, rtol=1e-10, atol=1e-10)
