@@ -436,8 +436,36 @@ class KernelMatrixCompletion(IterativeEstimator):
             trace.event("warning", f"stopped at max_iter={st.max_iter} before tol={st.tol:g}")
             warnings.warn(f"Maximum number of iterations {st.max_iter} reached; increase "
                           f"max_iter or tol.", ConvergenceWarning, stacklevel=2)
+        self._compare_with_mean(st, trace, validation)
         self._state = None
         return self
+
+    def _compare_with_mean(self, st, trace, validation):
+        """Warn (trace and ConvergenceWarning) when the fit is no better than predicting the
+        training mean on the validation entries (or, without them, on the training ones)."""
+        if not trace.rows:
+            return
+        last = trace.rows[-1]
+        mean = float(st.values.mean())
+        if validation is not None and last.get("validation_rmse") is not None:
+            v = np.asarray(validation.values, dtype=np.float64)
+            ours, where = float(last["validation_rmse"]), "validation"
+        elif last.get("train_rmse") is not None:
+            v, ours, where = st.values, float(last["train_rmse"]), "training"
+        else:
+            return
+        base = math.sqrt(float(np.mean((v - mean) ** 2)))
+        if not (math.isfinite(ours) and ours >= base):
+            return
+        hint = ""
+        if not st.prm["center"] and abs(mean) > float(np.std(st.values)):
+            hint = (f" The values are not centered (mean {mean:.3g}): the method shrinks its "
+                    f"estimate toward 0, so try center=True")
+            hint += " and a larger mu (1-10 on ratings)." if st.method == "kkmcex" else "."
+        msg = (f"{st.method}'s {where} RMSE {ours:.4g} is no better than predicting the "
+               f"training mean ({base:.4g}).{hint}")
+        trace.event("warning", msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
     def _solver_name(self, params):
         method = params["method"]
