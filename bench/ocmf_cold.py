@@ -11,9 +11,11 @@ the training part (seed --seed + 1). Cold items are ranked among the cold items 
 user's top 5 of the new items; p@5 over users with a test positive); cold users over all
 items. Methods: OCMF LR-wSQ with the side features of the cold side and no identity
 column for entities without positives (item_identity / user_identity = "known"; grid
-log2 rho in {-9, -7, -5, -3} x log2 lambda in {0, 2, 4}, 15 outer iterations); LightFM WARP
-with an identity column per entity beside the features (LightFM's hybrid recipe; grid
-learning rate {0.02, 0.05} x alpha {0, 1e-5}, epochs 1, 2, 3, then every 5 up to 50); implicit ALS (reg
+log2 rho in {-11, -9, -7, -5} x log2 lambda in {1, 2, 3, 4}, 15 outer iterations); LightFM
+WARP with an identity column per entity beside the features (LightFM's hybrid recipe; grid
+learning rate {0.02, 0.05} x alpha {0, 1e-5}, epochs 1, 2, 3, then every 5 up to 50); both
+with the feature matrix in either style of ocmf_ml100k.feature_inputs (plain, or binned
+age / decades with unit-l2 rows), chosen on the validation split; implicit ALS (reg
 10, alpha 1: it has no features, so a cold entity keeps its random start); popularity.
 Same k (--k, default 64), one thread each.
 
@@ -37,27 +39,34 @@ from ocmf_ml100k import (  # noqa: E402
     lightfm_available,
     lightfm_features,
     lightfm_fit,
+    STYLES,
+    feature_inputs,
     lightfm_scores,
     ranking,
 )
 
 
-def ocmf_cold(train, val, k, who, cand_val, seed, quick):
-    """Best (validation p@5, params) of OCMF LR-wSQ with the cold side's features."""
+def ocmf_cold(train, val, k, who, cand_val, seed, quick, pos):
+    """Best (validation p@5, params, feature style) of OCMF LR-wSQ with the cold side's
+    features, over the feature styles of ocmf_ml100k.feature_inputs (plain; binned and
+    l2-normalized rows)."""
     from kmviz.ocmf import OneClassMF
 
-    side = {"side_features": who, f"{who}_identity": "known"}
-    best = (-1.0, None)
-    rhos = (-9, -5) if quick else (-9, -7, -5, -3)
-    lams = (2,) if quick else (0, 2, 4)
-    for r in rhos:
-        for lam in lams:
-            prm = dict(k=k, max_iter=15, rho=2.0 ** r, lambda_w=2.0 ** lam,
-                       lambda_h=2.0 ** lam, random_state=seed, **side)
-            m = OneClassMF(**prm).fit(train)
-            v = ranking(m.score_items(np.arange(train.n_users)), train, val, cand_val)["p@5"]
-            if v > best[0]:
-                best = (v, prm)
+    side = {f"{who}_identity": "known"}
+    best = (-1.0, None, None)
+    rhos = (-9, -5) if quick else (-11, -9, -7, -5)
+    lams = (2,) if quick else (1, 2, 3, 4)
+    for style in STYLES:
+        inputs = feature_inputs(pos, who, style)
+        for r in rhos:
+            for lam in lams:
+                prm = dict(k=k, max_iter=15, rho=2.0 ** r, lambda_w=2.0 ** lam,
+                           lambda_h=2.0 ** lam, random_state=seed, **side)
+                m = OneClassMF(**prm).fit(train, **inputs)
+                v = ranking(m.score_items(np.arange(train.n_users)), train, val,
+                            cand_val)["p@5"]
+                if v > best[0]:
+                    best = (v, prm, style)
     return best
 
 
@@ -98,11 +107,7 @@ def main():
     t_start = time.perf_counter()
     header("One-class MF on cold items and cold users, each method tuned for the cold task")
     from kmviz.data import load
-    from kmviz.ocmf import (OneClassMF, cold_item_split, cold_user_split, encode_features,
-                            popularity_scores)
-
-    def enc(df):
-        return None if df is None else encode_features(df, missing="zero")[0]
+    from kmviz.ocmf import OneClassMF, cold_item_split, cold_user_split, popularity_scores
 
     rows = []
     for name in args.datasets.split(","):
@@ -111,9 +116,8 @@ def main():
             continue
         label = "ML-100K" if name == "ml100k" else name
         pos = data.binarize(4)
-        Fu, Fv = enc(pos.user_features), enc(pos.item_features)
         tasks = [("item", cold_item_split)] + ([("user", cold_user_split)]
-                                                if Fu is not None else [])
+                                                if pos.user_features is not None else [])
         for who, split in tasks:
             train, test, mask = split(pos, 0.1, random_state=args.seed)
             sub, val, vmask = split(train, 0.1, random_state=args.seed + 1)
@@ -122,20 +126,29 @@ def main():
             cand_test = mask if who == "item" else None
             r = {"data": label, "cold": f"{who}s ({int(mask.sum())}; test {test.n_ratings:,} "
                                         f"positives)"}
-            v, prm = ocmf_cold(sub, val, args.k, who, cand_val, args.seed, args.quick)
-            m = OneClassMF(**prm).fit(train)
+            v, prm, style = ocmf_cold(sub, val, args.k, who, cand_val, args.seed, args.quick,
+                                      pos)
+            m = OneClassMF(**prm).fit(train, **feature_inputs(pos, who, style))
             r["OCMF LR-wSQ + features"] = ranking(m.score_items(np.arange(train.n_users)),
                                                   train, test, cand_test)["p@5"]
             r["OCMF setting"] = (f"rho=2^{int(np.log2(prm['rho']))} "
-                                 f"lambda=2^{int(np.log2(prm['lambda_w']))} (val {v:.2f})")
+                                 f"lambda=2^{int(np.log2(prm['lambda_w']))} {style} "
+                                 f"(val {v:.2f})")
             if lightfm_available():
-                uf = lightfm_features(Fu) if who == "user" else None
-                vf = lightfm_features(Fv) if who == "item" else None
-                lv, (lr, al, ep) = lightfm_cold(sub, val, args.k, uf, vf, cand_val, args.quick)
+                # the same feature styles as OCMF, chosen on the same validation split
+                tried = []
+                for lstyle in STYLES:
+                    F = feature_inputs(pos, who, lstyle)[f"{who}_features"]
+                    uf = lightfm_features(F) if who == "user" else None
+                    vf = lightfm_features(F) if who == "item" else None
+                    lv, hp = lightfm_cold(sub, val, args.k, uf, vf, cand_val, args.quick)
+                    tried.append((lv, hp, lstyle, uf, vf))
+                lv, (lr, al, ep), lstyle, uf, vf = max(tried, key=lambda t: t[0])
                 lm, _, _ = lightfm_fit(train, args.k, lr, al, ep, 1, uf=uf, vf=vf)
                 r["LightFM WARP + features"] = ranking(lightfm_scores(lm, uf, vf), train, test,
                                                        cand_test)["p@5"]
-                r["LightFM setting"] = f"lr={lr:g} alpha={al:g} epochs={ep} (val {lv:.2f})"
+                r["LightFM setting"] = (f"lr={lr:g} alpha={al:g} epochs={ep} {lstyle} "
+                                        f"(val {lv:.2f})")
             if implicit_available():
                 am, _ = als_fit(train, args.k, 10.0, 1.0, 1)
                 r["implicit ALS"] = ranking(implicit_scores(am), train, test, cand_test)["p@5"]

@@ -14,7 +14,10 @@ Methods: OCMF SQ-SQ (squared loss, a_bar = 0, rho = 1: GRALS/LEML without graph)
 (a_bar = -1), SQ-wSQ with a_bar = 0 (the weighted MF that implicit's ALS solves), LR-wSQ;
 the best of these on validation with a user graph (a 10-NN co-interaction graph of the
 training positives: the paper's GRALS graph is not public), then with side features (item
-genres / year, or those and the user age / gender / occupation) and the graph; the
+genres / year, or those and the user age / gender / occupation) and the graph, the feature
+matrices in one of two styles chosen on validation with the rest (feature_inputs: "plain"
+= one-hot text, 0/1 flags, standardized numbers; "binned" = age buckets and decades as
+indicators, rows scaled to unit l2 norm); the
 Subsampled baseline (logistic loss on the positives and on |Omega-| = ratio |Omega+|
 uniformly drawn unobserved pairs labelled -1, rho = 0, the paper's "LR-LR (S)"); implicit
 ALS and BPR if implicit is installed; LightFM's WARP (lightfm-next, LightFM's maintained fork)
@@ -32,6 +35,11 @@ accuracy targets with PASS / MISS; time per iteration at 1 and 2 threads
 
     python bench/ocmf_ml100k.py [--quick] [--grid quick|medium|full] [--k 64] [--threads 2]
                                 [--ml100k DIR] [--dataset ml100k|movielens-small]
+                                [--targets-only]
+
+--targets-only keeps what the targets table needs (LR-wSQ, + graph, + features + graph, the
+peers, the user groups and cold entities) and leaves out the SQ-SQ / SQ-wSQ / Subsampled
+rows, the findings and the timing table.
 """
 
 from __future__ import annotations
@@ -118,6 +126,36 @@ def _fmt(d):
         else:
             out.append(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}")
     return " ".join(out)
+
+
+# ----------------------------------------------------------------------------- features
+#: ML-100K's user age buckets (MovieLens 1M's groups: under 18, 18-24, 25-34, ...)
+AGE_EDGES = (18, 25, 35, 45, 50, 56)
+STYLES = ("plain", "binned")
+
+
+def feature_inputs(pos, sides, style):
+    """``user_features`` / ``item_features`` for OneClassMF.fit from the loaders' tables.
+
+    ``sides``: "item", "user" or "both". ``style``: "plain" encodes as
+    ``side_features=`` does (one-hot text columns, 0/1 flags, standardized numbers);
+    "binned" cuts age into MovieLens' buckets and year into decades (one indicator per
+    interval) and scales each row to unit l2 norm (kmviz.ocmf.encode_features options).
+    """
+    from kmviz.ocmf import encode_features
+
+    out = {}
+    for who in ("user", "item"):
+        df = getattr(pos, f"{who}_features")
+        if df is None or sides not in (who, "both"):
+            continue
+        opts = {}
+        if style == "binned":
+            bins = {c: v for c, v in (("age", list(AGE_EDGES)), ("year", 10))
+                    if c in df.columns}
+            opts = {"bins": bins, "normalize": "l2"}
+        out[f"{who}_features"] = encode_features(df, missing="zero", **opts)[0]
+    return out
 
 
 # ----------------------------------------------------------------------------- Subsampled
@@ -408,14 +446,15 @@ def main():
     p.add_argument("--grid", choices=("quick", "medium", "full"), default="full",
                    help="the rho x lambda grid of the weighted methods: full = the paper's "
                         "7 x 7, medium = 4 x 5 around the optimum, quick = 3 x 3 (--quick)")
+    p.add_argument("--targets-only", action="store_true",
+                   help="only what issue 10's targets need: LR-wSQ, + graph, + features + "
+                        "graph and the peers (no SQ-SQ / SQ-wSQ / Subsampled rows, no "
+                        "findings, no timing table)")
     args = p.parse_args()
     t_start = time.perf_counter()
     title = "MovieLens 100K" if args.dataset == "ml100k" else "MovieLens latest-small"
     header(f"One-class MF on {title} (r >= 4, 90/10 split of positives)")
     import numba
-
-    from kmviz.ocmf import cold_item_split, cold_user_split, user_groups
-    from kmviz.ocmf import restrict_users
 
     if args.dataset == "ml100k":
         data = load_ml100k(args.ml100k)
@@ -449,24 +488,33 @@ def main():
     sqsq_grid = [{"lambda_w": lam, "lambda_h": lam} for lam in lams]
     rows, models = [], {}
 
-    def add(name, b, grid, inputs=None):
-        v, prm, n_iter = ocmf_tune(sub, val, b, grid, inputs=inputs)
+    def add(name, b, grid, inputs=None, alternatives=None):
+        """Tune on validation (over ``alternatives``: (label, inputs) pairs, when given),
+        refit on the whole training split, add the test row."""
+        tried = []
+        for alt, inp in (alternatives or [(None, inputs)]):
+            tried.append((*ocmf_tune(sub, val, b, grid, inputs=inp), alt, inp))
+        v, prm, n_iter, alt, inputs = max(tried, key=lambda t: t[0])
         final = {**prm, "max_iter": n_iter}
         model, per = ocmf_fit(train, final, **(inputs or {}))
         shown = {key: prm[key] for key in ("rho", "lambda_w", "lambda_g", "side_features")
                  if key in prm and (key not in ("lambda_g", "side_features")
                                     or prm[key] not in (0, 0.0, "none"))}
         shown["iters"] = n_iter
+        if alt is not None:
+            shown["features"] = alt
         rows.append({"method": name, "setting": _fmt(shown), "val p@5": 100 * v,
                      "s / iter": per,
                      **ranking(model.score_items(np.arange(train.n_users)), train, test)})
-        models[name] = (model, final)
+        models[name] = (model, final, inputs, alt)
         print(f"  done: {name} ({time.perf_counter() - t_start:.0f} s)", flush=True)
         return final
 
-    add("OCMF SQ-SQ", {**base, "loss": "squared", "a_bar": 0.0, "rho": 1.0}, sqsq_grid)
-    add("OCMF SQ-wSQ", {**base, "loss": "squared"}, wgrid)
-    add("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", {**base, "loss": "squared", "a_bar": 0.0}, wgrid)
+    if not args.targets_only:
+        add("OCMF SQ-SQ", {**base, "loss": "squared", "a_bar": 0.0, "rho": 1.0}, sqsq_grid)
+        add("OCMF SQ-wSQ", {**base, "loss": "squared"}, wgrid)
+        add("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", {**base, "loss": "squared", "a_bar": 0.0},
+            wgrid)
     add("OCMF LR-wSQ", {**base, "loss": "logistic"}, wgrid)
     # the graph and the side features on top of the best of the four (by validation p@5)
     plain = [r for r in rows if r["method"].startswith("OCMF")]
@@ -477,13 +525,20 @@ def main():
     ggrid = [{"lambda_g": g / best["lambda_w"]} for g in gl]
     lrg = add(f"OCMF {top[5:]} + graph", {**best, "max_iter": 15, "graph": "cointeraction"}, ggrid)
     lam0 = best["lambda_w"]
-    fgrid = [{"side_features": sf, "lambda_w": lam, "lambda_h": lam,
-              "lambda_g": lrg["lambda_g"] * lam0 / lam}
-             for sf in (("item", "both") if pos.user_features is not None else ("item",))
+    fgrid = [{"lambda_w": lam, "lambda_h": lam, "lambda_g": lrg["lambda_g"] * lam0 / lam}
              for lam in (lam0 / 2, lam0, 2 * lam0)]
-    add(f"OCMF {top[5:]} + features + graph", {**lrg, "max_iter": 15}, fgrid)
+    sides = ("item", "both") if pos.user_features is not None else ("item",)
+    add(f"OCMF {top[5:]} + features + graph", {**lrg, "max_iter": 15}, fgrid,
+        alternatives=[(f"{sf} {style}", feature_inputs(pos, sf, style))
+                      for sf in sides for style in STYLES])
+    if not args.targets_only:
+        subsampled_row(args, sub, val, train, test, k, quick, rows, t_start)
+    main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models, top, best,
+              t_start)
 
-    # Subsampled LR-LR, tuned on the ratio and lambda
+
+def subsampled_row(args, sub, val, train, test, k, quick, rows, t_start):
+    """Subsampled LR-LR, tuned on the ratio and lambda."""
     sbest = (-1, None)
     for ratio in ((1.0,) if quick else (0.25, 0.5, 1.0, 2.0)):
         for lam in ((1.0, 4.0) if quick else (0.25, 1.0, 4.0, 16.0)):
@@ -497,6 +552,15 @@ def main():
                  "setting": f"|Omega-|/|Omega+|={ratio:g} lambda={lam:g} iters={its}",
                  "val p@5": sbest[0], "s / iter": per, **ranking(W @ H.T, train, test)})
     print(f"  done: subsampled ({time.perf_counter() - t_start:.0f} s)", flush=True)
+
+
+def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models, top, best,
+              t_start):
+    """The peers, the user groups, cold users and items, the findings and targets."""
+    import numba
+
+    from kmviz.ocmf import cold_item_split, cold_user_split, restrict_users, user_groups
+
     have_implicit = implicit_available()
     chosen = {}
     if have_implicit:
@@ -533,7 +597,7 @@ def main():
     # -- user groups of the main split
     groups = user_groups(train, sparse_max=5)
     grows = []
-    for name, (model, _) in models.items():
+    for name, (model, *_) in models.items():
         scores = model.score_items(np.arange(train.n_users))
         r = {"method": name}
         for g in ("sparse", "regular"):
@@ -565,22 +629,22 @@ def main():
     from kmviz.ocmf import popularity_scores
 
     side_name = [n for n in models if n.endswith("features + graph")][0]
-    side_final = models[side_name][1]
+    _, side_final, side_inputs, side_alt = models[side_name]
+    style = side_alt.split()[-1]
     cold = {}
+    # cold users from the user features (none on latest-small: the mean rule), cold items
+    # from the item features, in the feature style chosen on validation
     settings = {
-        top: (best, best),
+        top: ((best, {}), (best, {})),
         f"OCMF {top[5:]} + side features (cold rows from features)": (
-            {**side_final, "side_features": "user", "user_identity": "known"},
-            {**side_final, "side_features": "item", "item_identity": "known"}),
+            ({**side_final, "user_identity": "known"}, feature_inputs(pos, "user", style)),
+            ({**side_final, "item_identity": "known"}, feature_inputs(pos, "item", style))),
     }
-    if pos.user_features is None:  # no user features (latest-small): the plain rule
-        label = list(settings)[1]
-        settings[label] = ({**settings[label][0], "side_features": "none"}, settings[label][1])
-    for label, (fin_u, fin_i) in settings.items():
-        m, _ = ocmf_fit(cu_train, fin_u)
+    for label, ((fin_u, inp_u), (fin_i, inp_i)) in settings.items():
+        m, _ = ocmf_fit(cu_train, fin_u, **inp_u)
         cold.setdefault(label, {})["cold users"] = ranking(
             m.score_items(np.arange(cu_train.n_users)), cu_train, cu_test)["p@5"]
-        m, _ = ocmf_fit(ci_train, fin_i)
+        m, _ = ocmf_fit(ci_train, fin_i, **inp_i)
         cold[label]["cold items"] = ranking(
             m.score_items(np.arange(ci_train.n_users)), ci_train, ci_test, ci_mask)["p@5"]
     cold["popularity"] = {
@@ -615,8 +679,12 @@ def main():
           "users (user_identity='known') and the item features for cold items "
           "(item_identity='known').\n")
     print(table(crow, floatfmt="{:.2f}"))
-    findings(rows, top)
+    if not args.targets_only:
+        findings(rows, top)
     targets(rows, crow, top)
+    if args.targets_only:
+        footer(t_start)
+        return
 
     # -- time per outer iteration at 1 and 2 threads
     trows = []
