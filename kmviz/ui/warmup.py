@@ -14,7 +14,8 @@ The order serves the user:
 
 A compile nobody is waiting for is interrupted (its child process killed; what it already
 compiled stays cached) when the user asks for another family, and is taken up again later.
-While a fit runs, compiles nobody asked for wait, so the fit has the cores.
+While a fit runs, only a demanded family (a fit waits for it, or the user picked it last)
+is compiled; the others wait for the fit to end, so it has the cores.
 
 :class:`WarmUpOrder` is the bookkeeping alone (no threads, no processes), tested on its own;
 :class:`WarmUp` runs it under one lock in a daemon thread.
@@ -88,15 +89,15 @@ class WarmUpOrder:
         return sorted((n for n in self.names if self.state[n] == PENDING), key=rank)
 
     def next(self, *, fit_running: bool = False) -> str | None:
-        """The family to compile now; None when all are done, one is compiling, or the only
-        ones left are not asked for while a fit runs (they wait for it to end)."""
+        """The family to compile now; None when all are done, one is compiling, or while a
+        fit runs and none of those left is demanded (they wait for the fit to end)."""
         if self.current is not None:
             return None
         queue = self.queue()
         if not queue:
             return None
         first = queue[0]
-        if fit_running and self.waiting[first] == 0 and first not in self.asked:
+        if fit_running and not self.demanded(first):
             return None
         return first
 
@@ -121,6 +122,20 @@ class WarmUpOrder:
         return all(s in (READY, FAILED) for s in self.state.values())
 
 
+#: ``python -m module`` that also ends when the server does (its parent changes): a server
+#: stopped during a first start leaves no compiler running on.
+_CHILD = """\
+import os, runpy, sys, threading, time
+parent = os.getppid()
+def watch():
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
+threading.Thread(target=watch, daemon=True).start()
+runpy.run_module(sys.argv[1], run_name="__main__", alter_sys=True)
+"""
+
+
 def compile_in_child(module: str, cancel: threading.Event, *, timeout: float = 1800.0,
                      load: bool = True) -> tuple[str, str]:
     """Run ``python -m module`` (a family's warm-up), then load its kernels in this process.
@@ -128,7 +143,7 @@ def compile_in_child(module: str, cancel: threading.Event, *, timeout: float = 1
     Returns (READY, ""), (FAILED, what went wrong) or (INTERRUPTED, "") when ``cancel`` was
     set (the child is killed; the kernels it finished are cached on disk already).
     """
-    proc = subprocess.Popen([sys.executable, "-m", module], stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", _CHILD, module], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     end = time.monotonic() + timeout
     while True:

@@ -79,15 +79,21 @@ def test_a_compile_that_a_fit_or_the_latest_choice_needs_is_not_interrupted():
     assert order.current == "km" and not order.should_interrupt()
 
 
-def test_compiles_nobody_asked_for_wait_while_a_fit_runs():
+def test_only_a_demanded_family_compiles_while_a_fit_runs():
     order = WarmUpOrder(NAMES)
     assert order.next(fit_running=True) is None
-    order.ask("kmc")
+    order.ask("ocmf")
+    order.ask("kmc")                    # picked last
     assert order.next(fit_running=True) == "kmc"
     order.start("kmc")
     order.finish("kmc", READY)
-    assert order.next(fit_running=True) is None
-    assert order.next(fit_running=False) == "km"
+    assert order.next(fit_running=True) is None   # ocmf was picked before: it waits
+    order.wait_started("gfm")
+    assert order.next(fit_running=True) == "gfm"  # a fit waits for it
+    order.start("gfm")
+    order.finish("gfm", READY)
+    order.wait_ended("gfm")
+    assert order.next(fit_running=False) == "ocmf"
 
 
 def test_failed_counts_as_finished():
