@@ -392,10 +392,12 @@ class KernelMatrixCompletion(IterativeEstimator):
             The whole true matrix (synthetic data): ``truth_nmse``, the thesis's NMSE (3.68)
             of the current estimate over all N L entries, in every row (the whole-matrix
             error as entries arrive, for online RRMCEX). Costs one N x L estimate per row.
-        row_kernel_factor, col_kernel_factor : array (N, r), (L, r), optional
+        row_kernel_factor, col_kernel_factor : array (N, r), (L, r) or krr.SideKernel, optional
             A kernel given as a factor F (the kernel is ``F F^T``, PSD by construction, never
-            formed by KKMCEX): e.g. a Nyström feature map. Overrides ``row_kernel`` /
-            ``col_kernel`` and the side information.
+            formed by KKMCEX): e.g. a Nyström feature map; or a :class:`krr.SideKernel`, such
+            as ``SideKernel(N, factor=np.ones((N, 1)), shift=1.0)`` for ``I + 1 1^T`` (a
+            per-entity term plus a shared one). Overrides ``row_kernel`` / ``col_kernel``
+            and the side information.
 
         Returns
         -------
@@ -509,6 +511,16 @@ class KernelMatrixCompletion(IterativeEstimator):
         who = "row" if side == "row" else "column"
         name = f"{side}_kernel"
         jitter = prm["jitter"]
+        if isinstance(factor, krr.SideKernel):
+            if factor.n != N:
+                raise DataValueError(f"{name}_factor is a kernel on {factor.n} entities",
+                                     expected=f"{N}, one per entity")
+            what = (f"{who} kernel: given ({factor.kind}, rank {factor.rank}"
+                    + (f", plus {factor.shift:g} I" if factor.shift else "") + ")")
+            if factored:
+                return factor, what
+            return krr.SideKernel(N, dense=kn.check_kernel(factor.dense(), name, n=N,
+                                                           jitter=jitter)), what
         if factor is not None:
             F = np.asarray(factor, dtype=np.float64)
             if F.ndim != 2 or F.shape[0] != N:
@@ -695,8 +707,9 @@ class KernelMatrixCompletion(IterativeEstimator):
         t0 = time.perf_counter()
         rs, cs = st.row_side, st.col_side
         st.factored = rs.kind != "dense" or cs.kind != "dense"
-        if st.factored and "factor" not in (rs.kind, cs.kind):
-            # identities with no factor: the dense vec trick (the identity formed)
+        if st.factored and not (rs.low_rank or cs.low_rank
+                                or rs.kind == cs.kind == "identity"):
+            # no pure low-rank side: the dense vec trick (the kernels formed)
             st.factored = False
             rs = st.row_side = krr.SideKernel(rs.n, dense=rs.dense())
             cs = st.col_side = krr.SideKernel(cs.n, dense=cs.dense())
@@ -992,6 +1005,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                         arrays[f"{side}_kernel"] = sk.K
                     elif sk.kind == "factor":
                         arrays[f"{side}_kernel_factor"] = sk.F
+                        if sk.shift:
+                            arrays[f"{side}_kernel_shift"] = np.array(sk.shift)
                     else:
                         arrays[f"{side}_kernel_identity"] = np.array(True)
             else:
@@ -1047,7 +1062,9 @@ class KernelMatrixCompletion(IterativeEstimator):
         if a.get(f"{side}_kernel") is not None:
             return krr.SideKernel(n, dense=a[f"{side}_kernel"])
         if a.get(f"{side}_kernel_factor") is not None:
-            return krr.SideKernel(n, factor=a[f"{side}_kernel_factor"])
+            shift = a.get(f"{side}_kernel_shift")
+            return krr.SideKernel(n, factor=a[f"{side}_kernel_factor"],
+                                  shift=0.0 if shift is None else float(shift))
         if a.get(f"{side}_kernel_identity") is not None:
             return krr.SideKernel(n, identity=True)
         return None

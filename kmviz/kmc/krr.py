@@ -359,14 +359,21 @@ class SideKernel:
     ``kind`` is ``"dense"`` (``K``, n x n), ``"identity"`` (never formed) or ``"factor"``
     (``F``, n x r, ``K = F F^T``: a linear kernel on r < n features, a kernel on feature rows
     with r distinct values, a bandlimited graph kernel, or a low-rank approximation when
-    ``exact`` is False). :class:`FactoredKronGram` multiplies by ``K`` through :meth:`apply`
-    without forming it.
+    ``exact`` is False). A factor may carry a ``shift`` d >= 0: ``K = d I + F F^T`` (e.g.
+    ``I + 1 1^T``: a per-entity term plus a shared one), still applied in O(n r).
+    :class:`FactoredKronGram` multiplies by ``K`` through :meth:`apply` without forming it.
     """
 
-    def __init__(self, n, *, dense=None, factor=None, identity=False, exact=True, note=""):
+    def __init__(self, n, *, dense=None, factor=None, identity=False, exact=True, note="",
+                 shift=0.0):
         self.n = int(n)
         self.exact = bool(exact)
         self.note = note
+        self.shift = float(shift)
+        if not (self.shift >= 0 and math.isfinite(self.shift)):
+            raise ValueError(f"shift must be a finite number >= 0; got {shift!r}")
+        if self.shift and factor is None:
+            raise ValueError("shift is only for a factor (K = shift I + F F^T)")
         self.K = self.F = None
         if identity:
             self.kind = "identity"
@@ -393,7 +400,16 @@ class SideKernel:
         if self.kind == "identity":
             return np.eye(self.n)
         K = self.F @ self.F.T
-        return 0.5 * (K + K.T)
+        K = 0.5 * (K + K.T)
+        if self.shift:
+            K[np.diag_indices_from(K)] += self.shift
+        return K
+
+    @property
+    def low_rank(self) -> bool:
+        """True for a pure factor ``K = F F^T`` (no shift): the side a product can go
+        through."""
+        return self.kind == "factor" and not self.shift
 
     def diag(self) -> np.ndarray:
         if self._diag is None:
@@ -402,7 +418,7 @@ class SideKernel:
             elif self.kind == "identity":
                 self._diag = np.ones(self.n)
             else:
-                self._diag = np.einsum("ij,ij->i", self.F, self.F)
+                self._diag = np.einsum("ij,ij->i", self.F, self.F) + self.shift
         return self._diag
 
     def apply(self, T) -> np.ndarray:
@@ -411,7 +427,10 @@ class SideKernel:
             return T
         if self.kind == "dense":
             return self.K @ T
-        return self.F @ (self.F.T @ T)
+        out = self.F @ (self.F.T @ T)
+        if self.shift:
+            out += self.shift * T
+        return out
 
     def apply_cost(self, k) -> float:
         """Multiply-adds of :meth:`apply` on an n x k matrix."""
@@ -429,7 +448,10 @@ class SideKernel:
             return self.K[np.ix_(a, b)]
         if self.kind == "identity":
             return (a[:, None] == b[None, :]).astype(np.float64)
-        return np.take(self.F, a, axis=0) @ np.take(self.F, b, axis=0).T
+        out = np.take(self.F, a, axis=0) @ np.take(self.F, b, axis=0).T
+        if self.shift:
+            out += self.shift * (a[:, None] == b[None, :])
+        return out
 
     def eigen(self, d):
         """``(sigma, Q)``: at least the d leading eigenpairs, eigenvalues descending (for
@@ -438,7 +460,8 @@ class SideKernel:
         if self.kind == "dense":
             return kernel_eigen(self.K)
         if self.kind == "factor":
-            return features_svd(self.F)
+            sig, U = features_svd(self.F)  # the rest of the spectrum is the shift
+            return sig + self.shift, U
         k = min(int(d), self.n)
         Q = np.zeros((self.n, k))
         Q[np.arange(k), np.arange(k)] = 1.0
@@ -510,17 +533,17 @@ class FactoredKronGram:
         self._t_indices = r[tord].astype(np.int64)
         self.unique = self._cells.shape[0] == s
         costs = {}
-        if self.col.kind == "factor":
+        if self.col.low_rank:
             rc = self.col.rank
             costs["col"] = 2.0 * s * rc + self.row.apply_cost(rc)
-        if self.row.kind == "factor":
+        if self.row.low_rank:
             rr = self.row.rank
             costs["row"] = 2.0 * s * rr + self.col.apply_cost(rr)
         if self.row.kind == "identity" and self.col.kind == "identity":
             costs["identity"] = float(s)
         if not costs:
-            raise ValueError("FactoredKronGram needs a factor or identity kernel on each "
-                             "dense side's other side; use KronGram for two dense kernels")
+            raise ValueError("FactoredKronGram needs a low-rank factor (no shift) on one side, "
+                             "or the identity on both; use KronGram for two dense kernels")
         self.route = min(costs, key=costs.get) if route == "auto" else route
         self.n_matvec = 0
 

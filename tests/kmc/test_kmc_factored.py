@@ -249,3 +249,39 @@ def test_worse_than_the_mean_is_reported():
         good = KernelMatrixCompletion(mu=0.3, center=True, solver="direct",
                                       feature_kernel="linear").fit(r)
     assert not any("no better" in e["message"] for e in good.trace_.events)
+
+
+def test_shifted_factor_side_equals_the_dense_kernel():
+    """``I + 1 1^T`` on users (a per-user and a shared term) next to a linear item factor."""
+    N, L, s = 13, 11, 60
+    rng = np.random.default_rng(4)
+    rows = rng.integers(0, N, s)
+    cols = rng.integers(0, L, s)
+    v = rng.standard_normal(s)
+    r = krr.SideKernel(N, factor=np.ones((N, 1)), shift=1.0)
+    np.testing.assert_allclose(r.dense(), np.eye(N) + 1.0)
+    c = krr.SideKernel(L, factor=rng.standard_normal((L, 3)))
+    g = krr.FactoredKronGram(r, c, rows, cols)
+    assert g.route == "col"  # the shifted side cannot carry the product
+    K_oo = krr.kkmcex_gram(r.dense(), c.dense(), rows, cols)
+    np.testing.assert_allclose(g.matvec(v), K_oo @ v, rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(g.gram(), K_oo, rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(g.diagonal(), np.diag(K_oo), rtol=1e-12)
+    with pytest.raises(ValueError, match="use KronGram"):
+        krr.FactoredKronGram(r, krr.SideKernel(L, factor=np.ones((L, 1)), shift=2.0), rows,
+                             cols)
+    # a whole fit, saved and reloaded
+    rr, U, V = _feature_problem(cold_item=[5])
+    kw = dict(mu=0.5, center=True, solver="cg", preconditioner="eigen", n_components=10,
+              feature_kernel="linear", tol=1e-12, max_iter=2000)
+    side = krr.SideKernel(30, factor=np.ones((30, 1)), shift=1.0)
+    fact = KernelMatrixCompletion(**kw).fit(rr, row_kernel_factor=side)
+    dense = KernelMatrixCompletion(factor_kernels=False, **kw).fit(
+        rr, row_kernel=np.eye(30) + 1.0)
+    np.testing.assert_allclose(fact.completed_matrix(), dense.completed_matrix(), rtol=1e-8,
+                               atol=1e-9)
+    back = KernelMatrixCompletion._from_fitted_arrays(fact._fitted_arrays(),
+                                                      fact.get_params(), fact.trace_)
+    np.testing.assert_allclose(back.row_kernel_, np.eye(30) + 1.0)
+    np.testing.assert_allclose(back.predict_new(), dense.completed_matrix(), rtol=1e-8,
+                               atol=1e-9)
