@@ -332,3 +332,14 @@ def test_default_alpha_of_kernel_needs_only_the_top_eigenvalues(n):
         assert ny.default_alpha_of_kernel(K, m) == pytest.approx(ny.default_alpha(sig, m),
                                                                  rel=1e-6)
     np.testing.assert_allclose(ny.top_eigenvalues(K, 5), np.sort(sig)[::-1][:5], rtol=1e-8)
+
+
+def test_leverage_fit_leaves_a_precomputed_kernel_intact():
+    X, _ = gaussian_mixture(120, random_state=5)
+    K = kn.gaussian_kernel(X, gamma=0.4)
+    K0 = K.copy()
+    nm = ny.Nystroem(kernel="precomputed", n_components=15, sampling="leverage",
+                     random_state=0).fit(K)
+    np.testing.assert_array_equal(K, K0)
+    np.testing.assert_allclose(nm.leverage_scores_, ny.ridge_leverage_scores(K, nm.alpha_),
+                               atol=1e-10)
