@@ -18,7 +18,14 @@ spent waiting for a core is not in it). Per phase (W and H blocks: Gramians, fun
 values, gradients, Hessian-vector products with the preconditioner's diagonal) the median
 milliseconds per iteration and the evaluation counts.
 
+TRON solves each block in the eigenbasis of the fixed side's Gramian with a Jacobi
+preconditioner (the estimator's default, kmviz.ocmf.estimator.TRON_BASIS); the "W-basis"
+rows run it as before, in W's own basis with LIBLINEAR's M = 0.99 I + 0.01 diag(H), in the
+same run. ``--accuracy`` also tunes every method on a 3 x 3 (rho, lambda) grid by validation
+p@5 and reports its test p@5, so that a faster setting is seen not to cost accuracy.
+
     python bench/ocmf_timing.py [--threads 1|2] [--k 64] [--reps 5] [--ml100k DIR]
+                                [--accuracy] [--datasets ml100k,movielens-small]
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
 
 THREADS = "1"
 for _i, _a in enumerate(sys.argv):
@@ -39,8 +47,29 @@ from _common import footer, header, load_ml100k, parser, table  # noqa: E402
 
 METHODS = {"LR-wSQ": {"loss": "logistic"}, "SQ-wSQ": {"loss": "squared"},
            "LR-wSQ float32": {"loss": "logistic", "dtype": "float32"},
-           "SQ-wSQ float32": {"loss": "squared", "dtype": "float32"}}
+           "SQ-wSQ float32": {"loss": "squared", "dtype": "float32"},
+           # TRON as it was before the eigenbasis: W's own basis, LIBLINEAR's M
+           "LR-wSQ W-basis": {"loss": "logistic", "_basis": None},
+           "SQ-wSQ W-basis": {"loss": "squared", "_basis": None}}
+DEFAULT_METHODS = "LR-wSQ,SQ-wSQ,LR-wSQ float32,SQ-wSQ float32,LR-wSQ W-basis,SQ-wSQ W-basis"
 PHASES = ("precompute", "function", "gradient", "hessian_vector")
+
+
+@contextmanager
+def _tron_basis(params):
+    """Run with the estimator's TRON setting named by ``params["_basis"]`` ("eig": the
+    eigenbasis of the fixed side's Gramian with a Jacobi preconditioner, the default; None:
+    W's own basis with LIBLINEAR's M = 0.99 I + 0.01 diag(H)); yields the other params."""
+    import kmviz.ocmf.estimator as est
+
+    params = dict(params)
+    basis = params.pop("_basis", "eig")
+    saved = est.TRON_BASIS, est.TRON_PCG_ALPHA
+    est.TRON_BASIS, est.TRON_PCG_ALPHA = (basis, 1.0) if basis == "eig" else (None, 0.01)
+    try:
+        yield params
+    finally:
+        est.TRON_BASIS, est.TRON_PCG_ALPHA = saved
 
 
 class _Clock:
@@ -63,10 +92,36 @@ def ocmf_iterations(train, k, params, iters, seed):
     from kmviz.ocmf import OneClassMF
 
     clock = _Clock()
-    model = OneClassMF(k=k, max_iter=iters, random_state=seed, **params)
-    model.fit(train, callback=clock)
+    with _tron_basis(params) as prm:
+        model = OneClassMF(k=k, max_iter=iters, random_state=seed, **prm)
+        model.fit(train, callback=clock)
     wall, cpu = clock.per_iteration()
     return wall, cpu, model.trace_.to_frame()
+
+
+def ocmf_accuracy(train, test, k, params, seed):
+    """The paper's protocol on a 3 x 3 grid (log2 rho in {-5, -3, -1}, log2 lambda in
+    {0, 2, 4}, bench/ocmf_ml100k.py --grid quick): tune (rho, lambda, outer iteration <= 15)
+    by validation p@5 on 10% of the training positives, refit on all of them, test p@5."""
+    from kmviz.ocmf import OneClassMF
+
+    sub, val = train.split(0.1, random_state=seed + 1)
+    best = (-1.0, None, 0)
+    with _tron_basis(params) as prm:
+        for rho in (2.0 ** -5, 2.0 ** -3, 2.0 ** -1):
+            for lam in (1.0, 4.0, 16.0):
+                g = {**prm, "rho": rho, "lambda_w": lam, "lambda_h": lam}
+                model = OneClassMF(k=k, max_iter=15, random_state=seed, **g)
+                model.fit(sub, validation=val)
+                p5 = model.trace_.column("validation_precision_at_5")
+                it = int(np.nanargmax(p5))
+                if p5[it] > best[0]:
+                    best = (float(p5[it]), g, it + 1)
+        v, g, n_iter = best
+        model = OneClassMF(k=k, max_iter=n_iter, random_state=seed, **g).fit(train)
+    return {"rho": f"2^{int(np.log2(g['rho']))}", "lambda": f"2^{int(np.log2(g['lambda_w']))}",
+            "iters": n_iter, "val p@5": 100 * v,
+            "test p@5": 100 * model.evaluate(test)["precision_at_5"]}
 
 
 def als_iterations(train, k, threads, iters, seed):
@@ -88,7 +143,9 @@ def main():
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--datasets", default="ml100k,movielens-small")
-    p.add_argument("--methods", default=",".join(METHODS),
+    p.add_argument("--accuracy", action="store_true",
+                   help="also tune every method on a 3 x 3 grid and report its test p@5")
+    p.add_argument("--methods", default=DEFAULT_METHODS,
                    help="OCMF variants to time (comma-separated names of the table)")
     args = p.parse_args()
     t_start = time.perf_counter()
@@ -100,21 +157,21 @@ def main():
 
     threads = int(args.threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        import implicit  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("implicit") is None:
         print("implicit is not installed (pip install implicit): nothing to compare with")
         return
     methods = {m: METHODS[m] for m in args.methods.split(",")}
     reps = 2 if args.quick else args.reps
     print(f"k = {args.k}, {threads} thread(s) for both (Numba and implicit's num_threads; "
           f"BLAS single-threaded in both), {reps} repetitions.\n")
-    rows, phase_rows = [], []
+    rows, phase_rows, acc_rows = [], [], []
     for name in args.datasets.split(","):
         data = load_ml100k(args.ml100k) if name == "ml100k" else load(name)
         if data is None:
             continue
-        train, _ = data.binarize(4).split(0.1, random_state=args.seed)
+        train, test = data.binarize(4).split(0.1, random_state=args.seed)
         label = "ML-100K" if name == "ml100k" else name
         # compile / load every kernel once, outside the timing
         for prm in methods.values():
@@ -158,6 +215,10 @@ def main():
             for c in ("n_fun", "n_grad", "n_hess_vec", "n_w_cg", "n_h_cg"):
                 r[c] = float(df[c].mean())
             phase_rows.append(r)
+        if args.accuracy:
+            for m, prm in methods.items():
+                acc_rows.append({"data": label, "method": f"OCMF {m}",
+                                 **ocmf_accuracy(train, test, args.k, prm, args.seed)})
         print(f"  done: {label} ({time.perf_counter() - t_start:.0f} s)", flush=True)
     print("\n## Time per outer iteration (s)\n")
     print(table(rows, floatfmt="{:.4f}"))
@@ -165,6 +226,12 @@ def main():
     print("'other' is the iteration's median minus the phase medians: building the two blocks' "
           "problems, the embeddings X W and Z W_2, TRON's vector algebra.\n")
     print(table(phase_rows, floatfmt="{:.2f}"))
+    if acc_rows:
+        print("## Accuracy (--accuracy): test p@5 (percent) after tuning on validation\n")
+        print("3 x 3 grid (log2 rho in {-5, -3, -1}, log2 lambda in {0, 2, 4}) and the outer "
+              "iteration (<= 15) by validation p@5 on 10% of the training positives, refit on "
+              "all of them (the protocol of bench/ocmf_ml100k.py --grid quick).\n")
+        print(table(acc_rows, floatfmt="{:.2f}"))
     footer(t_start)
 
 

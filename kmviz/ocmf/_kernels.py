@@ -560,6 +560,24 @@ def add_dense_gradient_diag(G, E, w, ocd, ov, a_bar, lam):
 # TRON's conjugate-gradient bookkeeping on vectors of length d k (580,000 for the item block
 # of MovieLens latest-small at k = 64): one pass each instead of a NumPy temporary per term.
 @njit(**JIT)
+def cg_start(g, M, s, inv_m, r, z, d):
+    """CG's start in one pass: ``s = 0``, ``inv_m = 1 / M``, ``r = -g``, ``z = r / M``,
+    ``d = z``; returns ``z . r``."""
+    zr = 0.0
+    for t in range(g.shape[0]):
+        s[t] = 0.0
+        im = 1.0 / M[t]
+        inv_m[t] = im
+        rt = -g[t]
+        r[t] = rt
+        zt = rt * im
+        z[t] = zt
+        d[t] = zt
+        zr += zt * rt
+    return zr
+
+
+@njit(**JIT)
 def cg_curvature(s, d, Hd, M):
     """``(d . Hd, s . M d, d . M d)`` in one pass."""
     dHd = 0.0

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._kernels import cg_advance, cg_curvature, cg_direction
+from ._kernels import cg_advance, cg_curvature, cg_direction, cg_start
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -96,12 +96,10 @@ def _trpcg(problem, delta, g, M, max_cg):
     ||s + alpha d||_M^2 is expanded as ``sMs + 2 alpha sMd + alpha^2 dMd``; the dot products
     and vector updates of a step are fused passes (:mod:`kmviz.ocmf._kernels`, ``cg_*``).
     Returns ``(s, r, steps, boundary, ||s||_M^2)``."""
-    s = np.zeros(g.shape[0])
-    inv_m = 1.0 / M
-    r = -g
-    z = r * inv_m
-    d = z.copy()
-    zTr = float(np.dot(z, r))
+    n = g.shape[0]
+    s, inv_m, r, z, d = (np.empty(n) for _ in range(5))
+    zTr = cg_start(np.ascontiguousarray(g, dtype=np.float64),
+                   np.ascontiguousarray(M, dtype=np.float64), s, inv_m, r, z, d)
     cgtol = CG_XI * math.sqrt(zTr)
     sMs = 0.0
     cg_iter = 0
@@ -186,7 +184,7 @@ def tron(problem, x0, *, eps=0.01, max_iter=5, max_cg=None, gnorm0="zero",
             if pcg_alpha != 1.0:
                 M *= pcg_alpha
                 M += 1.0 - pcg_alpha
-            else:   # plain Jacobi: a zero (or negative) diagonal entry falls back to 1
+            elif not M.min() > 0.0:   # plain Jacobi: a zero, negative or NaN entry -> 1
                 M[~(M > 0.0)] = 1.0
         else:
             M = np.ones(n)

@@ -180,3 +180,20 @@ def test_rotated_pure_identity_block_equals_the_naive_computation(loss, graph):
     np.testing.assert_allclose(
         ph.hess_vec(ph.to_inner(S)).reshape(n, k),
         R.hess_vec_item(Wu, Wv, S, lam_h=lam_h, **a) @ ph.V, rtol=1e-10, atol=1e-10)
+
+
+def test_cg_start_kernel_matches_numpy():
+    from kmviz.ocmf import _kernels as K
+
+    rng = np.random.default_rng(2)
+    n = 1003
+    g = rng.standard_normal(n)
+    M = 0.5 + rng.random(n)
+    s, inv_m, r, z, d = (np.full(n, np.nan) for _ in range(5))
+    zr = K.cg_start(g, M, s, inv_m, r, z, d)
+    assert not s.any()
+    np.testing.assert_allclose(inv_m, 1.0 / M, rtol=1e-15)
+    np.testing.assert_array_equal(r, -g)
+    np.testing.assert_allclose(z, -g / M, rtol=1e-15)
+    np.testing.assert_array_equal(d, z)
+    assert zr == pytest.approx(g @ (g / M), rel=1e-12)
