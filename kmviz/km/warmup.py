@@ -2,8 +2,9 @@
 
 Numba compiles a kernel on its first call and caches the machine code on disk
 (``cache=True``). ``python -m kmviz.km.warmup`` does that compilation in a process of its own:
-the app starts it at launch so the compiler, which holds Python's GIL, never slows the
-server, and the server then loads the cached kernels in about a second.
+the app runs it in the background (:mod:`kmviz.ui.warmup`, the family the user picks first) so
+the compiler, which holds Python's GIL, never slows the server, and the server then loads the
+cached kernels in about a second.
 """
 
 from __future__ import annotations
