@@ -140,6 +140,12 @@ class KernelMatrixCompletion(IterativeEstimator):
         to ``kernels.DISTINCT_MAX`` distinct rows) or Nyström with uniform landmarks
         (seeded by ``random_state``). This changes the model (an approximate kernel), so it
         is off by default; exact factors of lower rank are kept as they are.
+    add_constant : bool, default=False
+        Add the all-ones kernel to each side's kernel (``K + 1 1^T``; with an identity
+        prior, ``I + 1 1^T``). The Kronecker kernel ``(K_r + J) ⊗ (K_c + J)`` then also holds
+        a global term, a term per row shared over columns and a term per column shared over
+        rows (the biases of rating data) next to the kernels' own. Factors stay factors
+        (one more column, or a shifted identity).
     n_components : int >= 1, default=100
         d: RRMCEX features, and the rank of the CG's eigen preconditioner.
     rr_features : {"eigen", "linear"}, default="eigen"
@@ -274,6 +280,10 @@ class KernelMatrixCompletion(IterativeEstimator):
                                   "rows): much faster on large item sets such as MovieLens "
                                   "latest-small, but a different kernel. Empty: exact "
                                   "kernels."),
+        "add_constant": Param(bool, label="add constant kernel",
+                              help="Use K + 11ᵀ on each side (I + 11ᵀ for the identity): "
+                                   "the model also learns a global term and per-row / "
+                                   "per-column terms (rating biases)."),
         "n_components": Param(int, low=1, form_high=5000, step=50, label="d (RRMCEX features)",
                               help="d: RRMCEX's Kronecker eigen features (3.59) (250 in the "
                                    "thesis's synthetic test); rank of the eigen "
@@ -330,6 +340,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                  preconditioner="jacobi", row_prior="auto", col_prior="auto",
                  graph_kernel="diffusion", eta=1.0, bandwidth=None, feature_kernel="gaussian",
                  gamma=None, jitter=None, factor_kernels=True, kernel_rank=None,
+                 add_constant=False,
                  n_components=100, rr_features="eigen", rank=10,
                  max_iter=200, tol=1e-6, learning_rate=None, batch_size=None, schedule="fpc",
                  mu0_factor=None, decay=None, switch_tol=None, pg_init="zero", lap_weight=0.0,
@@ -349,6 +360,7 @@ class KernelMatrixCompletion(IterativeEstimator):
         self.jitter = jitter
         self.factor_kernels = factor_kernels
         self.kernel_rank = kernel_rank
+        self.add_constant = add_constant
         self.n_components = n_components
         self.rr_features = rr_features
         self.rank = rank
@@ -585,6 +597,18 @@ class KernelMatrixCompletion(IterativeEstimator):
                     f"{what}, factored: {note}")
         return krr.SideKernel(N, dense=kn.check_kernel(K, name, n=N, jitter=jitter)), what
 
+    @staticmethod
+    def _plus_constant(sk):
+        """``K + 1 1^T`` in the same form: a factor gains a column of ones, the identity
+        becomes the shifted factor ``I + 1 1^T``, a dense kernel gets 1 added."""
+        ones = np.ones((sk.n, 1))
+        if sk.kind == "identity":
+            return krr.SideKernel(sk.n, factor=ones, shift=1.0, note=sk.note)
+        if sk.kind == "factor":
+            return krr.SideKernel(sk.n, factor=np.hstack([sk.F, ones]), shift=sk.shift,
+                                  exact=sk.exact, note=sk.note)
+        return krr.SideKernel(sk.n, dense=sk.K + 1.0)
+
     # ------------------------------------------------------------------ start
     def _fit_start(self, ratings, prm, *, validation=None, row_kernel=None, col_kernel=None,
                    row_graph=None, col_graph=None, row_features=None, col_features=None,
@@ -650,6 +674,9 @@ class KernelMatrixCompletion(IterativeEstimator):
                 sides[side], what = self._side_kernel(
                     side, n, given, graphs[side], feats[side], prm, factor=fac,
                     factored=factored, rank=rank, rng=rng)
+                if prm["add_constant"]:
+                    sides[side] = self._plus_constant(sides[side])
+                    what += " + the all-ones kernel"
                 st.events.append(what)
             st.row_side, st.col_side = sides["row"], sides["col"]
             st.row_kernel = st.row_side.K

@@ -285,3 +285,21 @@ def test_shifted_factor_side_equals_the_dense_kernel():
     np.testing.assert_allclose(back.row_kernel_, np.eye(30) + 1.0)
     np.testing.assert_allclose(back.predict_new(), dense.completed_matrix(), rtol=1e-8,
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("row_prior", ["identity", "features"])
+def test_add_constant_equals_the_dense_kernels_plus_ones(row_prior):
+    r, U, V = _feature_problem(cold_item=[5])
+    kw = dict(mu=0.5, center=True, solver="direct", feature_kernel="linear",
+              row_prior=row_prior)
+    fact = KernelMatrixCompletion(add_constant=True, **kw).fit(r)
+    Kr = np.eye(30) if row_prior == "identity" else U @ U.T
+    dense = KernelMatrixCompletion(factor_kernels=False, **kw).fit(
+        r, row_kernel=Kr + 1.0, col_kernel=V @ V.T + 1.0)
+    np.testing.assert_allclose(fact.row_kernel_, Kr + 1.0, atol=1e-10)
+    np.testing.assert_allclose(fact.completed_matrix(), dense.completed_matrix(), rtol=1e-8,
+                               atol=1e-9)
+    # the dense path of the same option gives the same kernels
+    also = KernelMatrixCompletion(add_constant=True, factor_kernels=False, **kw).fit(r)
+    np.testing.assert_allclose(also.completed_matrix(), dense.completed_matrix(), rtol=1e-8,
+                               atol=1e-9)
