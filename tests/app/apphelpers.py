@@ -88,8 +88,12 @@ def submit_train(at, numbers: dict, *, wait=True, timeout=TIMEOUT) -> AppTest:
     wait for the job."""
     for key, value in numbers.items():
         at.number_input(key=key).set_value(value)
+    before = at.session_state[StateKeys.JOB]
     train_button(at).click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    # the click's request (recorded by the button's callback) was started, once
+    assert at.session_state[StateKeys.TRAIN_REQUEST] is None
+    assert at.session_state[StateKeys.JOB] is not before
     if wait:
         wait_job(at, timeout)
     return at

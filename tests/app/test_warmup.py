@@ -346,3 +346,29 @@ def test_compile_in_child_reports_a_failing_module_and_stops_on_cancel(tmp_path,
     threading.Timer(0.5, cancel.set).start()
     outcome, message = compile_in_child("sleepy_warmup", cancel)  # killed, not 600 s
     assert outcome == INTERRUPTED and message == ""
+
+
+def test_a_second_click_while_the_fit_waits_and_a_refused_request(fake_server_warm_up):
+    warm, fake = fake_server_warm_up
+    at = goto(new_session(), TRAIN)            # KM picked: KM compiles, held by the test
+    fake.wait_started("mod.km")
+    at.number_input(key="train_km_max_iter").set_value(2)
+    button(at, "Train").click().run()
+    job = at.session_state[StateKeys.JOB]
+    assert job.status == "compiling"
+    button(at, "Train").click().run()          # again, while the first waits
+    assert at.session_state[StateKeys.JOB] is job
+    assert at.session_state[StateKeys.TRAIN_REQUEST] is None
+    assert any("A training run is in progress" in w.value for w in at.warning)
+    at.button(key="train_stop").click().run()  # Stop ends the wait: nothing trained
+    wait_job(at)
+    assert job.status == "stopped" and job.progress()["message"] == \
+        "Stopped before training started."
+    assert at.session_state[StateKeys.RUNS] == {}
+    # a request the estimator refuses: its message on the page, no fit
+    bad = dict(at.session_state["kmviz_params_km"], D=0)
+    at.session_state[StateKeys.TRAIN_REQUEST] = {"id": "click-2", "family": "km",
+                                                 "params": bad, "at": time.time()}
+    at.run()
+    assert at.session_state[StateKeys.JOB] is job and at.error
+    assert "D" in at.error[0].value and at.session_state[StateKeys.TRAIN_REQUEST] is None
