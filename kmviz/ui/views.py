@@ -167,8 +167,8 @@ def compile_message(status: dict) -> str:
                 f"a second.{after}")
     if status["state"] == "pending":
         before = ", ".join(status["before"]) or "the family compiling now"
-        return (f"The Numba kernels of {title} compile next, after {before} (another fit "
-                f"is waiting for those). This happens once after installing.{after}")
+        return (f"The Numba kernels of {title} compile next, after those of {before}. "
+                f"This happens once after installing.{after}")
     if status["state"] == "failed":
         return (f"Compiling the kernels of {title} in the background failed "
                 f"({status['error']}); a fit compiles them itself, so its first iteration "

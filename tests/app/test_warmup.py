@@ -372,3 +372,19 @@ def test_a_second_click_while_the_fit_waits_and_a_refused_request(fake_server_wa
     at.run()
     assert at.session_state[StateKeys.JOB] is job and at.error
     assert "D" in at.error[0].value and at.session_state[StateKeys.TRAIN_REQUEST] is None
+
+
+def test_compile_message_names_the_family_what_comes_before_and_after():
+    from kmviz.ui.views import compile_message
+
+    base = {"title": "gFM", "seconds": 12.4, "current": "gFM", "before": [],
+            "after": ["KM", "OCMF"], "error": ""}
+    text = compile_message(dict(base, state=COMPILING))
+    assert text.startswith("Compiling the Numba kernels of gFM (12 s so far).")
+    assert text.endswith("Still to compile after it: KM, OCMF.")
+    text = compile_message(dict(base, state=PENDING, current="KM", before=["KM"],
+                                after=["OCMF"]))
+    assert text.startswith("The Numba kernels of gFM compile next, after those of KM.")
+    text = compile_message(dict(base, state=FAILED, error="python -m x: boom"))
+    assert "failed (python -m x: boom)" in text and "a fit compiles them itself" in text
+    assert compile_message(dict(base, state=READY)) == "The Numba kernels of gFM are compiled."
