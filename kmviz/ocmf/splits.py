@@ -44,6 +44,39 @@ def cold_item_split(ratings, fraction=0.1, *, random_state=None):
     return _entity_split(ratings, fraction, random_state, "item")
 
 
+def sparse_user_split(ratings, fraction=0.1, keep=5, *, random_state=None):
+    """Make a random ``fraction`` of the users sparse: each keeps ``keep`` of its entries
+    (chosen at random) in train and the rest go to test. Returns ``(train, test,
+    sparse_mask)``.
+
+    Only users with more than ``keep`` entries can be chosen. On MovieLens a 90/10 split of
+    the positives leaves very few users with <= 5 training positives (7 with a test
+    positive on ML-100K), so a metric over them moves by ~3 points per hit; this split
+    gives about ``fraction`` of the users that many training positives, every one with
+    test positives.
+    """
+    check_number("sparse_user_split", "fraction", fraction, low=0.0, high=1.0,
+                 closed="neither")
+    check_number("sparse_user_split", "keep", keep, kind=int, low=1)
+    rng = check_random_state(random_state)
+    users = np.asarray(ratings.users)
+    counts = np.bincount(users, minlength=ratings.n_users)
+    eligible = np.flatnonzero(counts > keep)
+    n_sparse = int(round(fraction * eligible.size))
+    if n_sparse == 0:
+        raise EmptyDataError(f"fraction={fraction} of the {eligible.size} users with more "
+                             f"than {keep} entries is none", expected="a larger fraction")
+    sparse = np.zeros(ratings.n_users, dtype=bool)
+    sparse[rng.choice(eligible, size=n_sparse, replace=False)] = True
+    test = np.zeros(users.size, dtype=bool)
+    for u in np.flatnonzero(sparse):
+        rows = np.flatnonzero(users == u)
+        test[rng.permutation(rows)[keep:]] = True
+    name = ratings.name
+    return (ratings.subset(~test, name=f"{name} (train, sparse users)"),
+            ratings.subset(test, name=f"{name} (sparse users' held-out entries)"), sparse)
+
+
 def user_groups(train, *, sparse_max=5) -> dict:
     """Masks over users by their number of training positives: ``"cold"`` (0),
     ``"sparse"`` (1..sparse_max), ``"regular"`` (more)."""

@@ -158,3 +158,24 @@ def test_explain_with_a_bias_column_sums_to_the_score():
     assert row["value"].item() == 1.0
     assert row["contribution"].item() == pytest.approx(
         model.W_user_[-1] @ model.item_factors_[5])
+
+
+# ----------------------------------------------------------------------------- sparse split
+def test_sparse_user_split_keeps_exactly_keep_entries_of_the_chosen_users():
+    from kmviz.ocmf.splits import sparse_user_split
+
+    ratings, _ = make_planted_pu(80, 60, 3, density=0.15, graph_neighbors=0, random_state=2)
+    train, test, sparse = sparse_user_split(ratings, 0.25, 4, random_state=0)
+    before = np.bincount(np.asarray(ratings.users), minlength=80)
+    after = np.bincount(np.asarray(train.users), minlength=80)
+    held = np.bincount(np.asarray(test.users), minlength=80)
+    assert sparse.sum() == round(0.25 * (before > 4).sum())
+    assert np.all(before[sparse] > 4)
+    np.testing.assert_array_equal(after[sparse], 4)
+    np.testing.assert_array_equal(after[~sparse], before[~sparse])
+    np.testing.assert_array_equal(held, np.where(sparse, before - 4, 0))
+    assert train.n_ratings + test.n_ratings == ratings.n_ratings
+    # the pairs of both parts are the original pairs (no pair in both)
+    tr = set(zip(np.asarray(train.users).tolist(), np.asarray(train.items).tolist()))
+    te = set(zip(np.asarray(test.users).tolist(), np.asarray(test.items).tolist()))
+    assert not tr & te and len(tr | te) == ratings.n_ratings
