@@ -109,12 +109,22 @@ def grid(name, X, gammas, ms, reps, ratio_reps, seed):
             alpha = ny.default_alpha(sig, m)
             lev = (Q * Q) @ (sig / (sig + alpha))
             p = lev / lev.sum()
-            e_uni = [ny.residual_diagonal(K, np.random.default_rng(seed + r).choice(
-                n, m, replace=False)).sum() / n for r in range(ratio_reps)]
-            e_lev = [ny.residual_diagonal(K, ny.sample_distinct(
-                p, m, np.random.default_rng(seed + 10 ** 6 + r))).sum() / n
-                for r in range(ratio_reps)]
-            ratio, lo, hi = _band(e_lev, e_uni)
+            tv = 0.5 * np.abs(p - 1.0 / n).sum()
+            far = tv >= FAR_TV
+            limit = 0.7 if far else 1.05
+            e_uni, e_lev = [], []
+            # ratio_reps draws of each; while the band straddles the rule, ratio_reps more,
+            # up to 5 times as many
+            while len(e_uni) < 5 * ratio_reps:
+                r0 = len(e_uni)
+                e_uni += [ny.residual_diagonal(K, np.random.default_rng(seed + r).choice(
+                    n, m, replace=False)).sum() / n for r in range(r0, r0 + ratio_reps)]
+                e_lev += [ny.residual_diagonal(K, ny.sample_distinct(
+                    p, m, np.random.default_rng(seed + 10 ** 6 + r))).sum() / n
+                    for r in range(r0, r0 + ratio_reps)]
+                ratio, lo, hi = _band(e_lev, e_uni)
+                if not lo <= limit < hi:
+                    break
             # the estimators themselves, fewer fits
             for s in ("uniform", "approximate_leverage", "recursive"):
                 errs, secs = [], []
@@ -143,14 +153,12 @@ def grid(name, X, gammas, ms, reps, ratio_reps, seed):
                                    random_state=seed + r).fit_transform(X)
                     errs.append(trace_err(diag, Z))
                 res["sklearn"] = (np.mean(errs), np.std(errs), math.nan)
-            tv = 0.5 * np.abs(p - 1.0 / n).sum()
-            far = tv >= FAR_TV
-            limit = 0.7 if far else 1.05
             verdict = "PASS" if hi <= limit else ("pass (mean)" if ratio <= limit else "MISS")
             row = {"data": name, "n": n, "gamma": gamma, "m": m,
                    "d_eff(alpha)": f"{lev.sum():.1f}", "TV(p, unif)": f"{tv:.2f}",
-                   f"uniform ({ratio_reps})": f"{np.mean(e_uni):.4f} ± {np.std(e_uni):.4f}",
-                   f"leverage ({ratio_reps})": f"{np.mean(e_lev):.4f} ± {np.std(e_lev):.4f}",
+                   "draws": len(e_uni),
+                   "uniform": f"{np.mean(e_uni):.4f} ± {np.std(e_uni):.4f}",
+                   "leverage": f"{np.mean(e_lev):.4f} ± {np.std(e_lev):.4f}",
                    "lev / unif": f"{ratio:.3f}", "band (2 SE)": f"{lo:.3f}-{hi:.3f}",
                    "rule": f"<= {limit}", "verdict": verdict}
             for s in ("sklearn", "uniform", "leverage (repl.)", "approximate_leverage",
@@ -254,7 +262,7 @@ def scaling(ns, m, gamma, seed, reps, exact_ns):
             row["top x1 / exact (band)"] = f"{r1:.3f} ({lo1:.3f}-{hi1:.3f})"
             row["CPU time ratio exact / rec"] = f"{c_exact / np.mean(cpu):.0f}"
             row["wall time ratio"] = f"{w_exact / np.mean(wall):.0f}"
-            row["verdict (<= 1.10, >= 10x)"] = (
+            row["verdict (<= 1.10, >= 10x)"] = "-" if n != 20000 else (
                 "PASS" if hi <= 1.10 and c_exact >= 10 * np.mean(cpu) else
                 "pass (mean)" if r_ <= 1.10 and c_exact >= 10 * np.mean(cpu) else "MISS")
         for k in list(row):
@@ -303,7 +311,8 @@ def main():
 
 def grid_section(args, reps, ratio_reps, ms):
     print(f"## 1. Relative trace error Tr(K - K_hat) / Tr K: the rule on {ratio_reps} draws "
-          f"per sampler and cell, the other samplers on {reps} fits\n")
+          f"per sampler and cell (more, up to {5 * ratio_reps}, while the band straddles "
+          f"the rule), the other samplers on {reps} fits\n")
     print("ratios < 1: better than uniform. Leverage alpha: the default, the tail rule with "
           "k = m / (2 ln m) (kmviz.kmc.nystrom.default_alpha); d_eff(alpha) = sum of the "
           f"exact scores. Far from uniform: TV(p, unif) >= {FAR_TV} (rule <= 0.7); "
