@@ -13,12 +13,11 @@ Kernels:
   identity on users). With ``factor_kernels=True`` (the default) both ML-100K kernels are
   exact factors through their distinct feature rows (61 ages, 699 item rows); ``dense`` is
   the same model with ``factor_kernels=False`` (the previous path).
-- ``(I+J) x (K+J)``: kernels given to ``fit``: identity plus all-ones on users (a per-user
-  term and a shared one, ``SideKernel(N, factor=1, shift=1)``, never formed) and the item
-  kernel plus all-ones (``col_kernel_factor = [F, 1]``; ML-100K: the exact factor of the
-  Gaussian item kernel, latest-small: the genre flags),
-  so the Kronecker kernel holds per-user, per-item-feature, per-user-by-feature and global
-  terms.
+- ``add_constant``: the estimator's option that adds the all-ones kernel J to each side; with
+  ``row_prior="identity"`` the user kernel is ``I + J`` (a per-user term and a shared one,
+  kept as a shifted factor, never formed) and the item kernel ``K + J`` (its factor plus a
+  column of ones), so the Kronecker kernel holds global, per-user, per-item-feature and
+  per-user-by-item-feature terms (the biases of rating data among them).
 - latest-small ``genres``: the linear kernel of the genre flags only (exact rank <= 19),
   identity on users; ``rank=r``: the Gaussian kernel of genres + year replaced by a rank-r
   Nyström factor (``kernel_rank``); ``dense``: that Gaussian kernel as a dense 9066 x 9066
@@ -34,6 +33,7 @@ child's peak RSS (``ru_maxrss``; the
 data and interpreter included) with its RSS before the fit.
 
     python bench/kmc_movielens.py [--quick] [--budget 900] [--no-dense] [--dense-default]
+                                  [--only TEXT]
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def fit_cell(emit, name, path, seed, kernels, params):
     import pandas as pd
 
     from kmviz.data import Ratings
-    from kmviz.kmc import KernelMatrixCompletion, kernels as kn, krr
+    from kmviz.kmc import KernelMatrixCompletion
 
     # warm the Numba kernels (cache load) on a tiny factored fit
     tiny = Ratings.from_arrays(np.array([0, 1, 2]), np.array([0, 1, 0]), np.arange(3.0),
@@ -91,18 +91,7 @@ def fit_cell(emit, name, path, seed, kernels, params):
     train, test = sp.train, sp.test
     fit_kw = {}
     X = r.item_features
-    if kernels == "(I+J) x (K+J)":
-        Xi = X.to_numpy(np.float64)
-        bad = ~np.isfinite(Xi)
-        Xi[bad] = np.nanmean(np.where(bad, np.nan, Xi), axis=0)[np.nonzero(bad)[1]]
-        if name == "ml-100k":
-            F, _, _ = kn.feature_kernel_factor(Xi, "gaussian")
-        else:  # the genre flags (linear kernel)
-            F = Xi[:, :-1]
-        fit_kw = dict(row_kernel_factor=krr.SideKernel(r.n_users, factor=np.ones(
-                          (r.n_users, 1)), shift=1.0),
-                      col_kernel_factor=np.hstack([F, np.ones((F.shape[0], 1))]))
-    elif kernels == "genres":
+    if kernels in ("genres", "genres, add_constant"):
         fit_kw = dict(col_features=X.drop(columns=["year"]))
     model = KernelMatrixCompletion(**params)
     rss0 = _rss_mb()
@@ -156,8 +145,15 @@ def _cells(quick, dense, ml_ok, dense_default=False):
               ("features", "factored", "center, mu 1, eigen pc", c(1.0, "eigen")),
               ("features", "factored", "center, mu 10", c(10.0)),
               ("features", "factored", "center, mu 10, eigen pc", c(10.0, "eigen")),
-              ("(I+J) x (K+J)", "factored", "center, mu 1, eigen pc", c(1.0, "eigen")),
-              ("(I+J) x (K+J)", "factored", "center, mu 3, eigen pc", c(3.0, "eigen"))]
+              ("identity x features, add_constant", "factored", "center, mu 3",
+               c(3.0, row_prior="identity", add_constant=True)),
+              ("identity x features, add_constant", "rank=200", "center, mu 3",
+               c(3.0, row_prior="identity", add_constant=True, kernel_rank=200,
+                 random_state=0)),
+              ("identity x features, add_constant", "factored", "center, mu 1",
+               c(1.0, row_prior="identity", add_constant=True)),
+              ("features, add_constant", "factored", "center, mu 3",
+               c(3.0, add_constant=True))]
         if quick:
             ml = [ml[0], ml[2], ml[5]]
         if dense:
@@ -169,9 +165,12 @@ def _cells(quick, dense, ml_ok, dense_default=False):
                         dict(default, factor_kernels=False))]
         cells += [("ml-100k",) + x for x in ml]
     small = [("genres", "factored", "center, mu 1", c(1.0, feature_kernel="linear")),
-             ("(I+J) x (K+J)", "factored", "center, mu 1, eigen pc", c(1.0, "eigen")),
+             ("genres, add_constant", "factored", "center, mu 3",
+              c(3.0, feature_kernel="linear", add_constant=True)),
              ("features", "rank=300", "center, mu 1, eigen pc",
-              c(1.0, "eigen", kernel_rank=300, random_state=0))]
+              c(1.0, "eigen", kernel_rank=300, random_state=0)),
+             ("features, add_constant", "rank=300", "center, mu 3",
+              c(3.0, kernel_rank=300, add_constant=True, random_state=0))]
     if not quick:
         small += [("genres", "factored", "center, mu 10", c(10.0, feature_kernel="linear")),
                   ("features", "rank=1000", "center, mu 1, eigen pc",
@@ -190,6 +189,9 @@ def main():
     p.add_argument("--dense-default", action="store_true",
                    help="also the dense ML-100K fit with the estimator's defaults (200 CG "
                         "iterations of the dense product: minutes)")
+    p.add_argument("--only", default=None,
+                   help="run only the cells whose kernels label contains this text "
+                        "(e.g. add_constant)")
     p.add_argument("--memory-gb", type=float, default=6.0, help="address-space cap per cell")
     args = p.parse_args()
     header("KKMCEX on MovieLens: dense vs factored side kernels")
@@ -198,6 +200,8 @@ def main():
     rows = []
     for data, kernels, form, setting, params in _cells(args.quick, not args.no_dense, ml_ok,
                                                           args.dense_default):
+        if args.only and args.only not in kernels:
+            continue
         res = run_cell(fit_cell, data, args.ml100k, args.seed, kernels, params,
                        budget=args.budget, memory_gb=args.memory_gb)
         row = {"data": data, "kernels": kernels, "form": form, "setting": setting,
