@@ -21,6 +21,11 @@ Methods (``method=``):
               Table 2.1, zero or graph initialization (2.42), and the Laplacian-regularized
               variant (2.51) (``lap_weight > 0``).
 
+KKMCEX keeps a side kernel with an exact low-rank form as a factor ``K = F F^T`` (or the
+identity) and never forms it (``factor_kernels=True``; ``kernel_rank=`` approximates
+full-rank kernels): each CG product is then O(s r + N r_r r_c) through
+:class:`krr.FactoredKronGram`, and predictions come from the factors of the estimate.
+
 Kernels: ``fit(ratings, row_kernel=..., col_kernel=...)`` takes them as arrays (checked:
 shape, symmetry, PSD; ``jitter=`` repairs); otherwise each side's kernel is built from the
 ratings' side information by ``row_prior`` / ``col_prior``: a graph-Laplacian kernel of
@@ -188,7 +193,12 @@ class KernelMatrixCompletion(IterativeEstimator):
     ----------
     method_, solver_ : str
     row_kernel_, col_kernel_ : ndarray or None
-        The kernels used (after checks and jitter).
+        The kernels used (after checks and jitter); formed on first access when KKMCEX kept
+        them as factors or the identity (an L x L matrix: 0.66 GB for MovieLens
+        latest-small's 9,066 items).
+    row_kernel_factor_, col_kernel_factor_ : ndarray or None
+        KKMCEX with factored kernels: the factor F of a side kernel ``F F^T`` (plus
+        ``shift I`` when ``add_constant`` met the identity).
     coef_ : ndarray
         KKMCEX: the s dual coefficients c (gamma on Omega, (3.45)); RRMCEX: xi (3.59).
     train_rows_, train_cols_ : ndarray of int
