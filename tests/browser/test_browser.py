@@ -478,6 +478,33 @@ def test_first_start_compiles_the_picked_family_first_and_a_click_during_a_rerun
         page.screenshot(path=str(ARTIFACTS / "cold-04-km-compiling.png"), full_page=True)
 
 
+def test_train_pressed_while_switching_family_starts_a_fit(server):
+    """Train pressed right after picking another family, while the page reruns and the old
+    family's form may still be on screen: a fit starts (of the form that was pressed)."""
+    import re
+
+    from playwright.sync_api import expect
+
+    with _chromium() as browser:
+        page = _open_home(browser, server)
+        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
+        _settle(page)
+        form = _train_form(page, "D (dimension)")
+        _fill(form, {"D (dimension)": 3, "max BCD iterations": 2})
+        _settle(page)
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
+        page.get_by_role("option", name="Generalized factorization machine (gFM)").click()
+        page.get_by_role("button", name="Train", exact=True).click()  # no settling
+        expect(page.locator('[data-testid="stProgress"]').or_(page.get_by_text("Result:"))
+               .first).to_be_visible(timeout=60_000)
+        expect(page.get_by_role("heading", name=re.compile("^Result: (KM|gFM) "))
+               ).to_be_visible(timeout=COLD_COMPILE_MS)
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "switch-then-train.png"), full_page=True)
+
+
 # ------------------------------------------------------------------ generalized FM
 def test_train_gfm_then_recovery_preset_and_interactions(server):
     from playwright.sync_api import expect
