@@ -523,12 +523,13 @@ class OneClassMF(IterativeEstimator):
         return L
 
     # ------------------------------------------------------------------ one outer iteration
-    def _solve_block(self, problem, x0, prm):
+    def _solve_block(self, problem, x0, prm, back=True):
         if prm["solver"] == "tron":
             res = tron(problem, problem.to_inner(x0), eps=prm["inner_tol"],
                        max_iter=prm["inner_max_iter"], max_cg=MAX_CG, gnorm0="start",
                        pcg_alpha=TRON_PCG_ALPHA)
-            res.x = problem.from_inner(res.x).ravel()
+            if back:     # else res.x stays in the problem's basis (problem.V)
+                res.x = problem.from_inner(res.x).ravel()
             return res
         return gradient_descent(problem, x0, eps=prm["inner_tol"],
                                 max_iter=prm["inner_max_iter"], gnorm0="start")
@@ -552,7 +553,12 @@ class OneClassMF(IterativeEstimator):
         P = st.X.apply(st.Wu)
         prob_h = BlockProblem(st.loss.block("cols", P, prm["dtype"]), st.Z, prm["lambda_h"],
                               None, 0.0, prm["small_d"], timer_h, basis)
-        res_h = self._solve_block(prob_h, st.Wv.ravel(), prm)
+        res_h = self._solve_block(prob_h, st.Wv.ravel(), prm, back=False)
+        if prob_h.V is not None:
+            # both sides move to the H block's basis: a common rotation of W and W_2 leaves
+            # every score, the objective and its regularizers as they are, and saves the
+            # item side's (d_2 x k) (k x k) product back
+            st.Wu = st.Wu @ prob_h.V
         st.Wv = res_h.x.reshape(st.Z.d, prm["k"])
         for name in PHASES:
             for block, timer in (("w", timer_w), ("h", timer_h)):

@@ -197,3 +197,31 @@ def test_cg_start_kernel_matches_numpy():
     np.testing.assert_allclose(z, -g / M, rtol=1e-15)
     np.testing.assert_array_equal(d, z)
     assert zr == pytest.approx(g @ (g / M), rel=1e-12)
+
+
+@pytest.mark.parametrize("side", [False, True])
+def test_fitted_factors_reproduce_the_traced_objective(tiny_factory, side):
+    # the estimator keeps W and W_2 in the last H block's eigenbasis (a common rotation):
+    # the published pair must still give the objective the trace reports (naive oracle)
+    from kmviz.data import Ratings
+    from kmviz.ocmf import OneClassMF
+
+    t = tiny_factory("logistic", seed=8, user_features=side, item_features=side,
+                     graph=False)
+    u, i = np.nonzero(t.Y)
+    data = Ratings(u, i, np.ones(u.size), n_users=t.Y.shape[0], n_items=t.Y.shape[1],
+                   r_min=1.0, r_max=1.0, implicit=True)
+    inputs = {}
+    if side:
+        inputs = {"user_features": t.X.F, "item_features": t.Z.F}
+    model = OneClassMF(k=3, rho=0.3, lambda_w=0.7, lambda_h=0.4, max_iter=4,
+                       random_state=0).fit(data, **inputs)
+    X = model.user_side_.apply(np.eye(model.user_side_.d))
+    Z = model.item_side_.apply(np.eye(model.item_side_.d))
+    f = R.objective(model.W_user_, model.W_item_, X=X, Z=Z, Y=t.Y, loss="logistic",
+                    p=np.full(t.Y.shape[0], 0.3), q=np.ones(t.Y.shape[1]), a_bar=-1.0,
+                    lam_w=0.7, lam_h=0.4)
+    assert model.trace_.rows[-1]["objective"] == pytest.approx(f, rel=1e-10)
+    np.testing.assert_allclose(model.predict(u, i),
+                               np.sum(model.user_factors_[u] * model.item_factors_[i], axis=1),
+                               rtol=1e-12, atol=1e-12)
