@@ -199,11 +199,9 @@ def subsampled_fit(train, k, lam, ratio, seed, iters=15, val=None):
 
 # ----------------------------------------------------------------------------- implicit
 def implicit_available():
-    try:
-        import implicit  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    import importlib.util
+
+    return importlib.util.find_spec("implicit") is not None
 
 
 def als_fit(train, k, reg, alpha, threads, iters=15, seed=0):
@@ -271,11 +269,9 @@ def implicit_rows(train, val, test, k, threads, quick):
 
 # ----------------------------------------------------------------------------- LightFM
 def lightfm_available():
-    try:
-        import lightfm  # noqa: F401
-        return True
-    except ImportError:
-        return False
+    import importlib.util
+
+    return importlib.util.find_spec("lightfm") is not None
 
 
 def lightfm_features(F):
