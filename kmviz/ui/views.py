@@ -162,13 +162,13 @@ def compile_message(status: dict) -> str:
              if status["after"] else "")
     if status["state"] == "compiling":
         return (f"Compiling the Numba kernels of {title} ({status['seconds'] or 0:.0f} s so "
-                "far). This happens once after installing: from half a minute to a few "
-                "minutes per model family on two cores; later starts load them from disk in "
-                f"a second.{after}")
+                "far). The first start after installing compiles them (from half a minute to "
+                "a few minutes per model family on two cores); later starts load them from "
+                f"disk in a few seconds.{after}")
     if status["state"] == "pending":
         before = ", ".join(status["before"]) or "the family compiling now"
-        return (f"The Numba kernels of {title} compile next, after those of {before}. "
-                f"This happens once after installing.{after}")
+        return (f"The Numba kernels of {title} compile next, after those of {before}."
+                f"{after}")
     if status["state"] == "failed":
         return (f"Compiling the kernels of {title} in the background failed "
                 f"({status['error']}); a fit compiles them itself, so its first iteration "
