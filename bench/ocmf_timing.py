@@ -24,8 +24,12 @@ rows run it as before, in W's own basis with LIBLINEAR's M = 0.99 I + 0.01 diag(
 same run. ``--accuracy`` also tunes every method on a 3 x 3 (rho, lambda) grid by validation
 p@5 and reports its test p@5, so that a faster setting is seen not to cost accuracy.
 
+``--parallel-min-work 0`` runs the pair kernels on Numba's threads at MovieLens sizes (by
+default they run on one: measured slower on this shared 2-core box, see kmviz.ocmf._kernels).
+
     python bench/ocmf_timing.py [--threads 1|2] [--k 64] [--reps 5] [--ml100k DIR]
                                 [--accuracy] [--datasets ml100k,movielens-small]
+                                [--methods LR-wSQ,...] [--parallel-min-work N]
 """
 
 from __future__ import annotations
@@ -143,6 +147,9 @@ def main():
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--datasets", default="ml100k,movielens-small")
+    p.add_argument("--parallel-min-work", type=int, default=None,
+                   help="override kmviz.ocmf._kernels.PARALLEL_MIN_WORK (pairs x k from which "
+                        "the pair kernels run on Numba's threads; 0: always)")
     p.add_argument("--accuracy", action="store_true",
                    help="also tune every method on a 3 x 3 grid and report its test p@5")
     p.add_argument("--methods", default=DEFAULT_METHODS,
@@ -157,6 +164,12 @@ def main():
 
     threads = int(args.threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    if args.parallel_min_work is not None:
+        import kmviz.ocmf._kernels as K
+
+        K.PARALLEL_MIN_WORK = args.parallel_min_work
+        print(f"PARALLEL_MIN_WORK = {K.PARALLEL_MIN_WORK:,} (MovieLens: about 3,000,000 "
+              "pairs x k, so 0 runs the pair kernels on Numba's threads)\n")
     import importlib.util
 
     if importlib.util.find_spec("implicit") is None:
