@@ -15,7 +15,10 @@ cost more than they save: on this shared 2-core box a parallel call costs about 
 start (a 40 x 30 problem needs a few microseconds), and between calls Numba's OpenMP threads
 spin and take the core the serial parts (BLAS, Python) need. Measured on MovieLens 100K
 (|Omega+| = 50k, k = 64, load average 5-9): 0.05-0.12 s per outer iteration serial against
-0.24-0.32 s parallel. ``bench/ocmf_ml100k.py --threads`` repeats the comparison.
+0.24-0.32 s parallel. ``bench/ocmf_ml100k.py --threads`` repeats the comparison, and
+``bench/ocmf_timing.py --threads 2 --parallel-min-work 0`` against the default (load 5-6, LR-wSQ,
+wall median per outer iteration): ML-100K 0.087 s parallel against 0.041 s serial,
+latest-small 0.155 s against 0.072 s.
 
 TRON's value pass is fused (:func:`observed_value_gradient`): one read of each pair's O[j]
 gives its score, its loss, the gradient term and the Hessian diagonal's share, where three
