@@ -15,7 +15,7 @@ from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.training import request_training, start_requested_job, warm_up
 from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, kernels_notice,
-                            progress_panel, require_dataset, run_metrics)
+                            progress_panel, require_dataset, run_metrics, suggestion_panel)
 
 init_state()
 collect_finished_job()
@@ -46,7 +46,11 @@ if rerun:
     st.info("Settings of the saved run loaded; press Train to run them again. "
             f"{md_escape(notice or '')}",
             icon=":material/replay:")
-params, _ = params_form(family, overrides=rerun[1] if rerun else None,
+suggested = suggestion_panel(family)
+if suggested and not rerun:
+    st.success("The measured settings are in the form below; press Train to fit them.",
+               icon=":material/tune:")
+params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
                         on_submit=request_training)
 
 start_requested_job()

@@ -35,6 +35,12 @@ log = logging.getLogger("kmviz.ui")
 _FIT_LOCK = threading.Lock()
 
 
+#: The trace's stop reasons in words (anything else is shown as it is).
+STOP_REASONS = {"converged": "converged: the objective stopped improving",
+                "max_iter": "the iteration budget was used up",
+                "callback": "stopped", "numerical_error": "a numerical error"}
+
+
 class TrainingJob:
     """One background fit: thread, stop flag, and a lock-protected progress record."""
 
@@ -165,10 +171,10 @@ class TrainingJob:
                 fingerprint=self.fingerprint, metrics=metrics,
                 stop_reason=str(model.trace_.stop_reason), saved=not self.save_error)
             n = model.trace_.n_iter
+            why = STOP_REASONS.get(str(model.trace_.stop_reason), model.trace_.stop_reason)
             self._set(status="stopped" if stopped else "done", finished=time.time(),
                       message=(f"Stopped after {n} iteration(s); the model so far is kept."
-                               if stopped else f"Finished {n} iteration(s) "
-                               f"({model.trace_.stop_reason})."))
+                               if stopped else f"Finished {n} iteration(s) ({why})."))
         except ValueError as exc:
             self._set(status="failed", message=str(exc), finished=time.time())
         except Exception as exc:  # noqa: BLE001 - reported on the page with details

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from kmviz import families
+from kmviz.data import suggested_settings
 from kmviz.runs import RunStore, default_runs_dir
 from kmviz.trace import Trace
 
@@ -97,6 +98,41 @@ def open_saved_run(run_id: str):
         st.stop()
     add_run(record)
     return record
+
+
+def _setting_text(spec, value) -> str:
+    if spec is not None and isinstance(value, str):
+        return spec.option_labels.get(value, value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def suggestion_panel(family) -> dict | None:
+    """Offer the settings the catalogue measured for this built-in dataset and ``family``
+    (:func:`kmviz.data.suggested_settings`), with how they were chosen and a button that
+    loads them into the form. Returns the form's new settings (the family's defaults with
+    the suggested ones) on the run after the button was pressed, else None."""
+    spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
+    if spec.get("kind") != "built-in":
+        return None
+    suggestion = suggested_settings(str(spec.get("source", "")), family.name,
+                                    spec.get("options"))
+    if suggestion is None:
+        return None
+    key = f"kmviz_use_suggested_{family.name}"
+    asked = st.session_state.pop(key, False)
+    constraints = family.constraints()
+    settings = ", ".join(
+        f"{getattr(constraints.get(k), 'label', '') or k} = "
+        f"{_setting_text(constraints.get(k), v)}" for k, v in suggestion.params.items())
+    with st.container(border=True):
+        st.markdown(f"**Settings measured on this dataset:** {settings}.")
+        st.caption(suggestion.note)  # written in the catalogue, not user text
+        st.button("Use these settings", key=f"kmviz_suggest_button_{family.name}",
+                  icon=":material/tune:", on_click=st.session_state.__setitem__,
+                  args=(key, True))
+    if not asked:
+        return None
+    return {**family.default_params(), **suggestion.params}
 
 
 def dataset_metrics(ratings) -> None:

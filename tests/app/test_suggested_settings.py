@@ -1,0 +1,44 @@
+"""Train page: the settings the catalogue measured for a built-in dataset are offered with
+how they were chosen, loaded into the form on request, and trained from there."""
+
+from kmviz.data import suggested_settings
+from kmviz.ui.state import StateKeys
+
+from .apphelpers import button, load_builtin, new_session, pick_family, submit_train
+
+
+def _panel_text(at) -> str:
+    return " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+
+
+def test_gapminder_offers_kernel_mc_its_measured_settings_and_loads_them():
+    at = new_session()
+    load_builtin(at, "gapminder")
+    pick_family(at, "kmc")
+    assert "Settings measured on this dataset" in _panel_text(at)
+    assert "bench/kmc_gapminder.py" in _panel_text(at)
+    # the form still holds the family's defaults until the user asks
+    assert at.selectbox(key="train_kmc_graph_kernel").value == "diffusion"
+    assert at.number_input(key="train_kmc_mu").value == 0.01
+
+    button(at, "Use these settings").click().run()
+    assert not at.exception, at.exception
+    wanted = suggested_settings("gapminder", "kmc").params
+    assert at.selectbox(key="train_kmc_graph_kernel").value == wanted["graph_kernel"]
+    assert at.number_input(key="train_kmc_mu").value == wanted["mu"]
+    assert at.checkbox(key="train_kmc_center").value is True
+    assert any("measured settings are in the form" in s.value for s in at.success)
+
+    submit_train(at, {})
+    run = next(iter(at.session_state[StateKeys.RUNS].values()))
+    assert run.params["graph_kernel"] == wanted["graph_kernel"]
+    assert run.params["mu"] == wanted["mu"] and run.params["center"] is True
+
+
+def test_no_panel_where_nothing_was_measured():
+    at = new_session()
+    load_builtin(at, "gapminder")
+    pick_family(at, "gfm")  # no gFM suggestion for Gapminder
+    assert "Settings measured on this dataset" not in _panel_text(at)
+    pick_family(at, "km")
+    assert "Settings measured on this dataset" not in _panel_text(at)
