@@ -80,6 +80,9 @@ def _kron_parts(model):
     """``(K_row, K_col, rows, cols, coef)`` of a KKMCEX model, or None for other methods."""
     if getattr(model, "method_", None) != "kkmcex" or getattr(model, "coef_", None) is None:
         return None
+    if any(sk is not None and sk.kind != "dense" for sk in (model._side("row"),
+                                                            model._side("col"))):
+        return None  # kept as factors: the model's own predictions never form the kernels
     return (np.asarray(model.row_kernel_), np.asarray(model.col_kernel_),
             np.asarray(model.train_rows_, np.int64), np.asarray(model.train_cols_, np.int64),
             np.asarray(model.coef_, np.float64))
@@ -359,11 +362,16 @@ def cold_start_refit(model, split, *, n_rows=5, n_cols=0, max_train=40_000, rand
                       test_size=split.test_size, by="hidden rows", seed=int(random_state))
     params = model.get_params()
     kernels = {}
-    if getattr(model, "row_kernel_", None) is not None:
+    sides = {side: model._side(side) for side in ("row", "col")}
+    if all(sk is not None for sk in sides.values()):
         # the kept kernels already carry the run's jitter; linear RRMCEX features become the
-        # eigen features of the same (linear) kernels
-        kernels = {"row_kernel": model.row_kernel_, "col_kernel": model.col_kernel_}
-        params.update(jitter=None, rr_features="eigen")
+        # eigen features of the same (linear) kernels; factors stay factors
+        for side, sk in sides.items():
+            if sk.kind == "dense":
+                kernels[f"{side}_kernel"] = sk.K
+            else:
+                kernels[f"{side}_kernel_factor"] = sk
+        params.update(jitter=None, rr_features="eigen", kernel_rank=None, add_constant=False)
     refit = KernelMatrixCompletion(**params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

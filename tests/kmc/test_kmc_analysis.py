@@ -81,6 +81,34 @@ def test_predict_pairs_and_block_estimate_equal_predict(problem):
                                rr.completed_matrix()[np.ix_(rows, cols)], rtol=1e-10)
 
 
+def test_factored_kernels_are_never_formed_by_the_page_helpers(problem):
+    """A model whose kernels are factors (here exact: linear kernels on 2 features) goes
+    through its own factored predictions: the same values as the dense-kernel model, and the
+    N x N / L x L kernels are not built on the way."""
+    F, _, _, split, _ = problem
+    rng = np.random.default_rng(0)
+    xr, xc = rng.normal(size=(N, 2)), rng.normal(size=(L, 2))
+    dense = KernelMatrixCompletion(mu=1e-2, center=True, solver="direct").fit(
+        split.train, row_kernel=xr @ xr.T, col_kernel=xc @ xc.T)
+    factored = KernelMatrixCompletion(mu=1e-2, center=True, solver="direct").fit(
+        split.train, row_kernel_factor=xr, col_kernel_factor=xc)
+    assert factored._side("row").kind == "factor" == factored._side("col").kind
+    u, i = rng.integers(0, N, 300), rng.integers(0, L, 300)
+    np.testing.assert_allclose(an.predict_pairs(factored, u, i), dense.predict(u, i),
+                               rtol=1e-8, atol=1e-8)
+    rows, cols = np.array([0, COLD_ROW, 7]), np.array([COLD_COL, 2])
+    np.testing.assert_allclose(an.block_estimate(factored, rows, cols),
+                               dense.completed_matrix()[np.ix_(rows, cols)], rtol=1e-8,
+                               atol=1e-8)
+    an.error_table(factored, split)
+    refit = an.cold_start_refit(factored, split, n_rows=2)[0]
+    assert refit._side("row").kind == "factor" == refit._side("col").kind
+    dense_refit = an.cold_start_refit(dense, split, n_rows=2)[0]
+    np.testing.assert_allclose(refit.predict(u, i), dense_refit.predict(u, i), rtol=1e-8,
+                               atol=1e-8)
+    assert factored._kernel_cache == {}  # no dense kernel was formed
+
+
 def test_completion_view_samples_big_matrices_cold_first(problem):
     _, _, _, split, model = problem
     view = an.completion_view(model, split, max_rows=8, max_cols=6)
