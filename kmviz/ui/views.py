@@ -101,6 +101,8 @@ def open_saved_run(run_id: str):
 
 
 def _setting_text(spec, value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
     if spec is not None and isinstance(value, str):
         return spec.option_labels.get(value, value)
     return f"{value:g}" if isinstance(value, float) else str(value)
