@@ -221,7 +221,9 @@ def warm_up() -> WarmUp:
     global _WARM_UP
     with _WARM_UP_LOCK:
         if _WARM_UP is None:
-            _WARM_UP = WarmUp.for_registry().start()
+            _WARM_UP = WarmUp([(f.name, f.short or f.title, f.warmup)
+                               for f in families.all_families()],
+                              fit_running=fit_running).start()
         return _WARM_UP
 
 

@@ -191,15 +191,6 @@ class WarmUp:
         self.done = threading.Event()          # every family ready or failed
         self.thread = threading.Thread(target=self._run, name="kmviz-warm-up", daemon=True)
 
-    @classmethod
-    def for_registry(cls, **kw) -> "WarmUp":
-        from kmviz import families
-
-        from .training import fit_running
-        kw.setdefault("fit_running", fit_running)
-        return cls([(f.name, f.short or f.title, f.warmup) for f in families.all_families()],
-                   **kw)
-
     def start(self) -> "WarmUp":
         self.thread.start()
         return self
