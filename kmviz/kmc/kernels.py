@@ -354,17 +354,7 @@ def pearson_kernel(X) -> np.ndarray:
 
     Raises DataValueError for a constant row (its correlation is undefined).
     """
-    X = _features(X)
-    Xc = X - X.mean(axis=1, keepdims=True)
-    norms = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
-    flat = norms <= 1e-12 * max(1.0, float(np.max(np.abs(X))) if X.size else 1.0)
-    if flat.any():
-        raise DataValueError(
-            f"row {int(np.flatnonzero(flat)[0])} of the features is constant "
-            f"({int(flat.sum())} such rows), so its Pearson correlation is undefined",
-            expected="rows with at least two distinct feature values",
-            fix="use feature_kernel='linear' or 'gaussian', or drop those rows' features")
-    Z = Xc / norms[:, None]
+    Z = pearson_kernel_factor(X)
     K = Z @ Z.T
     return 0.5 * (K + K.T)
 
