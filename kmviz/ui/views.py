@@ -298,7 +298,11 @@ def progress_panel() -> None:
             collect_finished_job()
             st.rerun(scope="app")
 
-    _panel()
+    # One slot of the page for the fragment, whatever it draws inside: a fragment run left
+    # over from an earlier script run then clears only its own elements, never the result
+    # heading drawn after it (seen as a finished fit whose "Result:" heading was missing).
+    with st.container():
+        _panel()
 
 
 def _failed(snap) -> None:
