@@ -12,7 +12,7 @@ from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, require_run
 
 init_state()
-collect_finished_job()
+collect_finished_job("gfm")
 st.title("gFM: what the model learned")
 run = require_run(family="gfm", need_model=True)
 model, split = run.model, run.split

@@ -15,7 +15,7 @@ from kmviz.ui.views import collect_finished_job
 
 RESULT, PHASE = "gfm_recovery_result", "gfm_recovery_phase"  # this page's results
 init_state()
-collect_finished_job()
+collect_finished_job("gfm")
 st.title("One-pass gFM: does it recover a planted model?")
 st.caption(md_escape("Data drawn as the paper assumes: x ~ N(0, I), y = xᵀw* + xᵀM*x + noise "
                      "with a rank-k M*. Algorithm 1 uses every batch of n instances once (no "

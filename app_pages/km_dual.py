@@ -11,7 +11,7 @@ from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import dual_gap_figure
 
 init_state()
-collect_finished_job()
+collect_finished_job("km")
 fam = families.get("km")
 st.title("Dual gradient descent on one item (Figs. 1 and 2)")
 st.caption("The item's $S_i$ and $v_i$ are built from the run's $\\theta$ and training ratings; the dual "

@@ -16,7 +16,7 @@ from kmviz.viz import implication_graph_figure, influence_figure
 from kmviz.viz.implications import ego_graph_figure
 
 init_state()
-collect_finished_job()
+collect_finished_job("km")
 st.title("Implications between items")
 st.caption("If $\\mathrm{supp}(\\psi_j) \\subseteq \\mathrm{supp}(\\psi_i)$, every user who "
            "likes j also likes i under the model: liking j implies liking i. Each implication "

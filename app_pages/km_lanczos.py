@@ -9,7 +9,7 @@ from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import lanczos_bounds_figure, ritz_values_figure
 
 init_state()
-collect_finished_job()
+collect_finished_job("km")
 st.title("Approximate EVD by the modified Lanczos method")
 st.caption("Alg. 5 stops at the first m with $\\beta_{m+1} \\le \\delta$, the threshold (20) built from "
            "traces and the normalized Minkowski ℓ1-norm of C (Lemma 3).")

@@ -10,7 +10,7 @@ from kmviz.ui.views import collect_finished_job, trace_picker
 from kmviz.viz import evd_savings_figure, phase_share_figure, phase_time_figure
 
 init_state()
-collect_finished_job()
+collect_finished_job("km")
 fam = families.get("km")
 st.title("Where the time goes")
 traces, _ = trace_picker(multi=False, key="phases_run", family="km")

@@ -15,7 +15,7 @@ from kmviz.ui.views import collect_finished_job, require_run, run_metrics
 RESULTS = "kmc_completion_results"  # (kind, run_id) -> result computed on request
 
 init_state()
-collect_finished_job()
+collect_finished_job("kmc")
 st.title("Kernel MC: the completed matrix")
 run = require_run(family="kmc", need_model=True)
 model, split = run.model, run.split

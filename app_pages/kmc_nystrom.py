@@ -16,7 +16,7 @@ DATA = "kmc_nystrom_data"        # (source, gamma, run_id) -> KernelData
 CURVES = "kmc_nystrom_curves"    # (source, gamma, run_id) -> error curve frame
 
 init_state()
-collect_finished_job()
+collect_finished_job("kmc")
 st.title("Nyström approximation and ridge leverage scores")
 st.markdown(
     "A Nyström approximation rebuilds an n × n kernel matrix K from m of its columns, the "

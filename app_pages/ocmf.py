@@ -14,7 +14,7 @@ from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import bcd_convergence_figure, phase_time_figure
 
 init_state()
-collect_finished_job()
+collect_finished_job("ocmf")
 fam = families.get("ocmf")
 st.title("One-class MF: what it optimized and what it recommends")
 run = require_run(family="ocmf", need_model=True)

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import streamlit as st
 
@@ -26,15 +23,13 @@ CONVERGENCE_PAGE = "app_pages/convergence.py"
 RUNS_PAGE = "app_pages/runs.py"
 
 
-def collect_finished_job() -> None:
+def collect_finished_job(family: str | None = None) -> None:
     """Register the session's finished background fit as a run (once), on any page.
 
-    Called at the top of every page: on a family's Explore page it also asks the kernel
-    warm-up to compile that family next (the page is the caller's file)."""
-    page = Path(sys._getframe(1).f_globals.get("__file__") or "").name
-    for fam in families.all_families():
-        if any(Path(p.path).name == page for p in fam.explore):
-            warm_up().ask(fam.name)
+    Called at the top of every page; a family's Explore page passes its ``family``, whose
+    kernels the warm-up then compiles next."""
+    if family is not None:
+        warm_up().ask(family)
     job = st.session_state.get(StateKeys.JOB)
     if job is not None and job.done and not job.consumed:
         job.consumed = True
@@ -233,7 +228,8 @@ def kernels_notice(family: str) -> None:
         else:  # ready: rerun the page once, which drops this notice and its polling
             st.rerun(scope="app")
 
-    _notice()
+    with st.container():  # one slot of the page, as for the progress panel below
+        _notice()
 
 
 #: The headline of the progress panel per job status.
