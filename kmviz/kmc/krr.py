@@ -138,6 +138,16 @@ def kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, *, ridge=None, precision="a
         info["precision"] = "double"
     t0 = time.perf_counter()
     A = kkmcex_gram(K_row, K_col, rows, cols, lower_only=True, parallel=False)
+    info["gram"] += time.perf_counter() - t0
+    return _double_solve(A, b, diag, threads, info), info
+
+
+def _double_solve(A, b, diag, threads, info):
+    """``(A + diag(diag))^-1 b`` by one float64 Cholesky of the lower triangle of the
+    C-ordered s x s ``A`` (changed in place), with ``threads`` BLAS threads; adds the
+    seconds of ``factor`` and ``solve`` to ``info``."""
+    import time
+
     A[np.diag_indices_from(A)] += diag
     t1 = time.perf_counter()
     with blas_threads(threads):
@@ -145,11 +155,9 @@ def kkmcex_cholesky(K_row, K_col, rows, cols, m, mu, *, ridge=None, precision="a
     t2 = time.perf_counter()
     with blas_threads(threads):
         c = sla.cho_solve(U, b, check_finite=False)
-    t3 = time.perf_counter()
-    info["gram"] += t1 - t0
     info["factor"] += t2 - t1
-    info["solve"] += t3 - t2
-    return c, info
+    info["solve"] += time.perf_counter() - t2
+    return c
 
 
 def _mixed_solve(K_row, K_col, rows, cols, b, diag, info, threads):
@@ -641,20 +649,13 @@ def kkmcex_factored_cholesky(gram: FactoredKronGram, m, mu, *, ridge=None, threa
     s = b.shape[0]
     diag = np.full(s, float(mu)) if ridge is None else np.asarray(ridge, dtype=np.float64)
     threads = factor_threads(s) if threads is None else int(threads)
+    info = {"precision": "double", "refine_iter": 0, "backward_error": math.nan,
+            "fallback": "", "threads": threads, "gram": 0.0, "factor": 0.0, "refine": 0.0,
+            "solve": 0.0}
     t0 = time.perf_counter()
     A = gram.gram()
-    A[np.diag_indices_from(A)] += diag
-    t1 = time.perf_counter()
-    with blas_threads(threads):
-        U = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-    t2 = time.perf_counter()
-    with blas_threads(threads):
-        c = sla.cho_solve(U, b, check_finite=False)
-    t3 = time.perf_counter()
-    info = {"precision": "double", "refine_iter": 0, "backward_error": math.nan,
-            "fallback": "", "threads": threads, "gram": t1 - t0, "factor": t2 - t1,
-            "refine": 0.0, "solve": t3 - t2}
-    return c, info
+    info["gram"] = time.perf_counter() - t0
+    return _double_solve(A, b, diag, threads, info), info
 
 
 def kkmcex_predict(K_row, K_col, rows, cols, c, users, items, *, K_row_users=None,
