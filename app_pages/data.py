@@ -32,7 +32,12 @@ with user_errors("loading the dataset") as outcome:
         entry = entries[name]
         st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
         options = generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
-        if st.button("Load", key="data_load_builtin", type="primary"):
+        # the click is recorded by the callback (run before the page), so a click that lands
+        # while the page is still rerunning (e.g. right after picking the dataset) is kept
+        clicked = st.button("Load", key="data_load_builtin", type="primary",
+                            on_click=st.session_state.__setitem__,
+                            args=("data_load_requested", True))
+        if st.session_state.pop("data_load_requested", False) or clicked:
             loaded = ds.load_builtin(name, tuple(sorted(options.items())))
             spec = {"kind": "built-in", "source": name, "options": options,
                     "title": entry.title, "licence": entry.licence, "provenance": entry.source}

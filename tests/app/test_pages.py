@@ -613,3 +613,16 @@ def test_data_page_loads_gapminder_with_its_options_and_boston():
     at.button(key="data_load_builtin").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state[StateKeys.DATASET].shape == (506, 1)
+
+
+def test_a_load_click_recorded_by_its_callback_loads_on_the_next_run_once():
+    """The Data page's Load records the click in its callback: a run that starts with the
+    record (the click's own run was cut short by a rerun) loads the picked dataset."""
+    at = new_session()
+    goto(at, DATA)
+    at.selectbox(key="data_builtin").set_value("gapminder").run()
+    at.session_state["data_load_requested"] = True
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[StateKeys.DATASET].n_users == 185
+    assert "data_load_requested" not in at.session_state

@@ -42,3 +42,4 @@ def test_no_panel_where_nothing_was_measured():
     assert "Settings measured on this dataset" not in _panel_text(at)
     pick_family(at, "km")
     assert "Settings measured on this dataset" not in _panel_text(at)
+
