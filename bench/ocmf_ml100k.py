@@ -15,9 +15,10 @@ Methods: OCMF SQ-SQ (squared loss, a_bar = 0, rho = 1: GRALS/LEML without graph)
 the best of these on validation with a user graph (a 10-NN co-interaction graph of the
 training positives: the paper's GRALS graph is not public), then with side features (item
 genres / year, or those and the user age / gender / occupation) and the graph, the feature
-matrices in one of two styles chosen on validation with the rest (feature_inputs: "plain"
+matrices in one of three styles chosen on validation with the rest (feature_inputs: "plain"
 = one-hot text, 0/1 flags, standardized numbers; "binned" = age buckets and decades as
-indicators, rows scaled to unit l2 norm); the
+indicators, rows scaled to unit l2 norm; "binned+bias" = binned plus a constant user column,
+a learned item popularity term); the
 Subsampled baseline (logistic loss on the positives and on |Omega-| = ratio |Omega+|
 uniformly drawn unobserved pairs labelled -1, rho = 0, the paper's "LR-LR (S)"); implicit
 ALS and BPR if implicit is installed; LightFM's WARP (lightfm-next, LightFM's maintained fork)
@@ -131,7 +132,7 @@ def _fmt(d):
 # ----------------------------------------------------------------------------- features
 #: ML-100K's user age buckets (MovieLens 1M's groups: under 18, 18-24, 25-34, ...)
 AGE_EDGES = (18, 25, 35, 45, 50, 56)
-STYLES = ("plain", "binned")
+STYLES = ("plain", "binned", "binned+bias")
 
 
 def feature_inputs(pos, sides, style):
@@ -140,8 +141,15 @@ def feature_inputs(pos, sides, style):
     ``sides``: "item", "user" or "both". ``style``: "plain" encodes as
     ``side_features=`` does (one-hot text columns, 0/1 flags, standardized numbers);
     "binned" cuts age into MovieLens' buckets and year into decades (one indicator per
-    interval) and scales each row to unit l2 norm (kmviz.ocmf.encode_features options).
+    interval) and scales each row to unit l2 norm (kmviz.ocmf.encode_features options);
+    "binned+bias" is "binned" plus a constant user column (``encode_features(...,
+    bias=True)``) whatever ``sides`` is: every user gets one shared vector w_0, so
+    w_0^T h_j is a learned item popularity term. Without user features in use (``sides`` =
+    "item", or a dataset without them such as latest-small) the user matrix is that column
+    alone.
     """
+    import scipy.sparse as sp
+
     from kmviz.ocmf import encode_features
 
     out = {}
@@ -150,11 +158,15 @@ def feature_inputs(pos, sides, style):
         if df is None or sides not in (who, "both"):
             continue
         opts = {}
-        if style == "binned":
+        if style.startswith("binned"):
             bins = {c: v for c, v in (("age", list(AGE_EDGES)), ("year", 10))
                     if c in df.columns}
             opts = {"bins": bins, "normalize": "l2"}
+        if style == "binned+bias" and who == "user":
+            opts["bias"] = True
         out[f"{who}_features"] = encode_features(df, missing="zero", **opts)[0]
+    if style == "binned+bias" and "user_features" not in out:
+        out["user_features"] = sp.csr_matrix(np.ones((pos.n_users, 1)))
     return out
 
 
