@@ -3,7 +3,7 @@
 import streamlit as st
 
 from kmviz.ui import datasets as ds
-from kmviz.ui.errors import user_errors
+from kmviz.ui.errors import show_described, user_errors
 from kmviz.ui.forms import generator_options_form, reading_options_form, split_form
 from kmviz.ui.state import StateKeys, init_state
 from kmviz.ui.text import md_escape
@@ -23,56 +23,44 @@ if not local_dirs:
     st.caption("Files on the server's disk can be loaded by path once the operator names "
                "data directories: `kmviz app --data-dir DIR` (or the environment variable "
                "KMVIZ_DATA_DIRS).")
-loaded = spec = None
-with user_errors("loading the dataset") as outcome:
-    if source == "Built-in":
-        entries = {e.name: e for e in ds.list_catalogue()}
-        name = st.selectbox("Dataset", list(entries), key="data_builtin",
-                            format_func=lambda n: entries[n].title)
-        entry = entries[name]
-        st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
-        options = generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
-        # the click is recorded by the callback (run before the page), so a click that lands
-        # while the page is still rerunning (e.g. right after picking the dataset) is kept
-        clicked = st.button("Load", key="data_load_builtin", type="primary",
-                            on_click=st.session_state.__setitem__,
-                            args=("data_load_requested", True))
-        if st.session_state.pop("data_load_requested", False) or clicked:
-            loaded = ds.load_builtin(name, tuple(sorted(options.items())))
-            spec = {"kind": "built-in", "source": name, "options": options,
-                    "title": entry.title, "licence": entry.licence, "provenance": entry.source}
-    elif source == "Upload":
-        up = st.file_uploader(
-            f"Ratings file (up to {ds.upload_limit_mb()} MB): MovieLens u.data / ratings.dat "
-            "/ ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
-            "directory", type=ds.UPLOAD_TYPES, key="data_upload")
-        read_options = reading_options_form(prefix="data_upload")
-        if up is not None and st.button("Load upload", key="data_load_upload", type="primary"):
-            ds.check_upload_size(up.size, up.name)
-            loaded = ds.load_uploaded(up.name, up.getvalue(),
-                                      tuple(sorted(read_options.items())))
-            spec = {"kind": "upload", "source": up.name, "options": read_options,
-                    "title": up.name, "licence": "as supplied by you", "provenance": "upload"}
-    else:
-        st.caption("Paths inside " + ", ".join(md_escape(d) for d in local_dirs) +
-                   " (the data directories the operator named); a relative path starts "
-                   "from the first.")
-        path = st.text_input("Path of a ratings file, MovieLens directory or zip",
-                             key="data_path")
-        read_options = reading_options_form(prefix="data_path")
-        if st.button("Load path", key="data_load_path", type="primary"):
-            loaded = ds.load_path(path, tuple(sorted(read_options.items())))
-            spec = {"kind": "path", "source": path, "options": read_options, "title": path,
-                    "licence": "see the data's own terms", "provenance": path}
-    if loaded is not None:
-        if note := ds.set_dataset(loaded, spec):
-            st.warning(md_escape(note), icon=":material/warning:")
-        st.toast(f"Loaded {md_escape(loaded.name)}: {loaded.n_users:,} users × "
-                 f"{loaded.n_items:,} items, {loaded.n_ratings:,} ratings")
+# Each Load button loads in its callback, which Streamlit runs before the next script run of
+# whichever page the user is on: a click followed at once by a change of page still loads.
+if source == "Built-in":
+    entries = {e.name: e for e in ds.list_catalogue()}
+    name = st.selectbox("Dataset", list(entries), key=ds.BUILTIN_KEY,
+                        format_func=lambda n: entries[n].title)
+    entry = entries[name]
+    st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
+    generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
+    st.button("Load", key="data_load_builtin", type="primary", on_click=ds.load_clicked,
+              args=("built-in",))
+elif source == "Upload":
+    up = st.file_uploader(
+        f"Ratings file (up to {ds.upload_limit_mb()} MB): MovieLens u.data / ratings.dat "
+        "/ ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
+        "directory", type=ds.UPLOAD_TYPES, key=ds.UPLOAD_KEY)
+    reading_options_form(prefix=ds.UPLOAD_KEY)
+    if up is not None:
+        st.button("Load upload", key="data_load_upload", type="primary",
+                  on_click=ds.load_clicked, args=("upload",))
+else:
+    st.caption("Paths inside " + ", ".join(md_escape(d) for d in local_dirs) +
+               " (the data directories the operator named); a relative path starts "
+               "from the first.")
+    st.text_input("Path of a ratings file, MovieLens directory or zip", key=ds.PATH_KEY)
+    reading_options_form(prefix=ds.PATH_KEY)
+    st.button("Load path", key="data_load_path", type="primary", on_click=ds.load_clicked,
+              args=("path",))
+outcome = ds.pop_load_outcome()
+if outcome is not None:
+    if not outcome["ok"]:
+        show_described(outcome)
+    elif outcome.get("note"):
+        st.warning(md_escape(outcome["note"]), icon=":material/warning:")
 
 ratings, _ = ds.ensure_dataset()
 spec = st.session_state[StateKeys.DATASET_SPEC]
-if not outcome.ok:
+if outcome is not None and not outcome["ok"]:
     st.info("Still using: " + (md_escape(spec.get("title") or ratings.name) if ratings is not
                                 None else "no dataset (none is loaded)") +
             ". The failed load changed nothing; fix the problem above and load again.",

@@ -15,7 +15,10 @@ from kmviz.data.catalogue import list_datasets
 from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
 from kmviz.exceptions import DataError
 
+from .errors import describe_exception, is_streamlit_control
+from .forms import generator_options, reading_options
 from .state import StateKeys
+from .text import md_escape
 
 #: The dataset a fresh session starts with, so Train works without visiting Data.
 DEFAULT_DATASET = "movielens-small"
@@ -251,6 +254,74 @@ def quick_start(name: str) -> None:
                           "title": getattr(entry, "title", name),
                           "licence": getattr(entry, "licence", ""),
                           "provenance": getattr(entry, "source", "")})
+
+
+#: The Data page's widgets that say what its Load buttons load (read by :func:`load_clicked`).
+BUILTIN_KEY = "data_builtin"
+UPLOAD_KEY = "data_upload"
+PATH_KEY = "data_path"
+
+
+def _requested(kind: str):
+    """(ratings, spec) of what the Data page's widgets for ``kind`` ask for now."""
+    state = st.session_state
+    if kind == "built-in":
+        name = state.get(BUILTIN_KEY) or DEFAULT_DATASET
+        entry = catalogue_entry(name)
+        options = generator_options(entry_defaults(entry), prefix=f"data_{name}")
+        ratings = load_builtin(name, tuple(sorted(options.items())))
+        return ratings, {"kind": "built-in", "source": name, "options": options,
+                         "title": entry.title, "licence": entry.licence,
+                         "provenance": entry.source}
+    if kind == "upload":
+        up = state.get(UPLOAD_KEY)
+        if up is None:
+            raise ValueError("No file chosen: pick a ratings file above, then press Load "
+                             "upload.")
+        check_upload_size(up.size, up.name)
+        options = reading_options(prefix=UPLOAD_KEY)
+        ratings = load_uploaded(up.name, up.getvalue(), tuple(sorted(options.items())))
+        return ratings, {"kind": "upload", "source": up.name, "options": options,
+                         "title": up.name, "licence": "as supplied by you",
+                         "provenance": "upload"}
+    if kind == "path":
+        path = state.get(PATH_KEY) or ""
+        options = reading_options(prefix=PATH_KEY)
+        ratings = load_path(path, tuple(sorted(options.items())))
+        return ratings, {"kind": "path", "source": path, "options": options, "title": path,
+                         "licence": "see the data's own terms", "provenance": path}
+    raise ValueError(f"Unknown data source {kind!r}.")
+
+
+def load_clicked(kind: str) -> None:
+    """The Data page's Load buttons' callback: load what the page's widgets name (``kind``:
+    built-in, upload or path) and make it the session's dataset.
+
+    Streamlit runs a callback before the next script run, whichever page that is, so a
+    click followed at once by a change of page still loads. Nothing is raised: the outcome
+    (the split's note, or the error as :func:`describe_exception` gives it) waits under
+    :attr:`StateKeys.DATA_LOAD` for the Data page (:func:`pop_load_outcome`)."""
+    try:
+        ratings, spec = _requested(kind)
+        note = set_dataset(ratings, spec)
+    except Exception as exc:  # noqa: BLE001 - shown on the Data page, never a crash elsewhere
+        if is_streamlit_control(exc):
+            raise
+        st.session_state[StateKeys.DATA_LOAD] = {"ok": False,
+                                                 **describe_exception(exc, "loading the dataset")}
+        st.toast("The dataset could not be loaded: the Data page says why.",
+                 icon=":material/error:")
+        return
+    st.session_state[StateKeys.DATA_LOAD] = {"ok": True, "note": note}
+    st.toast(f"Loaded {md_escape(ratings.name)}: {ratings.n_users:,} users × "
+             f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings")
+
+
+def pop_load_outcome() -> dict | None:
+    """What the last Load did, once (None when it was shown already or nothing was loaded)."""
+    outcome = st.session_state.get(StateKeys.DATA_LOAD)
+    st.session_state[StateKeys.DATA_LOAD] = None
+    return outcome
 
 
 def ensure_dataset():

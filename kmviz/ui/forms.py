@@ -179,11 +179,62 @@ GENERATOR_BOUNDS = {
 }
 
 
+def _generator_value(name: str, default, raw):
+    """A generator parameter's value from its widget's value ``raw`` (what the form shows
+    as 0 for "the generator's default" becomes None, text boxes become numbers where they
+    can)."""
+    if name in GENERATOR_CHOICES:
+        return raw
+    if name in GENERATOR_ZERO_IS_NONE:
+        kind = GENERATOR_ZERO_IS_NONE[name]
+        return None if not raw else kind(raw)
+    if isinstance(default, bool):
+        return bool(raw)
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    if default is None:
+        text = str(raw or "").strip()
+        if not text:
+            return _OMIT
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    return raw
+
+
+_OMIT = object()  # an empty text box: the generator's own default (the option is left out)
+
+
+def generator_options(defaults: dict, *, prefix: str) -> dict:
+    """The generator options the widgets of :func:`generator_options_form` hold now (read
+    from the session state, so a button's callback gets what the user last typed; a widget
+    not drawn yet counts as its default)."""
+    out = {}
+    for name, default in defaults.items():
+        key = f"{prefix}_{name}"
+        if key in st.session_state:
+            raw = st.session_state[key]
+        elif name in GENERATOR_ZERO_IS_NONE:
+            raw = 0 if default is None else default
+        elif default is None:
+            raw = ""
+        else:
+            raw = default
+        value = _generator_value(name, default, raw)
+        if value is not _OMIT:
+            out[name] = value
+    return out
+
+
 def generator_options_form(defaults: dict, *, prefix: str) -> dict:
     """Widgets for a synthetic generator's parameters: selectboxes for enumerated options,
-    bounded number inputs (0 standing for "default" where the help says so), checkboxes."""
-    out = {}
+    bounded number inputs (0 standing for "default" where the help says so), checkboxes;
+    returns :func:`generator_options`."""
     cols = st.columns(min(4, max(1, len(defaults))))
+    scale = None
     for k, (name, default) in enumerate(defaults.items()):
         key = f"{prefix}_{name}"
         lo, hi = GENERATOR_BOUNDS.get(name, (None, None))
@@ -192,41 +243,36 @@ def generator_options_form(defaults: dict, *, prefix: str) -> dict:
             if name in GENERATOR_CHOICES:
                 labels = GENERATOR_CHOICES[name]
                 options = list(labels)
-                out[name] = st.selectbox(name, options, key=key, help=helptext,
-                                         index=options.index(default) if default in options
-                                         else 0, format_func=labels.get)
+                value = st.selectbox(name, options, key=key, help=helptext,
+                                     index=options.index(default) if default in options
+                                     else 0, format_func=labels.get)
+                if name == "scale":
+                    scale = value
             elif name in GENERATOR_ZERO_IS_NONE:
                 kind = GENERATOR_ZERO_IS_NONE[name]
-                disabled = name == "star_step" and out.get("scale") == "unit"
+                disabled = name == "star_step" and scale == "unit"
                 start = kind(0 if default is None else default)
-                value = st.number_input(name, value=start, step=kind(1 if kind is int else 0.5),
-                                        min_value=kind(lo if lo is not None else 0),
-                                        max_value=None if hi is None else kind(hi), key=key,
-                                        help=helptext, disabled=disabled,
-                                        format="%d" if kind is int else "%g")
-                out[name] = None if value == 0 else kind(value)
+                st.number_input(name, value=start, step=kind(1 if kind is int else 0.5),
+                                min_value=kind(lo if lo is not None else 0),
+                                max_value=None if hi is None else kind(hi), key=key,
+                                help=helptext, disabled=disabled,
+                                format="%d" if kind is int else "%g")
             elif isinstance(default, bool):
-                out[name] = st.checkbox(name, value=default, key=key, help=helptext)
+                st.checkbox(name, value=default, key=key, help=helptext)
             elif isinstance(default, int):
-                out[name] = int(st.number_input(name, value=default, step=1, key=key,
-                                                min_value=lo, max_value=hi, help=helptext))
+                st.number_input(name, value=default, step=1, key=key, min_value=lo,
+                                max_value=hi, help=helptext)
             elif isinstance(default, float):
-                out[name] = float(st.number_input(
-                    name, value=default, key=key, format="%g", help=helptext,
-                    min_value=None if lo is None else float(lo),
-                    max_value=None if hi is None else float(hi),
-                    step=0.05 if hi is not None and hi <= 1.0 else 0.1))
+                st.number_input(name, value=default, key=key, format="%g", help=helptext,
+                                min_value=None if lo is None else float(lo),
+                                max_value=None if hi is None else float(hi),
+                                step=0.05 if hi is not None and hi <= 1.0 else 0.1)
             elif default is None:
-                text = st.text_input(name, value="", key=key, help=(helptext or "") +
-                                     " Empty = the generator's default.")
-                if text.strip():
-                    try:
-                        out[name] = int(text)
-                    except ValueError:
-                        out[name] = text
+                st.text_input(name, value="", key=key, help=(helptext or "") +
+                              " Empty = the generator's default.")
             else:
-                out[name] = st.text_input(name, value=str(default), key=key, help=helptext)
-    return out
+                st.text_input(name, value=str(default), key=key, help=helptext)
+    return generator_options(defaults, prefix=prefix)
 
 
 #: The split kinds (kmviz.data.ratings.SPLIT_KINDS) as the Data page names them.
@@ -326,3 +372,16 @@ def reading_options_form(*, prefix: str) -> dict:
     return loader_options(encoding=encoding, delimiter=delimiter, header=header,
                           user_col=user_col, item_col=item_col, value_col=value_col,
                           duplicates=duplicates)
+
+
+def reading_options(*, prefix: str) -> dict:
+    """The options the widgets of :func:`reading_options_form` hold now, read from the
+    session state (for a button's callback); a widget not drawn yet counts as its default."""
+    get = st.session_state.get
+    return loader_options(encoding=get(f"{prefix}_encoding", "utf-8"),
+                          delimiter=get(f"{prefix}_delimiter"),
+                          header=get(f"{prefix}_header"),
+                          user_col=get(f"{prefix}_user_col", ""),
+                          item_col=get(f"{prefix}_item_col", ""),
+                          value_col=get(f"{prefix}_value_col", ""),
+                          duplicates=get(f"{prefix}_duplicates", "error"))

@@ -32,6 +32,7 @@ class StateKeys:
     ITEM = "kmviz_item"                  # dict run_id -> item shown by the per-item views
     OWNER = "kmviz_owner"                # str: this browser session's owner token for runs
     TRAIN_REQUEST = "kmviz_train_request"  # dict: a Train click not yet started (id, family, params)
+    DATA_LOAD = "kmviz_data_load"        # dict: what the Data page's last Load did, not shown yet
 
 
 INIT_STATES = {
@@ -46,6 +47,7 @@ INIT_STATES = {
     StateKeys.NOTICE: None,
     StateKeys.ITEM: {},
     StateKeys.TRAIN_REQUEST: None,
+    StateKeys.DATA_LOAD: None,
 }
 
 

@@ -615,14 +615,51 @@ def test_data_page_loads_gapminder_with_its_options_and_boston():
     assert at.session_state[StateKeys.DATASET].shape == (506, 1)
 
 
-def test_a_load_click_recorded_by_its_callback_loads_on_the_next_run_once():
-    """The Data page's Load records the click in its callback: a run that starts with the
-    record (the click's own run was cut short by a rerun) loads the picked dataset."""
+def test_load_then_another_page_at_once_still_loads():
+    """Load's callback loads: a click followed by a change of page (the click's run is the
+    other page's) loads the picked dataset with the options typed, and the Data page shows
+    it afterwards without loading again."""
     at = new_session()
     goto(at, DATA)
-    at.selectbox(key="data_builtin").set_value("gapminder").run()
-    at.session_state["data_load_requested"] = True
-    at.run()
+    at.selectbox(key="data_builtin").set_value("planted-km").run()
+    at.number_input(key="data_planted-km_n_users").set_value(25)
+    at.button(key="data_load_builtin").click()
+    at.switch_page(TRAIN).run()
     assert not at.exception, at.exception
-    assert at.session_state[StateKeys.DATASET].n_users == 185
-    assert "data_load_requested" not in at.session_state
+    assert [t.value for t in at.title] == ["Train"]
+    ratings = at.session_state[StateKeys.DATASET]
+    assert ratings.n_users == 25
+    spec = at.session_state[StateKeys.DATASET_SPEC]
+    assert spec["source"] == "planted-km" and spec["options"]["n_users"] == 25
+    assert not spec.get("default")
+    assert any(t.value.startswith("Loaded ") for t in at.toast)
+    goto(at, DATA)
+    assert at.session_state[StateKeys.DATASET] is ratings
+    assert metrics(at)["users"] == "25" and not at.error
+
+
+def test_a_load_that_fails_in_its_callback_is_shown_on_the_data_page_not_elsewhere():
+    """A malformed upload, loaded and left at once for Train: Train runs normally with the
+    old dataset; the Data page then shows the loader's message as text, once."""
+    at = goto(new_session(), DATA)
+    default = at.session_state[StateKeys.DATASET]
+    at.radio(key="data_source").set_value("Upload").run()
+    at.file_uploader(key="data_upload").upload(
+        "bad **b** [x](y).csv", b"user,item,rating\n1,10,4\n2,11,not-a-number\n",
+        "text/csv")
+    at.run()
+    at.button(key="data_load_upload").click()
+    at.switch_page(TRAIN).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    assert [t.value for t in at.title] == ["Train"]
+    assert at.session_state[StateKeys.DATASET] is default
+    assert any("could not be loaded" in t.value for t in at.toast)
+    goto(at, DATA)
+    (error,) = at.error
+    message = plain_text(error.value)
+    assert message.startswith("bad **b** [x](y).csv, line 3"), message
+    assert "](y)" not in error.value and "**b**" not in error.value  # text, not markup
+    assert any(i.value.startswith("Still using:") for i in at.info)
+    at.run()  # shown once
+    assert not at.error
