@@ -36,11 +36,26 @@ accuracy targets with PASS / MISS; time per iteration at 1 and 2 threads
 
     python bench/ocmf_ml100k.py [--quick] [--grid quick|medium|full] [--k 64] [--threads 2]
                                 [--ml100k DIR] [--dataset ml100k|movielens-small]
-                                [--targets-only]
+                                [--targets-only [--splits N]]
 
---targets-only keeps what the targets table needs (LR-wSQ, + graph, + features + graph, the
-peers, the user groups and cold entities) and leaves out the SQ-SQ / SQ-wSQ / Subsampled
-rows, the findings and the timing table.
+--targets-only keeps what the targets table needs (LR-wSQ and SQ-wSQ with a_bar = 0, the
+better of the two on validation + graph, + features + graph, the peers, the user groups and
+cold entities) and leaves out the SQ-SQ / SQ-wSQ (a_bar = -1) / Subsampled rows, the findings
+and the timing table.
+
+SQ-wSQ with a_bar = 0 is the weighted MF that implicit's ALS solves (positives weighted
+alpha, unobserved 1, L2 reg: rho = 1 / alpha, lambda = reg / alpha); its grid is the rho x
+lambda grid plus ALS's (reg, alpha) grid in those units, and ALS's grid gets the rho x lambda
+grid mapped back, so both search the same weighted-MF models.
+
+--splits N (with --targets-only) repeats the whole protocol for the seeds --seed .. --seed +
+N - 1 (test split seed s, validation split seed s + 1, every model initialized with s; each
+method tuned again per split), prints each split's test table and overall targets (issue
+10's T1: no side information, p@5 >= ALS's; T2: side information + graph above every peer;
+no cold / sparse sections), then per target and peer the mean test p@5 of both, the mean
+paired difference with its standard error and a t interval, the splits OCMF wins, PASS /
+MISS on the mean difference, and the team's proposed restatement (within 0.5 points of the
+best peer on the main split, a mean paired difference >= 0 over >= 3 splits) checked.
 """
 
 from __future__ import annotations
@@ -246,19 +261,36 @@ def implicit_scores(model):
     return U @ V.T
 
 
-def implicit_rows(train, val, test, k, threads, quick):
-    rows, chosen = [], {}
-    grid = [(r, a) for r in ((0.1, 1.0, 10.0) if quick else (1.0, 3.0, 10.0, 30.0, 100.0))
+def als_grid(quick):
+    """implicit ALS's own (reg, alpha) grid."""
+    return [(r, a) for r in ((0.1, 1.0, 10.0) if quick else (1.0, 3.0, 10.0, 30.0, 100.0))
             for a in ((1.0, 10.0) if quick else (0.3, 1.0, 3.0, 10.0, 30.0))]
+
+
+def _union(points, extra):
+    """``points`` followed by the ``extra`` points not already among them (to 1e-9)."""
+    out = list(points)
+    for q in extra:
+        if not any(np.allclose(q, p, rtol=1e-9, atol=0) for p in out):
+            out.append(q)
+    return out
+
+
+def implicit_rows(train, val, test, k, threads, quick, extra=(), seed=0):
+    """implicit ALS (over its grid and the ``extra`` (reg, alpha) points: the OCMF WRMF
+    grid in ALS's units) and BPR, tuned on the validation split."""
+    rows, chosen = [], {}
+    grid = _union(als_grid(quick), extra)
     best = (-1, None)
     for reg, alpha in grid:
-        m, _ = als_fit(train_part(train, val), k, reg, alpha, threads)
+        m, _ = als_fit(train_part(train, val), k, reg, alpha, threads, seed=seed)
         v = ranking(implicit_scores(m), train_part(train, val), val)["p@5"]
         if v > best[0]:
             best = (v, (reg, alpha))
     reg, alpha = best[1]
-    m, per = als_fit(train, k, reg, alpha, threads)
-    rows.append({"method": "implicit ALS", "setting": f"reg={reg:g} alpha={alpha:g} iters=15",
+    m, per = als_fit(train, k, reg, alpha, threads, seed=seed)
+    rows.append({"method": "implicit ALS", "setting": f"reg={reg:g} alpha={alpha:g} iters=15 "
+                                                      f"({len(grid)} settings tried)",
                  "val p@5": best[0], "s / iter": per,
                  **ranking(implicit_scores(m), train, test)})
     chosen["als"] = (reg, alpha)
@@ -266,12 +298,12 @@ def implicit_rows(train, val, test, k, threads, quick):
             for r in ((0.01,) if quick else (0.001, 0.01, 0.1))]
     best = (-1, None)
     for lr, reg in grid:
-        m, _ = bpr_fit(train_part(train, val), k, lr, reg, threads)
+        m, _ = bpr_fit(train_part(train, val), k, lr, reg, threads, seed=seed)
         v = ranking(implicit_scores(m), train_part(train, val), val)["p@5"]
         if v > best[0]:
             best = (v, (lr, reg))
     lr, reg = best[1]
-    m, per = bpr_fit(train, k, lr, reg, threads)
+    m, per = bpr_fit(train, k, lr, reg, threads, seed=seed)
     rows.append({"method": "implicit BPR", "setting": f"lr={lr:g} reg={reg:g} iters=100",
                  "val p@5": best[0], "s / iter": per,
                  **ranking(implicit_scores(m), train, test)})
@@ -322,7 +354,7 @@ def lightfm_scores(model, uf=None, vf=None):
             + ub[:, None] + ib[None, :])
 
 
-def lightfm_rows(train, val, test, k, threads, quick, feats):
+def lightfm_rows(train, val, test, k, threads, quick, feats, seed=0):
     """WARP without and with features (``feats``: (user F or None, item F)), tuned on the
     validation split: learning rate, L2 alpha, epochs (every 5 up to 50)."""
     rows, chosen = [], {}
@@ -334,12 +366,12 @@ def lightfm_rows(train, val, test, k, threads, quick, feats):
         best = (-1.0, None)
         for lr, al in grid:
             _, _, hist = lightfm_fit(train_part(train, val), k, lr, al, 20 if quick else 50,
-                                     threads, uf=uf, vf=vf, val=val)
+                                     threads, seed=seed, uf=uf, vf=vf, val=val)
             ep, v = max(hist, key=lambda h: h[1])
             if v > best[0]:
                 best = (v, (lr, al, ep))
         lr, al, ep = best[1]
-        m, per, _ = lightfm_fit(train, k, lr, al, ep, threads, uf=uf, vf=vf)
+        m, per, _ = lightfm_fit(train, k, lr, al, ep, threads, seed=seed, uf=uf, vf=vf)
         rows.append({"method": label, "setting": f"lr={lr:g} alpha={al:g} epochs={ep}",
                      "val p@5": best[0], "s / iter": per,
                      **ranking(lightfm_scores(m, uf, vf), train, test)})
@@ -357,8 +389,10 @@ def train_part(train, val):
         vk = set(zip(np.asarray(val.users).tolist(), np.asarray(val.items).tolist()))
         keep = np.array([(u, i) not in vk for u, i in
                          zip(np.asarray(train.users).tolist(), np.asarray(train.items).tolist())])
-        _PARTS[key] = train.subset(keep)
-    return _PARTS[key]
+        # the parts are kept with the key's objects, so their ids cannot be reused by the
+        # splits of a later seed (--splits)
+        _PARTS[key] = (train, val, train.subset(keep))
+    return _PARTS[key][2]
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -442,6 +476,102 @@ def targets(rows, crow, top):
           "'Clearly above' asks for a margin well beyond the run-to-run spread (about 0.5 "
           "points on ML-100K's ~940 test users).\n")
     print(table(out, floatfmt="{:+.2f}"))
+    return out
+
+
+def summary(results, seed0):
+    """The overall targets over the splits: per target and peer, the mean test p@5 of OCMF
+    and of the peer, the mean paired difference (OCMF - peer) with its standard error
+    (sample std / sqrt(N)) and a t interval, the splits OCMF wins, PASS / MISS on the mean
+    difference; then the team's proposed restatement checked against these numbers."""
+    from scipy import stats
+
+    n = len(results)
+    tq = float(stats.t.ppf(0.975, n - 1))
+
+    def pairs(what):
+        """{peer: (ours per split, peer per split)} of one target."""
+        out = {}
+        for res in results:
+            p5 = {r["method"]: r["p@5"] for r in res["rows"]}
+            top = res["top"]
+            if what == "T1":
+                ours, peers = p5[top], ["implicit ALS"]
+            elif what == "T2":
+                ours, peers = p5[f"OCMF {top[5:]} + features + graph"], PEERS
+            else:  # a fixed OCMF row (for reference)
+                ours, peers = p5.get(what), ["implicit ALS"]
+            for peer in peers:
+                if peer in p5 and ours is not None:
+                    out.setdefault(peer, ([], []))
+                    out[peer][0].append(ours)
+                    out[peer][1].append(p5[peer])
+        return out
+
+    def verdict(d, se):
+        lo, hi = d - tq * se, d + tq * se
+        if lo > 0:
+            return f"OCMF higher (95% t interval {lo:+.2f} .. {hi:+.2f} excludes 0)"
+        if hi < 0:
+            return f"OCMF lower (95% t interval {lo:+.2f} .. {hi:+.2f} excludes 0)"
+        return f"not distinguishable from 0 (95% t interval {lo:+.2f} .. {hi:+.2f})"
+
+    rows = []
+    labels = {"T1": "T1 no side information (the OCMF setting chosen on validation) >= ALS",
+              "T2": "T2 side information + graph above every peer",
+              "OCMF LR-wSQ": "(reference) OCMF LR-wSQ, always",
+              "OCMF SQ-wSQ, a_bar = 0 (= WRMF)": "(reference) OCMF WRMF, always"}
+    for what, strict in (("T1", False), ("T2", True), ("OCMF LR-wSQ", False),
+                         ("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", False)):
+        for peer, (ours, theirs) in pairs(what).items():
+            ours, theirs = np.array(ours), np.array(theirs)
+            diff = ours - theirs
+            d, se = float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(n))
+            wins = int(np.sum(diff > 0 if strict else diff >= 0))
+            ok = d > 0 if strict else d >= 0
+            rows.append({"target": labels[what], "peer": peer, "OCMF mean": ours.mean(),
+                         "peer mean": theirs.mean(), "mean diff": d, "SE": se,
+                         "OCMF wins": f"{wins} / {n}",
+                         "result": "PASS" if ok else "MISS",
+                         "what the SE allows": verdict(d, se)})
+    chosen = ", ".join(f"seed {r['seed']}: {r['top'][5:]}" for r in results)
+    print(f"\n# Summary over {n} splits (seeds {seed0}..{seed0 + n - 1}; test p@5, percent)\n")
+    print(f"No-side-information setting chosen on validation per split: {chosen}. Paired "
+          f"difference = OCMF - peer on the same split; SE = sample std of the differences / "
+          f"sqrt({n}); the interval is mean +- t(0.975, {n - 1}) SE = +-{tq:.2f} SE. 'OCMF "
+          "wins' counts splits with OCMF >= the peer (T1) or > the peer (T2). PASS / MISS is "
+          "on the mean difference alone (>= 0 for T1, > 0 for T2, against every peer); with "
+          "so few splits, a mean difference inside its interval around 0 is not evidence "
+          "either way.\n")
+    print(table(rows, floatfmt="{:.2f}"))
+    # the team's proposed restatement: within 0.5 points of the best peer on the main split,
+    # and a mean paired difference >= 0 over >= 3 splits
+    main_split = results[0]
+    p5 = {r["method"]: r["p@5"] for r in main_split["rows"]}
+    top = main_split["top"]
+    checks = []
+    for what, ours_name, peers in (("T1", top, ["implicit ALS"]),
+                                   ("T2", f"OCMF {top[5:]} + features + graph", PEERS)):
+        peers = [q for q in peers if q in p5]
+        bestp = max(peers, key=p5.get)
+        margin = p5[ours_name] - p5[bestp]
+        mean_ok = all(r["mean diff"] >= 0 for r in rows
+                      if r["target"] == labels[what])
+        worst = min((r for r in rows if r["target"] == labels[what]),
+                    key=lambda r: r["mean diff"])
+        holds = margin >= -0.5 and mean_ok and n >= 3
+        checks.append({"target": what,
+                       "main split (seed %d): OCMF - best peer" % main_split["seed"]:
+                           f"{margin:+.2f} vs {bestp}",
+                       "within 0.5": "yes" if margin >= -0.5 else "no",
+                       "lowest mean paired difference": f"{worst['mean diff']:+.2f} "
+                                                        f"+- {worst['SE']:.2f} vs "
+                                                        f"{worst['peer']}",
+                       ">= 0 over >= 3 splits": "yes" if mean_ok and n >= 3 else "no",
+                       "restatement": "holds" if holds else "fails"})
+    print("## The proposed restatement: within 0.5 points of the best peer on the main "
+          "split, and a mean paired difference >= 0 over >= 3 splits\n")
+    print(table(checks))
 
 
 # ----------------------------------------------------------------------------- main
@@ -455,10 +585,20 @@ def main():
                    help="the rho x lambda grid of the weighted methods: full = the paper's "
                         "7 x 7, medium = 4 x 5 around the optimum, quick = 3 x 3 (--quick)")
     p.add_argument("--targets-only", action="store_true",
-                   help="only what issue 10's targets need: LR-wSQ, + graph, + features + "
-                        "graph and the peers (no SQ-SQ / SQ-wSQ / Subsampled rows, no "
-                        "findings, no timing table)")
+                   help="only what issue 10's targets need: LR-wSQ and SQ-wSQ with a_bar = 0 "
+                        "(= WRMF), the better on validation + graph, + features + graph, and "
+                        "the peers (no SQ-SQ / SQ-wSQ / Subsampled rows, no findings, no "
+                        "timing table)")
+    p.add_argument("--splits", type=int, default=1,
+                   help="with --targets-only: repeat the whole protocol (test split, "
+                        "validation split, tuning, refit, test) for the seeds --seed, "
+                        "--seed + 1, ..., and summarize the overall targets over the splits "
+                        "(mean paired difference, its standard error, wins)")
     args = p.parse_args()
+    if args.splits < 1:
+        p.error("--splits needs N >= 1")
+    if args.splits > 1 and not args.targets_only:
+        p.error("--splits N > 1 runs with --targets-only")
     t_start = time.perf_counter()
     title = "MovieLens 100K" if args.dataset == "ml100k" else "MovieLens latest-small"
     header(f"One-class MF on {title} (r >= 4, 90/10 split of positives)")
@@ -474,10 +614,32 @@ def main():
         data = load("movielens-small")
     threads = int(args.threads)
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    if args.splits == 1:
+        run_split(args, data, args.seed, threads, t_start)
+        if args.targets_only:
+            footer(t_start)
+        return
+    print(f"{args.splits} splits, seeds {args.seed}..{args.seed + args.splits - 1}: each seed s "
+          "draws the 90/10 test split (seed s) and the validation split of the training part "
+          "(seed s + 1), tunes every method on that validation split, refits on the whole "
+          "training part and tests; s also seeds every model's initialization. Only the "
+          "overall targets are measured per split (no cold / sparse sections: "
+          "bench/ocmf_cold.py and bench/ocmf_sparse.py measure those).\n")
+    results = []
+    for i in range(args.splits):
+        seed = args.seed + i
+        print(f"\n# Split {i + 1} of {args.splits} (seed {seed})\n", flush=True)
+        results.append(run_split(args, data, seed, threads, t_start, overall_only=True))
+    summary(results, args.seed)
+    footer(t_start)
+
+
+def run_split(args, data, seed, threads, t_start, overall_only=False):
+    """The whole protocol on the split of ``seed``; returns {"rows", "top", "targets"}."""
     k = args.k
     pos = data.binarize(4)
-    train, test = pos.split(0.1, random_state=args.seed)
-    sub, val = train.split(0.1, random_state=args.seed + 1)
+    train, test = pos.split(0.1, random_state=seed)
+    sub, val = train.split(0.1, random_state=seed + 1)
     print(f"{pos.n_users} users x {pos.n_items} items, {pos.n_ratings:,} positives (r >= 4): "
           f"train {train.n_ratings:,}, test {test.n_ratings:,} (the paper's ml100k: 49,791 / "
           f"5,584); "
@@ -489,10 +651,25 @@ def main():
                                "full": (-7, -5, -4, -3, -2, -1, 0)}[grid]]
     lams = [2.0 ** e for e in {"quick": (0, 2, 4), "medium": (1, 2, 3, 4, 5),
                                "full": (0, 1, 2, 3, 4, 5, 6)}[grid]]
-    print(f"rho x lambda grid ({grid}): log2 rho in {[int(np.log2(r)) for r in rhos]}, "
-          f"log2 lambda in {[int(np.log2(v)) for v in lams]}\n")
-    base = {"k": k, "max_iter": 15, "random_state": args.seed}
+    base = {"k": k, "max_iter": 15, "random_state": seed}
     wgrid = [{"rho": r, "lambda_w": lam, "lambda_h": lam} for r in rhos for lam in lams]
+    # the weighted MF that implicit's ALS solves, in OCMF's units: positives weighted
+    # alpha, unobserved 1, L2 reg <=> rho = 1 / alpha, lambda = reg / alpha. The OCMF WRMF
+    # grid is the rho x lambda grid plus ALS's grid mapped so; ALS's grid gets the rho x
+    # lambda grid mapped back (alpha = 1 / rho, reg = lambda / rho): both search the same
+    # set of weighted-MF models.
+    als_pts = [(1.0 / a, r / a) for r, a in als_grid(quick)]
+    w_pts = _union([(g["rho"], g["lambda_w"]) for g in wgrid], als_pts)
+    wrmf_grid = [{"rho": r, "lambda_w": lam, "lambda_h": lam} for r, lam in w_pts]
+    als_extra = [(lam / r, 1.0 / r) for r, lam in w_pts]
+    print(f"rho x lambda grid ({grid}): log2 rho in {[int(np.log2(r)) for r in rhos]}, "
+          f"log2 lambda in {[int(np.log2(v)) for v in lams]}; SQ-wSQ with a_bar = 0 (= WRMF) "
+          f"over {len(wrmf_grid)} settings (that grid and implicit ALS's (reg, alpha) grid as "
+          f"rho = 1/alpha, lambda = reg/alpha: log2 rho in "
+          f"[{np.log2(min(w_pts)[0]):.1f}, {np.log2(max(w_pts)[0]):.1f}], log2 lambda in "
+          f"[{np.log2(min(q[1] for q in w_pts)):.1f}, {np.log2(max(q[1] for q in w_pts)):.1f}]"
+          f"); implicit ALS over the same {len(_union(als_grid(quick), als_extra))} "
+          f"settings\n")
     sqsq_grid = [{"lambda_w": lam, "lambda_h": lam} for lam in lams]
     rows, models = [], {}
 
@@ -521,10 +698,10 @@ def main():
     if not args.targets_only:
         add("OCMF SQ-SQ", {**base, "loss": "squared", "a_bar": 0.0, "rho": 1.0}, sqsq_grid)
         add("OCMF SQ-wSQ", {**base, "loss": "squared"}, wgrid)
-        add("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", {**base, "loss": "squared", "a_bar": 0.0},
-            wgrid)
+    add("OCMF SQ-wSQ, a_bar = 0 (= WRMF)", {**base, "loss": "squared", "a_bar": 0.0},
+        wrmf_grid)
     add("OCMF LR-wSQ", {**base, "loss": "logistic"}, wgrid)
-    # the graph and the side features on top of the best of the four (by validation p@5)
+    # the graph and the side features on top of the best of these (by validation p@5)
     plain = [r for r in rows if r["method"].startswith("OCMF")]
     top = max(plain, key=lambda r: r["val p@5"])["method"]
     best = models[top][1]
@@ -540,22 +717,23 @@ def main():
         alternatives=[(f"{sf} {style}", feature_inputs(pos, sf, style))
                       for sf in sides for style in STYLES])
     if not args.targets_only:
-        subsampled_row(args, sub, val, train, test, k, quick, rows, t_start)
-    main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models, top, best,
-              t_start)
+        subsampled_row(args, sub, val, train, test, k, quick, rows, t_start, seed)
+    out = main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models, top,
+                    best, t_start, seed, als_extra, overall_only)
+    return {"seed": seed, "rows": rows, "top": top, "targets": out}
 
 
-def subsampled_row(args, sub, val, train, test, k, quick, rows, t_start):
+def subsampled_row(args, sub, val, train, test, k, quick, rows, t_start, seed):
     """Subsampled LR-LR, tuned on the ratio and lambda."""
     sbest = (-1, None)
     for ratio in ((1.0,) if quick else (0.25, 0.5, 1.0, 2.0)):
         for lam in ((1.0, 4.0) if quick else (0.25, 1.0, 4.0, 16.0)):
-            _, _, _, hist = subsampled_fit(sub, k, lam, ratio, args.seed, val=val)
+            _, _, _, hist = subsampled_fit(sub, k, lam, ratio, seed, val=val)
             it = int(np.argmax(hist))
             if hist[it] > sbest[0]:
                 sbest = (hist[it], (ratio, lam, it + 1))
     ratio, lam, its = sbest[1]
-    W, H, per, _ = subsampled_fit(train, k, lam, ratio, args.seed, iters=its)
+    W, H, per, _ = subsampled_fit(train, k, lam, ratio, seed, iters=its)
     rows.append({"method": "Subsampled LR-LR (S)",
                  "setting": f"|Omega-|/|Omega+|={ratio:g} lambda={lam:g} iters={its}",
                  "val p@5": sbest[0], "s / iter": per, **ranking(W @ H.T, train, test)})
@@ -563,8 +741,9 @@ def subsampled_row(args, sub, val, train, test, k, quick, rows, t_start):
 
 
 def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models, top, best,
-              t_start):
-    """The peers, the user groups, cold users and items, the findings and targets."""
+              t_start, seed, als_extra, overall_only=False):
+    """The peers, the user groups, cold users and items, the findings and targets (with
+    ``overall_only``: the peers and the two overall targets); returns the targets rows."""
     import numba
 
     from kmviz.ocmf import cold_item_split, cold_user_split, restrict_users, user_groups
@@ -572,7 +751,7 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
     have_implicit = implicit_available()
     chosen = {}
     if have_implicit:
-        irows, chosen = implicit_rows(train, val, test, k, threads, quick)
+        irows, chosen = implicit_rows(train, val, test, k, threads, quick, als_extra, seed)
         rows.extend(irows)
         print(f"  done: implicit ({time.perf_counter() - t_start:.0f} s)", flush=True)
     else:
@@ -586,7 +765,7 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
             return None if df is None else encode_features(df, missing="zero")[0]
 
         feats = (enc(pos.user_features), enc(pos.item_features))
-        lrows, lchosen = lightfm_rows(train, val, test, k, threads, quick, feats)
+        lrows, lchosen = lightfm_rows(train, val, test, k, threads, quick, feats, seed)
         rows.extend(lrows)
         print(f"  done: LightFM ({time.perf_counter() - t_start:.0f} s)", flush=True)
     else:
@@ -595,6 +774,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
     cols = ["method", "setting", "s / iter", "val p@5", *[f"p@{k}" for k in KS],
             *[f"n@{k}" for k in KS], "capped p@5", "users"]
     print(table(rows, cols, floatfmt="{:.2f}"))
+    if overall_only:
+        return targets(rows, [], top)
     print("## The paper's ml100k rows (Table Supp-1; its own split and GRALS graph; time in "
           "s for the whole fit)\n")
     if args.dataset != "ml100k":
@@ -614,8 +795,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
                 float("nan")
         grows.append(r)
     if have_implicit:
-        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads)[0]),
-                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads)[0])):
+        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
+                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
             scores = implicit_scores(fit(train))
             r = {"method": label}
             for g in ("sparse", "regular"):
@@ -623,8 +804,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
                 r[f"{g} users p@5"] = ranking(scores, train, part)["p@5"]
             grows.append(r)
     for label, (lr, al, ep, uf, vf) in lchosen.items():
-        scores = lightfm_scores(lightfm_fit(train, k, lr, al, ep, threads, uf=uf, vf=vf)[0],
-                                uf, vf)
+        scores = lightfm_scores(lightfm_fit(train, k, lr, al, ep, threads, seed=seed, uf=uf,
+                                            vf=vf)[0], uf, vf)
         r = {"method": label}
         for g in ("sparse", "regular"):
             part = restrict_users(test, groups[g])
@@ -632,8 +813,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
         grows.append(r)
 
     # -- cold users and cold items
-    cu_train, cu_test, cu_mask = cold_user_split(pos, 0.1, random_state=args.seed)
-    ci_train, ci_test, ci_mask = cold_item_split(pos, 0.1, random_state=args.seed)
+    cu_train, cu_test, cu_mask = cold_user_split(pos, 0.1, random_state=seed)
+    ci_train, ci_test, ci_mask = cold_item_split(pos, 0.1, random_state=seed)
     from kmviz.ocmf import popularity_scores
 
     side_name = [n for n in models if n.endswith("features + graph")][0]
@@ -659,8 +840,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
         "cold users": ranking(popularity_scores(cu_train), cu_train, cu_test)["p@5"],
         "cold items": ranking(popularity_scores(ci_train), ci_train, ci_test, ci_mask)["p@5"]}
     if have_implicit:
-        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads)[0]),
-                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads)[0])):
+        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
+                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
             cold[label] = {
                 "cold users": ranking(implicit_scores(fit(cu_train)), cu_train, cu_test)["p@5"],
                 "cold items": ranking(implicit_scores(fit(ci_train)), ci_train, ci_test,
@@ -669,7 +850,7 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
         cold[label] = {}
         for what, (tr, te, mask) in (("cold users", (cu_train, cu_test, None)),
                                      ("cold items", (ci_train, ci_test, ci_mask))):
-            m, _, _ = lightfm_fit(tr, k, lr, al, ep, threads, uf=uf, vf=vf)
+            m, _, _ = lightfm_fit(tr, k, lr, al, ep, threads, seed=seed, uf=uf, vf=vf)
             cold[label][what] = ranking(lightfm_scores(m, uf, vf), tr, te, mask)["p@5"]
     by = {r["method"]: r for r in grows}
     crow = []
@@ -689,10 +870,9 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
     print(table(crow, floatfmt="{:.2f}"))
     if not args.targets_only:
         findings(rows, top)
-    targets(rows, crow, top)
+    out = targets(rows, crow, top)
     if args.targets_only:
-        footer(t_start)
-        return
+        return out
 
     # -- time per outer iteration at 1 and 2 threads
     trows = []
@@ -710,8 +890,8 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
         _, per_d = ocmf_fit(train, {**lr_final, "max_iter": 10})
         r["OCMF LR-wSQ (default loops) s / iter"] = per_d
         if have_implicit:
-            r["implicit ALS s / iter"] = als_fit(train, k, *chosen["als"], nt)[1]
-            r["implicit BPR s / iter"] = bpr_fit(train, k, *chosen["bpr"], nt)[1]
+            r["implicit ALS s / iter"] = als_fit(train, k, *chosen["als"], nt, seed=seed)[1]
+            r["implicit BPR s / iter"] = bpr_fit(train, k, *chosen["bpr"], nt, seed=seed)[1]
         trows.append(r)
     print("## Time per outer iteration (s), k = %d\n" % k)
     print("OCMF forced onto 1 or 2 Numba threads (all loops parallel at 2) and with its "
@@ -719,6 +899,7 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
           "num_threads = 1 / 2. One OCMF iteration = a W block and an H block by TRON.\n")
     print(table(trows, floatfmt="{:.3f}"))
     footer(t_start)
+    return out
 
 
 if __name__ == "__main__":
