@@ -827,8 +827,10 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
                 float("nan")
         grows.append(r)
     if have_implicit:
-        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
-                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
+        for label, fit in (("implicit ALS",
+                            lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
+                           ("implicit BPR",
+                            lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
             scores = implicit_scores(fit(train))
             r = {"method": label}
             for g in ("sparse", "regular"):
@@ -872,8 +874,10 @@ def main_rest(args, pos, train, val, test, sub, k, threads, quick, rows, models,
         "cold users": ranking(popularity_scores(cu_train), cu_train, cu_test)["p@5"],
         "cold items": ranking(popularity_scores(ci_train), ci_train, ci_test, ci_mask)["p@5"]}
     if have_implicit:
-        for label, fit in (("implicit ALS", lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
-                           ("implicit BPR", lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
+        for label, fit in (("implicit ALS",
+                            lambda tr: als_fit(tr, k, *chosen["als"], threads, seed=seed)[0]),
+                           ("implicit BPR",
+                            lambda tr: bpr_fit(tr, k, *chosen["bpr"], threads, seed=seed)[0])):
             cold[label] = {
                 "cold users": ranking(implicit_scores(fit(cu_train)), cu_train, cu_test)["p@5"],
                 "cold items": ranking(implicit_scores(fit(ci_train)), ci_train, ci_test,
