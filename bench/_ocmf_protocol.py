@@ -28,6 +28,12 @@ from ocmf_ml100k import als_fit, bpr_fit, feature_inputs, lightfm_fit, lightfm_s
 
 #: the method every summary row compares against
 OURS = "OCMF"
+#: OCMF's losses a search may choose between: the paper's LR-wSQ (logistic on the
+#: positives, unobserved entries pulled to -1) and SQ-wSQ with a_bar = 0, the weighted MF
+#: that implicit's ALS solves (rho = 1 / alpha, lambda = reg / alpha), here with side
+#: features, the bias column and the graph on top
+LOSSES = {"LR-wSQ": {"loss": "logistic", "a_bar": -1.0},
+          "WRMF": {"loss": "squared", "a_bar": 0.0}}
 
 
 # ----------------------------------------------------------------------------- metric
@@ -84,7 +90,8 @@ def coordinate_search(axes, start, evaluate, sweeps=2):
 
     ``axes``: {name: values}; ``start``: {name: value}. Each sweep tries every value of each
     axis (in order) with the other axes at the best point so far and moves to a value only
-    if it is strictly better (ties keep the earlier point). Points are fitted once (cache).
+    if it is strictly better (ties keep the earlier point); up to ``sweeps`` sweeps, until
+    one moves nothing. Points are fitted once (cache).
     Returns ``(value, extra, point, n_points_fitted)``.
     """
     cache = {}
@@ -129,10 +136,11 @@ def ocmf_path(train, val, prm, inputs, candidates=None):
 def ocmf_params(point, k, seed, graph_kind, identity_side=None):
     """OneClassMF parameters of a search point: log2 rho ``rho``, log2 lambda ``lam``
     (lambda_w = lambda_h), ``graph`` = log2(lambda_w lambda_g) or None (no graph),
-    ``identity`` for the cold side (``identity_side``)."""
+    ``identity`` for the cold side (``identity_side``), ``loss`` one of :data:`LOSSES`
+    (LR-wSQ when the point has none)."""
     lam = 2.0 ** point["lam"]
     prm = dict(k=k, max_iter=15, rho=2.0 ** point["rho"], lambda_w=lam, lambda_h=lam,
-               random_state=seed)
+               random_state=seed, **LOSSES[point.get("loss", "LR-wSQ")])
     if point.get("graph") is not None:
         prm.update(graph=graph_kind, lambda_g=2.0 ** point["graph"] / lam)
     if identity_side is not None:
@@ -140,15 +148,31 @@ def ocmf_params(point, k, seed, graph_kind, identity_side=None):
     return prm
 
 
+def style_inputs(pos, sides, style):
+    """``fit`` inputs of a feature style: one of ocmf_ml100k.feature_inputs's styles on
+    ``sides``; ``"item <style>"`` that style on the item side only; ``"none"`` no side
+    features (plain one-class MF); ``"bias"`` the user bias column alone (a learned item
+    popularity term)."""
+    import scipy.sparse as sp
+
+    if style == "none":
+        return {}
+    if style == "bias":
+        return {"user_features": sp.csr_matrix(np.ones((pos.n_users, 1)))}
+    if style.startswith("item "):
+        return feature_inputs(pos, "item", style[5:])
+    return feature_inputs(pos, sides, style)
+
+
 def ocmf_tuned(pos, sub, val, train, test, *, sides, axes, start, k, seed, graph_kind,
                identity_side=None, cand_val=None, cand_test=None):
-    """OCMF LR-wSQ tuned by :func:`coordinate_search` over ``axes`` (``style``: a feature
-    style of ocmf_ml100k.feature_inputs, "binned+bias" adding the user bias column; ``rho``,
-    ``lam``, ``graph``, ``identity``), refitted on ``train`` for the best iteration count,
+    """OCMF tuned by :func:`coordinate_search` over ``axes`` (``style``: see
+    :func:`style_inputs`, "binned+bias" adding the user bias column; ``rho``, ``lam``,
+    ``graph``, ``identity``, ``loss``), refitted on ``train`` for the best iteration count,
     scored on ``test``. Returns (test p@5, setting text)."""
     from kmviz.ocmf import OneClassMF
 
-    inputs = {s: feature_inputs(pos, sides, s) for s in axes["style"]}
+    inputs = {s: style_inputs(pos, sides, s) for s in axes["style"]}
 
     def evaluate(point):
         prm = ocmf_params(point, k, seed, graph_kind, identity_side)
@@ -159,7 +183,7 @@ def ocmf_tuned(pos, sub, val, train, test, *, sides, axes, start, k, seed, graph
     model = OneClassMF(**prm).fit(train, **inputs[point["style"]])
     t = p_at_5(_model_rows(model), train, test, cand_test)
     graph = "none" if point.get("graph") is None else f"2^{point['graph']}"
-    text = (f"{point['style']} rho=2^{point['rho']} lambda=2^{point['lam']} graph={graph}"
+    text = (f"{point.get('loss', 'LR-wSQ')} {point['style']} rho=2^{point['rho']} lambda=2^{point['lam']} graph={graph}"
             + (f" {identity_side}_identity={point['identity']}" if identity_side else "")
             + f" iters={iters} (val {v:.2f}; {n_fits} fits)")
     return t, text

@@ -14,13 +14,16 @@ difference to it with its standard error and the seeds OCMF wins
 (bench/_ocmf_protocol.py).
 
 Methods, each tuned on the validation split (same k, --threads threads, random_state s):
-- OCMF LR-wSQ + features (+ graph), by coordinate search (bench/_ocmf_protocol.py) over
-  the feature style of ocmf_ml100k.feature_inputs on both sides where there are user
-  features ("plain", "binned", "binned+bias": binned plus the user bias column, a learned
-  item popularity term; on latest-small, without user features, that column alone), the
+- OCMF (+ features, + graph), by coordinate search (bench/_ocmf_protocol.py) over the loss
+  (LR-wSQ, or SQ-wSQ with a_bar = 0: the weighted MF implicit's ALS solves, "WRMF"), the
+  feature style (bench/_ocmf_protocol.style_inputs: "none", plain one-class MF; "bias", the
+  user bias column alone, a learned item popularity term; "item binned", item features
+  only; and ocmf_ml100k.feature_inputs's styles on both sides where there are user
+  features: "plain", "binned", "binned+bias" = binned plus the bias column), the
   10-NN co-interaction graph's weight log2(lambda_w lambda_g) in {none, -3, 0}, log2 rho in
-  {-7, -5, -3, -1}, log2 lambda in {1, 2, 3, 4}; start binned+bias, -3, -5, 2; each point
-  scored at its best of 15 outer iterations;
+  {-7, -5, -3, -2, -1, 0}, log2 lambda in {1, ..., 5} (ALS's optimum reg 30, alpha 3 is
+  rho = 2^-1.6, lambda = 2^3.3 in WRMF's terms); start LR-wSQ, binned+bias, -3, -3, 3;
+  each point scored at its best of 15 outer iterations;
 - implicit ALS (reg {1, 3, 10, 30, 100} x alpha {0.3, 1, 3, 10, 30}, 15 iterations) and BPR
   (lr {0.01, 0.05, 0.1} x reg {0.001, 0.01, 0.1}, 100 iterations): the grids of
   ocmf_ml100k.py;
@@ -82,12 +85,14 @@ def one_seed(pos, label, seed, k, threads, quick):
     settings = {}
     t0 = time.perf_counter()
     sides = "both" if pos.user_features is not None else "item"
-    axes = {"style": STYLES, "graph": (None, -3, 0), "rho": (-7, -5, -3, -1),
-            "lam": (1, 2, 3, 4)}
+    styles = ("none", "bias", "item binned", *STYLES) if sides == "both" else \
+        ("none", "bias", *STYLES)
+    axes = {"loss": ("LR-wSQ", "WRMF"), "style": styles, "graph": (None, -3, 0),
+            "rho": (-7, -5, -3, -2, -1, 0), "lam": (1, 2, 3, 4, 5)}
     if quick:
-        axes = {"style": ("binned", "binned+bias"), "graph": (-3,), "rho": (-5,),
-                "lam": (1, 2)}
-    start = {"style": "binned+bias", "graph": -3, "rho": -5, "lam": 2}
+        axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias",), "graph": (-3,),
+                "rho": (-3,), "lam": (2, 3)}
+    start = {"loss": "LR-wSQ", "style": "binned+bias", "graph": -3, "rho": -3, "lam": 3}
     r[OURS], settings[OURS] = ocmf_tuned(pos, sub, val, train, test, sides=sides, axes=axes,
                                          start=start, k=k, seed=seed,
                                          graph_kind="cointeraction")
