@@ -363,3 +363,39 @@ def print_summary(rows, group_cols, methods, table, final):
           "when OCMF's mean is above; the interval is the mean difference +- t(0.975, N-1) "
           "SE: 'OCMF above' / 'OCMF below' only when it excludes 0.\n")
     print(table(summary_rows(rows, group_cols, methods), floatfmt="{:.2f}"), flush=True)
+
+
+def rows_from_outputs(paths, methods):
+    """The per-seed rows of earlier runs, read back from their printed "## Seed s" tables
+    (so seeds run in separate processes can be summarized together); a (group, seed) seen
+    twice is kept once."""
+    rows, seen = [], set()
+    for path in paths:
+        with open(path) as f:
+            lines = f.read().splitlines()
+        i = 0
+        while i < len(lines):
+            if not lines[i].startswith("## Seed "):
+                i += 1
+                continue
+            j = i + 1
+            while j < len(lines) and not lines[j].startswith("|"):
+                j += 1
+            cols = [c.strip() for c in lines[j].strip("|").split("|")]
+            j += 2
+            while j < len(lines) and lines[j].startswith("|"):
+                cells = [c.strip() for c in lines[j].strip("|").split("|")]
+                r = dict(zip(cols, cells))
+                r["seed"] = int(r["seed"])
+                for m in methods:
+                    if r.get(m, "-") not in ("-", None):
+                        r[m] = float(r[m])
+                    else:
+                        r.pop(m, None)
+                key = tuple(v for c, v in r.items() if c not in methods)
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(r)
+                j += 1
+            i = j
+    return rows

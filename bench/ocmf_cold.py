@@ -62,6 +62,7 @@ from _ocmf_protocol import (  # noqa: E402
     p_at_5,
     popularity_p5,
     print_summary,
+    rows_from_outputs,
 )
 from ocmf_ml100k import (  # noqa: E402
     STYLES,
@@ -130,7 +131,14 @@ def main():
     p.add_argument("--seeds", type=int, default=1,
                    help="repeat the whole protocol for seeds --seed .. --seed + N - 1")
     p.add_argument("--datasets", default="ml100k,movielens-small")
+    p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
+                   help="only print the summary of the per-seed tables in these outputs of "
+                        "earlier runs (seeds run in separate processes)")
     args = p.parse_args()
+    if args.summarize:
+        rows = rows_from_outputs(args.summarize, METHODS)
+        print_summary(rows, ["data", "cold"], METHODS, table, final=True)
+        return
     t_start = time.perf_counter()
     header("One-class MF on cold items and cold users, each method tuned for the cold task")
     import numba
