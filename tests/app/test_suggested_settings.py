@@ -43,3 +43,18 @@ def test_no_panel_where_nothing_was_measured():
     pick_family(at, "km")
     assert "Settings measured on this dataset" not in _panel_text(at)
 
+
+
+def test_movielens_small_offers_one_class_mf_its_measured_settings():
+    at = new_session()
+    load_builtin(at, "movielens-small")
+    pick_family(at, "ocmf")
+    assert "bench/ocmf_suggested.py" in _panel_text(at)
+    assert at.number_input(key="train_ocmf_a_bar").value == -1.0
+    button(at, "Use these settings").click().run()
+    assert not at.exception, at.exception
+    wanted = suggested_settings("movielens-small", "ocmf").params
+    assert at.number_input(key="train_ocmf_a_bar").value == wanted["a_bar"] == 0.0
+    assert at.number_input(key="train_ocmf_rho").value == wanted["rho"]
+    assert at.number_input(key="train_ocmf_threshold").value == 4.0
+    assert at.selectbox(key="train_ocmf_graph").value == "cointeraction"

@@ -144,3 +144,29 @@ def test_gapminder_kmc_suggestion_beats_the_defaults_on_validation():
     row_mean = sums / np.bincount(train.users, minlength=train.n_users)
     own_mean = float(np.sqrt(np.mean((row_mean[val.users] - val.values) ** 2)))
     assert tuned < 0.25 * default and tuned < 0.25 * own_mean, (tuned, default, own_mean)
+
+
+def test_movielens_small_ocmf_suggestion_beats_the_defaults_and_popularity_on_validation():
+    """The one-class MF suggestion on the validation part it was chosen on (the test part is
+    left to bench/ocmf_suggested.py): above the defaults with the same positive threshold,
+    and far above ranking by popularity."""
+    from kmviz import families, metrics
+    from kmviz.ocmf import popularity_scores
+
+    suggestion = data.suggested_settings("movielens-small", "ocmf")
+    split = data.make_split(data.load("movielens-small"))
+    train, val = split.train, split.validation
+    fam = families.get("ocmf")
+
+    def p5(params):
+        return fam.make(params).fit(train).evaluate(val)["precision_at_5"]
+
+    tuned = p5(suggestion.params)
+    default = p5({"threshold": suggestion.params["threshold"], "random_state": 0})
+    tr, va = train.binarize(4), val.binarize(4)
+    ranked = metrics.rank_items(popularity_scores(tr), 5, exclude=tr.csr)
+    relevant = [set() for _ in range(tr.n_users)]
+    for u, i in zip(va.users, va.items):
+        relevant[int(u)].add(int(i))
+    popularity = metrics.precision_at_k(ranked, relevant, 5)
+    assert tuned > default + 0.005 and tuned > 1.5 * popularity, (tuned, default, popularity)
