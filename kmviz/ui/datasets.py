@@ -38,7 +38,14 @@ def _load(source, **options):
     return load(source, **options)
 
 
-@st.cache_data(max_entries=8, show_spinner="Loading the dataset ...")
+# The cached loaders show no spinner of their own: the Data page calls them in its Load
+# buttons' callback, where any element sent to the page is a point at which Streamlit stops
+# the callback for a rerun request that came in meanwhile (a click on another page), and the
+# load would be lost; the script-run callers below wrap them in a spinner instead.
+LOADING = "Loading the dataset ..."
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
 def load_builtin(name: str, options: tuple = ()):
     """A catalogue dataset (``options`` as sorted (key, value) pairs, hashable)."""
     return _load(name, **dict(options))
@@ -83,7 +90,7 @@ def _upload_error(exc: ValueError, tmp: str, path: Path, shown: str) -> ValueErr
         return ValueError(fix(str(exc)))
 
 
-@st.cache_data(max_entries=4, show_spinner="Reading the uploaded file ...")
+@st.cache_data(max_entries=4, show_spinner=False)
 def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
     """Write an upload to a temporary file under its own name and load it from there.
 
@@ -105,7 +112,7 @@ def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
     return ratings
 
 
-@st.cache_data(max_entries=4, show_spinner="Reading the file ...")
+@st.cache_data(max_entries=4, show_spinner=False)
 def _load_path_cached(path: str, mtime: float, options: tuple = ()):
     return _load(path, **dict(options))
 
@@ -208,6 +215,19 @@ def upload_digest(content: bytes) -> str:
 
 
 
+def _split_for(ratings, settings: dict):
+    """(split, settings used, note): ``ratings`` split by ``settings``, or all of it for
+    training when that split cannot be made (the note, a sentence, says so; else None)."""
+    settings = dict(settings)
+    try:
+        return make_split(ratings, **settings), settings, None
+    except ValueError as exc:
+        settings = {**settings, "val_size": 0.0, "test_size": 0.0}
+        note = (f"The split could not be made ({exc}); all {ratings.n_ratings:,} ratings are "
+                "used for training. Change the split below if the data allows it.")
+        return make_split(ratings, **settings), settings, note
+
+
 def set_dataset(ratings, spec: dict) -> str | None:
     """Make ``ratings`` the session's dataset, with the remembered (or default) split.
 
@@ -215,14 +235,7 @@ def set_dataset(ratings, spec: dict) -> str | None:
     training; the returned sentence says so (None when the split worked).
     """
     current = (st.session_state.get(StateKeys.DATASET_SPEC) or {}).get("split", DEFAULT_SPLIT)
-    note = None
-    try:
-        split = make_split(ratings, **current)
-    except ValueError as exc:
-        current = {**current, "val_size": 0.0, "test_size": 0.0}
-        split = make_split(ratings, **current)
-        note = (f"The split could not be made ({exc}); all {ratings.n_ratings:,} ratings are "
-                "used for training. Change the split below if the data allows it.")
+    split, current, note = _split_for(ratings, current)
     st.session_state[StateKeys.DATASET] = ratings
     st.session_state[StateKeys.DATASET_SPEC] = {**spec, "split": dict(current)}
     st.session_state[StateKeys.SPLIT] = split
@@ -249,7 +262,8 @@ def quick_start(name: str) -> None:
     """Load a catalogue dataset with its default parameters (Home page buttons)."""
     entry = catalogue_entry(name)
     options = entry_defaults(entry)
-    ratings = load_builtin(name, tuple(sorted(options.items())))
+    with st.spinner(LOADING):
+        ratings = load_builtin(name, tuple(sorted(options.items())))
     set_dataset(ratings, {"kind": "built-in", "source": name, "options": options,
                           "title": getattr(entry, "title", name),
                           "licence": getattr(entry, "licence", ""),
@@ -262,35 +276,51 @@ UPLOAD_KEY = "data_upload"
 PATH_KEY = "data_path"
 
 
-def _requested(kind: str):
-    """(ratings, spec) of what the Data page's widgets for ``kind`` ask for now."""
+def _read_request(kind: str) -> dict:
+    """What the Data page's widgets for ``kind`` ask for now, read from the session state
+    (the upload's bytes too), with the split settings a new dataset gets."""
     state = st.session_state
+    req = {"kind": kind,
+           "split": dict((state.get(StateKeys.DATASET_SPEC) or {}).get("split",
+                                                                        DEFAULT_SPLIT))}
     if kind == "built-in":
         name = state.get(BUILTIN_KEY) or DEFAULT_DATASET
         entry = catalogue_entry(name)
-        options = generator_options(entry_defaults(entry), prefix=f"data_{name}")
-        ratings = load_builtin(name, tuple(sorted(options.items())))
-        return ratings, {"kind": "built-in", "source": name, "options": options,
-                         "title": entry.title, "licence": entry.licence,
-                         "provenance": entry.source}
-    if kind == "upload":
+        req.update(name=name, entry=entry,
+                   options=generator_options(entry_defaults(entry), prefix=f"data_{name}"))
+    elif kind == "upload":
         up = state.get(UPLOAD_KEY)
         if up is None:
             raise ValueError("No file chosen: pick a ratings file above, then press Load "
                              "upload.")
-        check_upload_size(up.size, up.name)
-        options = reading_options(prefix=UPLOAD_KEY)
-        ratings = load_uploaded(up.name, up.getvalue(), tuple(sorted(options.items())))
-        return ratings, {"kind": "upload", "source": up.name, "options": options,
-                         "title": up.name, "licence": "as supplied by you",
-                         "provenance": "upload"}
-    if kind == "path":
-        path = state.get(PATH_KEY) or ""
-        options = reading_options(prefix=PATH_KEY)
-        ratings = load_path(path, tuple(sorted(options.items())))
-        return ratings, {"kind": "path", "source": path, "options": options, "title": path,
-                         "licence": "see the data's own terms", "provenance": path}
-    raise ValueError(f"Unknown data source {kind!r}.")
+        req.update(file_name=up.name, size=up.size, content=up.getvalue(),
+                   options=reading_options(prefix=UPLOAD_KEY))
+    elif kind == "path":
+        req.update(path=state.get(PATH_KEY) or "", options=reading_options(prefix=PATH_KEY))
+    else:
+        raise ValueError(f"Unknown data source {kind!r}.")
+    return req
+
+
+def _load_request(req: dict):
+    """(ratings, spec) of a :func:`_read_request` record; no Streamlit call in here."""
+    options = req["options"]
+    key = tuple(sorted(options.items()))
+    if req["kind"] == "built-in":
+        entry = req["entry"]
+        return load_builtin(req["name"], key), {
+            "kind": "built-in", "source": req["name"], "options": options,
+            "title": entry.title, "licence": entry.licence, "provenance": entry.source}
+    if req["kind"] == "upload":
+        name = req["file_name"]
+        check_upload_size(req["size"], name)
+        return load_uploaded(name, req["content"], key), {
+            "kind": "upload", "source": name, "options": options, "title": name,
+            "licence": "as supplied by you", "provenance": "upload"}
+    path = req["path"]
+    return load_path(path, key), {"kind": "path", "source": path, "options": options,
+                                  "title": path, "licence": "see the data's own terms",
+                                  "provenance": path}
 
 
 def load_clicked(kind: str) -> None:
@@ -300,21 +330,57 @@ def load_clicked(kind: str) -> None:
     Streamlit runs a callback before the next script run, whichever page that is, so a
     click followed at once by a change of page still loads. Nothing is raised: the outcome
     (the split's note, or the error as :func:`describe_exception` gives it) waits under
-    :attr:`StateKeys.DATA_LOAD` for the Data page (:func:`pop_load_outcome`)."""
+    :attr:`StateKeys.DATA_LOAD` for the Data page (:func:`pop_load_outcome`).
+
+    Every access to the session state, and every element drawn, is a point at which
+    Streamlit stops a callback when a newer request came in (a click on another page while
+    this one loads), and a stopped callback is not run again. So the widgets are read
+    first, the load itself makes no Streamlit call (the cached loaders show no spinner),
+    and its result goes into the session's pending-load box (a plain dict kept in the
+    session state) before anything else: if the callback is stopped while it makes the
+    result the session's dataset, the next run of any page finishes that
+    (:func:`apply_pending_load`, called by every page). The toast comes last."""
+    box = st.session_state.get(StateKeys.PENDING_LOAD)
+    if box is None:
+        box = st.session_state[StateKeys.PENDING_LOAD] = {}
     try:
-        ratings, spec = _requested(kind)
-        note = set_dataset(ratings, spec)
+        req = _read_request(kind)
+        ratings, spec = _load_request(req)
+        split, settings, note = _split_for(ratings, req["split"])
+        box["load"] = ("ok", (ratings, {**spec, "split": settings}, split, note))
     except Exception as exc:  # noqa: BLE001 - shown on the Data page, never a crash elsewhere
         if is_streamlit_control(exc):
             raise
-        st.session_state[StateKeys.DATA_LOAD] = {"ok": False,
-                                                 **describe_exception(exc, "loading the dataset")}
+        box["load"] = ("error", describe_exception(exc, "loading the dataset"))
+    loaded = box["load"][0] == "ok"
+    apply_pending_load()
+    if loaded:
+        st.toast(f"Loaded {md_escape(ratings.name)}: {ratings.n_users:,} users × "
+                 f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings")
+    else:
         st.toast("The dataset could not be loaded: the Data page says why.",
                  icon=":material/error:")
-        return
-    st.session_state[StateKeys.DATA_LOAD] = {"ok": True, "note": note}
-    st.toast(f"Loaded {md_escape(ratings.name)}: {ratings.n_users:,} users × "
-             f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings")
+
+
+def apply_pending_load() -> bool:
+    """Make a load that a Load callback finished the session's dataset (or its error the
+    Data page's to show), if the callback could not do so itself; True if there was one.
+    Every page calls it first (through :func:`kmviz.ui.views.collect_finished_job`)."""
+    box = st.session_state.get(StateKeys.PENDING_LOAD)
+    item = box.get("load") if box else None
+    if item is None:
+        return False
+    status, payload = item
+    if status == "ok":
+        ratings, spec, split, note = payload
+        st.session_state[StateKeys.DATASET] = ratings
+        st.session_state[StateKeys.DATASET_SPEC] = spec
+        st.session_state[StateKeys.SPLIT] = split
+        st.session_state[StateKeys.DATA_LOAD] = {"ok": True, "note": note}
+    else:
+        st.session_state[StateKeys.DATA_LOAD] = {"ok": False, **payload}
+    box.pop("load", None)  # last: applying twice does no harm, losing it would
+    return True
 
 
 def pop_load_outcome() -> dict | None:
@@ -357,7 +423,8 @@ def restore_run_data(opened, *, saved_data: bool = True) -> str | None:
     if spec.get("kind") in ("built-in", "cli") and spec.get("source") in catalogue:
         try:
             options = dict(spec.get("options") or {})
-            ratings = load_builtin(spec["source"], tuple(sorted(options.items())))
+            with st.spinner(LOADING):
+                ratings = load_builtin(spec["source"], tuple(sorted(options.items())))
             split = make_split(ratings, **settings)
         except ValueError:
             ratings = split = None

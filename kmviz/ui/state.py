@@ -33,6 +33,7 @@ class StateKeys:
     OWNER = "kmviz_owner"                # str: this browser session's owner token for runs
     TRAIN_REQUEST = "kmviz_train_request"  # dict: a Train click not yet started (id, family, params)
     DATA_LOAD = "kmviz_data_load"        # dict: what the Data page's last Load did, not shown yet
+    PENDING_LOAD = "kmviz_pending_load"  # dict: a Load callback's result not yet applied
 
 
 INIT_STATES = {
@@ -48,6 +49,7 @@ INIT_STATES = {
     StateKeys.ITEM: {},
     StateKeys.TRAIN_REQUEST: None,
     StateKeys.DATA_LOAD: None,
+    StateKeys.PENDING_LOAD: {},
 }
 
 

@@ -12,6 +12,7 @@ session's job then waits in a queue (status "queued") until the first one ends.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import secrets
 import threading
@@ -221,6 +222,15 @@ def warm_up() -> WarmUp:
     global _WARM_UP
     with _WARM_UP_LOCK:
         if _WARM_UP is None:
+            # Import every family's estimator and warm-up module here, in the script's
+            # thread, before the warm-up thread imports them too: two threads importing
+            # kmviz.km at once made the Train page fail with "cannot import name
+            # 'KolmogorovModel' from partially initialized module" (seen on a fresh server
+            # whose first Train page met the KM warm-up loading its kernels).
+            for fam in families.all_families():
+                fam.estimator_class()
+                if fam.warmup:
+                    importlib.import_module(fam.warmup)
             _WARM_UP = WarmUp([(f.name, f.short or f.title, f.warmup)
                                for f in families.all_families()],
                               fit_running=fit_running).start()

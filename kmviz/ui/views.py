@@ -10,7 +10,7 @@ from kmviz.data import suggested_settings
 from kmviz.runs import RunStore, default_runs_dir
 from kmviz.trace import Trace
 
-from .datasets import ensure_dataset
+from .datasets import apply_pending_load, ensure_dataset
 from .errors import show_exception
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
@@ -28,6 +28,7 @@ def collect_finished_job(family: str | None = None) -> None:
 
     Called at the top of every page; a family's Explore page passes its ``family``, whose
     kernels the warm-up then compiles next."""
+    apply_pending_load()  # a Load whose callback was stopped before it could finish
     if family is not None:
         warm_up().ask(family)
     job = st.session_state.get(StateKeys.JOB)
@@ -48,6 +49,29 @@ def require_dataset():
     return ratings, split
 
 
+def _pick_family_on_train(family: str) -> None:
+    # the Train page's picker reads its own key, else the session's family
+    st.session_state[StateKeys.FAMILY] = st.session_state["train_family"] = family
+
+
+def no_runs_yet(family: str | None = None) -> None:
+    """Say there is no run to show (of ``family``, when given), point to Train, and stop.
+
+    With a family, the button opens Train with that family picked (not the one picked
+    there before), so the fit it leads to is one this page can show."""
+    if family is None:
+        st.info("No runs yet: train a model first; this page shows what it learned.")
+        st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
+    else:
+        title = families.get(family).title
+        st.info(f"No {title} run yet: train one first; this page shows what it learned.")
+        if st.button(f"Train {families.get(family).short or title}", key="no_runs_train",
+                     icon=":material/model_training:", on_click=_pick_family_on_train,
+                     args=(family,)):
+            st.switch_page(TRAIN_PAGE)
+    st.stop()
+
+
 def require_run(*, family: str | None = None, need_model: bool = False):
     """The run the Explore pages show, chosen among this session's and the saved runs
     (only runs of ``family`` when given).
@@ -59,10 +83,7 @@ def require_run(*, family: str | None = None, need_model: bool = False):
     """
     opts = run_options(family=family)
     if not opts:
-        what = f"a {families.get(family).title}" if family else "a model"
-        st.info(f"Train {what} first; the Explore pages show what it learned.")
-        st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
-        st.stop()
+        no_runs_yet(family)
     ids = list(opts)
     current = st.session_state.get(StateKeys.ACTIVE_RUN)
     if current not in opts:
@@ -403,9 +424,7 @@ def trace_picker(*, multi: bool, key: str, family: str | None = None, live: bool
     plus the chosen run ids; stop with a hint if there are none."""
     opts = run_options(family=family, live=live)
     if not opts:
-        st.info("No runs yet: train a model first.")
-        st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
-        st.stop()
+        no_runs_yet(family)
     current = active_run()
     first = LIVE if LIVE in opts else (
         current.run_id if current is not None and current.run_id in opts else next(iter(opts)))

@@ -5,7 +5,6 @@ import numpy as np
 
 from kmviz.data import Ratings
 from kmviz.km import analysis as an
-from kmviz.km.interpret import implication_graph
 from kmviz.ui.text import md_escape, pieces_markdown
 
 

@@ -16,7 +16,8 @@ from kmviz.ui.state import StateKeys
 from kmviz.ui.text import md_escape
 from kmviz.viz.convergence import MEAN_PREDICTOR
 from tests.app.apphelpers import (CONVERGENCE, DATA, KM_DUAL, KM_IMPLICATIONS, KM_LANCZOS,
-                                  KM_PHASES, RUNS, TIMEOUT, TRAIN, cli_train, goto,
+                                  KM_PAGES, KM_PHASES, RUNS, TIMEOUT, TRAIN, button,
+                                  cli_train, goto, pick_family,
                                   load_planted, metrics, new_session, only_run, plain_text,
                                   plotly_specs, submit_train, train, wait_job)
 
@@ -400,11 +401,29 @@ def test_runs_page_compare_rerun_and_delete(trained):
 
 def test_explore_pages_guard_without_runs():
     at = new_session()
-    for page in (CONVERGENCE, KM_DUAL, KM_PHASES, KM_LANCZOS, KM_IMPLICATIONS, RUNS):
+    for page in (CONVERGENCE, RUNS):
         goto(at, page)
         assert not at.error, page
         assert at.info, page
         assert any(link.label == "Go to Train" for link in at.page_link), page
+    for page in KM_PAGES:  # a family's pages name it and lead to Train with it picked
+        goto(at, page)
+        assert not at.error, page
+        assert at.info[0].value.startswith("No Kolmogorov model (KM) run yet"), page
+        assert [b.label for b in at.button] == ["Train KM"], page
+
+
+def test_an_explore_pages_train_button_opens_train_with_its_family_picked():
+    """From the OCMF page without an OCMF run, after KM was picked on Train: the button
+    opens Train with OCMF picked, so the fit it leads to is one the page can show."""
+    at = pick_family(new_session(), "km")
+    goto(at, "app_pages/ocmf.py")
+    assert "No One-class MF with side information (OCMF) run yet" in at.info[0].value
+    button(at, "Train OCMF").click().run()
+    assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Train"]
+    assert at.selectbox(key="train_family").value == "ocmf"
+    assert at.number_input(key="train_ocmf_k") is not None
 
 
 # ------------------------------------------------------------------- saved runs, re-runs
@@ -663,3 +682,24 @@ def test_a_load_that_fails_in_its_callback_is_shown_on_the_data_page_not_elsewhe
     assert any(i.value.startswith("Still using:") for i in at.info)
     at.run()  # shown once
     assert not at.error
+
+
+def test_a_load_that_its_stopped_callback_left_pending_is_applied_by_the_next_page():
+    """A Load callback stopped by Streamlit (a newer click came in) after loading, before it
+    made the data the session's: the next run of any page finishes it."""
+    from kmviz.data import load
+    from kmviz.data.splits import make_split
+
+    at = goto(new_session(), TRAIN)
+    ratings = load("planted-km", n_users=30, n_items=20, D=3)
+    spec = {"kind": "built-in", "source": "planted-km", "options": {}, "title": "Planted",
+            "licence": "", "provenance": "", "split": {"val_size": 0.1, "test_size": 0.2,
+                                                      "by": "random", "seed": 0}}
+    box = at.session_state[StateKeys.PENDING_LOAD]
+    box["load"] = ("ok", (ratings, spec, make_split(ratings), None))
+    at.session_state[StateKeys.PENDING_LOAD] = box
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state[StateKeys.DATASET].fingerprint() == ratings.fingerprint()
+    assert "planted KM" in at.caption[0].value
+    assert not at.session_state[StateKeys.PENDING_LOAD]

@@ -606,3 +606,28 @@ def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
         assert page.locator('[data-testid="stException"]').count() == 0
         assert "Traceback" not in page.content()
         page.screenshot(path=str(ARTIFACTS / "kmc-03-nystrom.png"), full_page=True)
+
+
+# ------------------------------------------------------------------ a Load that is never lost
+def test_load_then_another_page_at_once_still_loads(server):
+    """Load pressed and the Train link clicked right after, without waiting for the Data
+    page's run: the Load button's callback loads the dataset on the next run, which is
+    Train's, so Train names the new data at once."""
+    from playwright.sync_api import expect
+
+    with _chromium() as browser:
+        page = _open_home(browser, server)
+        _nav(page, "Data")
+        page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
+        page.get_by_role("option", name="Planted Kolmogorov model").click()
+        expect(page.get_by_label("n_users", exact=True)).to_be_visible()  # its options
+        _settle(page)
+        page.wait_for_timeout(1000)
+        _settle(page)  # the Data page is idle: the click starts a run of its own
+        page.get_by_role("button", name="Load", exact=True).click()
+        _nav(page, "Train")  # no settling
+        expect(page.get_by_role("heading", name="Train")).to_be_visible()
+        expect(page.get_by_text("Data: planted KM", exact=False)).to_be_visible()
+        _settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path=str(ARTIFACTS / "load-then-train.png"), full_page=True)
