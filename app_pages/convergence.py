@@ -8,18 +8,22 @@ from kmviz.ui.state import init_state
 from kmviz.ui.views import (LIVE, collect_finished_job, get_trace, mean_predictor_lines,
                             running_job, trace_picker)
 from kmviz.viz import bcd_convergence_figure
+from kmviz.viz.convergence import BCD_METRICS
 
 init_state()
 collect_finished_job()
 st.title("Convergence")
 st.caption("One line per run, one point per outer iteration (for KM, one BCD iteration of "
-           "Alg. 4). The dashed line is the mean predictor (every rating predicted by the "
-           "training mean): a model below it has learned something beyond the average.")
+           "Alg. 4). The dashed line, where shown, is the mean predictor (every rating "
+           "predicted by the training mean): a model below it has learned something beyond "
+           "the average.")
 
 c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
 with c1:
     traces, chosen = trace_picker(multi=True, key="conv_runs", live=True)
-log_y = c2.toggle("log scale", key="conv_log")
+log_y = c2.toggle("log scale", key="conv_log",
+                  help="A logarithmic y axis in every panel, for metrics that fall over "
+                       "orders of magnitude.")
 
 
 @st.fragment(run_every=1.0 if LIVE in chosen and running_job() is not None else None)
@@ -35,10 +39,16 @@ def _panels():
         family, baselines = mean_predictor_lines(first)
     elif running_job() is not None:
         family = families.get(running_job().family)
+    metrics = list(BCD_METRICS)
     if family is not None:
         labels = family.metric_labels()
-    st.plotly_chart(bcd_convergence_figure(shown, labels=labels, baselines=baselines,
-                                           log_y=log_y))
+        # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
+        metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
+    st.plotly_chart(bcd_convergence_figure(shown, metrics=metrics, labels=labels,
+                                           baselines=baselines, log_y=log_y))
+    if not baselines and first is not None:
+        st.caption("No mean-predictor line for this run: its family does not define one "
+                   "(or the run's data are not at hand).")
     if LIVE in chosen:
         job = running_job()
         st.caption("Following the running fit: the chart updates every second." if job

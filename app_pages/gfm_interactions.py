@@ -41,8 +41,12 @@ with user_errors("predicting the held-out ratings"):
 
 st.subheader("Strongest pairwise interactions")
 c1, c2 = st.columns([1, 3])
-top = c1.slider("how many", 5, 50, 15, key="gfm_top_n")
-diagonal = c1.checkbox("include squares x_a²", value=False, key="gfm_diag")
+top = c1.slider("how many", 5, 50, 15, key="gfm_top_n",
+                help="Number of feature pairs listed, largest |M_ab| first.")
+diagonal = c1.checkbox("include squares x_a²", value=False, key="gfm_diag",
+                       help="Also list M_aa, the weight of a feature's own square (for "
+                            "one-hot features x_a² = x_a, so it adds to its first-order "
+                            "weight).")
 with user_errors("ranking the interactions"):
     table = interaction_table(model, top, include_diagonal=diagonal)
     c2.dataframe(table[["feature_a", "feature_b", "M_ab", "effect"]], hide_index=True,

@@ -25,15 +25,29 @@ st.caption(md_escape("Data drawn as the paper assumes: x ~ N(0, I), y = xᵀw* +
 with st.form("gfm_recovery_form"):
     c = st.columns(4)
     preset = c[0].selectbox("Problem", list(PRESET_LABELS), format_func=PRESET_LABELS.get,
-                            key="gfm_rec_preset")
-    d = c[1].slider("d (features)", 10, 200, 50, 10, key="gfm_rec_d")
-    k = c[2].slider("k (rank; 1 for phase retrieval)", 1, 5, 2, key="gfm_rec_k")
-    ratio = c[3].slider("batch size n / (k d)", 2, 100, 20, key="gfm_rec_ratio")
+                            key="gfm_rec_preset",
+                            help="The planted model (w\\*, M\\*) the data are drawn from; a "
+                                 "classic FM can only represent the PSD one.")
+    d = c[1].slider("d (features)", 10, 200, 50, 10, key="gfm_rec_d",
+                  help="Dimension of x (and M* is d × d).")
+    k = c[2].slider("k (rank; 1 for phase retrieval)", 1, 5, 2, key="gfm_rec_k",
+                  help="Rank of the planted M*; the model is fitted with this rank.")
+    ratio = c[3].slider("batch size n / (k d)", 2, 100, 20, key="gfm_rec_ratio",
+                      help="Instances per batch, in units of k·d (the number of unknowns "
+                           "of U): the theory needs n of order k d (up to log factors).")
     c = st.columns(4)
-    batches = c[0].slider("batches (T + 1)", 3, 30, 12, key="gfm_rec_batches")
-    noise = c[1].slider("label noise ξ", 0.0, 0.5, 0.0, 0.01, key="gfm_rec_noise")
-    condition = c[2].slider("condition σ₁\\*/σₖ\\*", 1.0, 10.0, 1.0, 0.5, key="gfm_rec_cond")
-    seed = c[3].number_input("seed", 0, 10_000, 0, key="gfm_rec_seed")
+    batches = c[0].slider("batches (T + 1)", 3, 30, 12, key="gfm_rec_batches",
+                        help="Fresh batches, each used once: the first initializes, each "
+                             "later one is one step of Algorithm 1.")
+    noise = c[1].slider("label noise ξ", 0.0, 0.5, 0.0, 0.01, key="gfm_rec_noise",
+                      help="Standard deviation of the Gaussian noise added to y; with "
+                           "noise the error stops falling at a floor.")
+    condition = c[2].slider("condition σ₁\\*/σₖ\\*", 1.0, 10.0, 1.0, 0.5, key="gfm_rec_cond",
+                          help="Ratio of the largest to the smallest nonzero singular "
+                               "value of M*: larger is harder (slower contraction).")
+    seed = c[3].number_input("seed", 0, 10_000, 0, key="gfm_rec_seed",
+                            help="Seed of the planted problem and its data: the same seed "
+                                 "gives the same curves.")
     go = st.form_submit_button("Fit", type="primary", icon=":material/play_arrow:")
 if go:
     bar = st.progress(0.0, text="fitting ...")
@@ -84,13 +98,21 @@ st.caption("Final relative error after the batches above, over batch size and ra
 with st.form("gfm_phase_form"):
     c = st.columns(4)
     ratios = c[0].multiselect("n / (k d)", [1, 2, 3, 5, 10, 20, 40], [2, 5, 10, 20],
-                              key="gfm_phase_ratios")
-    axis = c[1].radio("second axis", ["rank k", "condition number"], key="gfm_phase_axis")
-    pd_d = c[2].slider("d", 10, 60, 30, 5, key="gfm_phase_d")
-    seeds = c[3].slider("seeds per cell", 1, 4, 2, key="gfm_phase_seeds")
-    ks = c[1].multiselect("ranks k", [1, 2, 3, 4, 5], [1, 2, 3], key="gfm_phase_ks")
+                              key="gfm_phase_ratios",
+                              help="Batch sizes n / (k d) on the first axis.")
+    axis = c[1].radio("second axis", ["rank k", "condition number"], key="gfm_phase_axis",
+                      help="What varies along the second axis: the rank (condition 1) "
+                           "or the condition number (at the first rank chosen).")
+    pd_d = c[2].slider("d", 10, 60, 30, 5, key="gfm_phase_d",
+                       help="Dimension of x in every cell.")
+    seeds = c[3].slider("seeds per cell", 1, 4, 2, key="gfm_phase_seeds",
+                        help="Fresh problems per cell; the cell shows their median error.")
+    ks = c[1].multiselect("ranks k", [1, 2, 3, 4, 5], [1, 2, 3], key="gfm_phase_ks",
+                         help="The ranks on the second axis (when it is the rank k).")
     conds = c[2].multiselect("condition numbers (at the first k)", [1, 2, 4, 8], [1, 4],
-                             key="gfm_phase_conds")
+                             key="gfm_phase_conds",
+                             help="The condition numbers σ₁/σₖ on the second axis (when "
+                                  "it is the condition number), at the first rank chosen.")
     go_phase = st.form_submit_button("Compute the phase diagram", icon=":material/grid_on:")
 if go_phase:
     bar = st.progress(0.0, text="fitting ...")

@@ -126,7 +126,9 @@ st.caption("The rows that pass the filters, with every statistic (training and h
 # ------------------------------------------------------------------ hubs: influence scores
 st.subheader("Hubs: items most others imply ($\\varsigma_i$, Fig. 8)")
 c1, c2 = st.columns([1, 3])
-kind = c1.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True)
+kind = c1.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True,
+                help="bar: the items with the largest ς_i; histogram: how ς_i is "
+                     "spread over all shown items.")
 top = c1.slider("items shown", 1, max(2, min(100, summary["shown"])),
                 min(15, summary["shown"]), key="impl_top")
 c1.metric("items shown with $\\varsigma_i = 1$", summary["one_shown"])
@@ -156,7 +158,9 @@ view = g2.radio("view", views, index=1 if n_groups <= mining.HASSE_MAX_GROUPS el
                 help="The whole lattice (a Hasse diagram of the groups) reads well for small "
                      f"models (up to {mining.HASSE_MAX_GROUPS} groups; here {n_groups}).")
 hops = int(g3.radio("steps", [1, 2], key="impl_hops", horizontal=True,
-                    disabled=view != views[0]))
+                    disabled=view != views[0],
+                    help="Around the item: its direct implications (1) or also "
+                         "those of its neighbours (2)."))
 graph_rows = mining.filter_implications(frame, **filters)
 center = mining.group_of(frame, item)
 if view == views[0]:
@@ -180,9 +184,12 @@ st.subheader("Side by side with association rules")
 r1, r2, r3 = st.columns([1, 1, 2], vertical_alignment="bottom")
 default_support = 20 if train.n_ratings > an.LARGE_DATA_RATINGS else 3
 rule_support = int(r1.number_input("rules: min co-support", min_value=1,
-                                   value=default_support, step=1, key="impl_rules_support"))
+                                   value=default_support, step=1, key="impl_rules_support",
+                                   help="Least number of users who like both j and i "
+                                        "for a rule j ⇒ i to be listed."))
 rule_conf = float(r2.number_input("rules: min confidence", min_value=0.0, max_value=1.0,
-                                  value=0.5, step=0.05, key="impl_rules_conf"))
+                                  value=0.5, step=0.05, key="impl_rules_conf",
+                                  help="Least share of j's likers who also like i."))
 r3.caption("Pairwise rules j ⇒ i from the co-occurrence of likes, ranked by lift (supported "
            "and non-hub first). The same figures as above, on the same items and likes.")
 with user_errors("computing the association rules"):

@@ -96,7 +96,10 @@ st.caption("Each method is refitted on growing random shares of this run's train
            "like s; ALS/SGD get a small jitter on the kernels they invert. Big matrices are "
            "cut to their most-observed 150 × 150 block, and fits stop after 40 s.")
 methods = st.multiselect("methods", list(an.CURVE_METHODS), default=list(an.CURVE_DEFAULT),
-                         format_func=lambda m: fg.METHOD_NAMES.get(m, m), key="kmc_methods")
+                         format_func=lambda m: fg.METHOD_NAMES.get(m, m), key="kmc_methods",
+                         help="The completion methods refitted at each fraction (the "
+                              "thesis's alternatives; the slow ones are left out by "
+                              "default).")
 if st.button("Compute the curves", key="kmc_curve", icon=":material/query_stats:",
              disabled=not methods):
     bar = st.progress(0.0, text="fitting ...")

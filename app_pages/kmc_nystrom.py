@@ -33,7 +33,9 @@ if an.sklearn_available():
 has_run = bool(run_options(family="kmc"))
 if has_run:
     sources = ["row_kernel", "col_kernel"] + sources
-source = st.selectbox("Data", sources, format_func=an.NYSTROM_SOURCES.get, key="kmc_ny_source")
+source = st.selectbox("Data", sources, format_func=an.NYSTROM_SOURCES.get, key="kmc_ny_source",
+                      help="The kernel matrix studied below: a trained run's row or "
+                           "column kernel, or a Gaussian kernel on a point data set.")
 notes = []
 if not an.sklearn_available():
     notes.append("scikit-learn is not installed: the digits and its Nystroem are left out "
@@ -77,7 +79,9 @@ grid = an.alpha_grid(data)
 a0 = an.alpha_for_landmarks(data, m_ref)
 alpha = st.select_slider("α (ridge)", options=list(grid), key=f"kmc_ny_alpha_{key}_{m_ref}",
                          value=grid[int(np.argmin(np.abs(np.log(grid / a0))))],
-                         format_func=lambda a: f"{a:.3g}")
+                         format_func=lambda a: f"{a:.3g}",
+                         help="The ridge α of the leverage scores ℓᵢ = (K (K + αI)⁻¹)ᵢᵢ: "
+                              "larger α, fewer effective dimensions.")
 scores, d_eff = an.leverage_scores(data, alpha)
 c = st.columns(4)
 c[0].metric("d_eff(α)", f"{d_eff:.1f}", help="Σ of the scores: about how many landmarks "
@@ -121,7 +125,9 @@ if run_id is not None:
                "√α and costs the same here, but is what scales to large kernels.")
     kgrid = an.kron_alpha_grid(run.model)
     kalpha = st.select_slider("α for the entries", options=list(kgrid), value=kgrid[20],
-                              key=f"kmc_ny_kalpha_{run_id}", format_func=lambda a: f"{a:.3g}")
+                              key=f"kmc_ny_kalpha_{run_id}", format_func=lambda a: f"{a:.3g}",
+                              help="The ridge α of the entries' leverage scores (as α "
+                                   "above, for the Kronecker kernel).")
     with user_errors("computing the entry scores") as outcome:
         exact, approx, k_deff = an.kron_scores(run.model, kalpha)
         kagree = an.score_agreement(exact.ravel(), approx.ravel())
@@ -138,8 +144,12 @@ if run_id is not None:
 
 st.subheader("The sampled landmarks")
 sampling = st.radio("sampling", list(an.SAMPLING_LABELS)[:4], horizontal=True,
-                    format_func=an.SAMPLING_LABELS.get, key="kmc_ny_sampling")
-seed = st.number_input("seed", 0, 10_000, 0, key="kmc_ny_seed")
+                    format_func=an.SAMPLING_LABELS.get, key="kmc_ny_sampling",
+                    help="How the m landmarks are drawn: uniformly, or in proportion "
+                         "to the (exact, approximate or recursively estimated) ridge "
+                         "leverage scores.")
+seed = st.number_input("seed", 0, 10_000, 0, key="kmc_ny_seed",
+                       help="Seed of the draw: another seed, other landmarks.")
 with user_errors("sampling the landmarks") as outcome:
     idx, counts, err = an.sample_landmarks(data, m_ref, sampling, random_state=int(seed))
 if outcome.ok:
@@ -164,9 +174,13 @@ chosen = st.multiselect("sampling schemes", list(an.SAMPLING_LABELS)[:4],
                         default=list(an.SAMPLING_LABELS)[:4],
                         format_func=an.SAMPLING_LABELS.get, key="kmc_ny_schemes")
 c = st.columns(2)
-repeats = c[0].slider("draws per point", 2, 20, 5, key="kmc_ny_repeats")
+repeats = c[0].slider("draws per point", 2, 20, 5, key="kmc_ny_repeats",
+                       help="Independent draws of the landmarks per scheme and m (the "
+                            "band spans their 10-90 % quantiles).")
 measures = c[1].multiselect("errors", ["trace", "frobenius", "spectral"], default=["trace"],
-                            key="kmc_ny_measures")
+                            key="kmc_ny_measures",
+                            help="trace: Tr(K − K̂) / Tr K; frobenius and spectral: the norms of "
+                                 "K − K̂ relative to those of K (slower).")
 sk_ok = an.sklearn_available() and data.X is not None
 with_sklearn = st.checkbox("add scikit-learn's Nystroem (uniform)", value=sk_ok,
                            disabled=not sk_ok, key="kmc_ny_sklearn",

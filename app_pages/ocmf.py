@@ -13,6 +13,8 @@ from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run
 from kmviz.viz import bcd_convergence_figure, phase_time_figure
 
+GRIDS = "ocmf_grids"  # (run_id, rhos, lambdas) -> rho x lambda table of validation p@5
+
 init_state()
 collect_finished_job("ocmf")
 fam = families.get("ocmf")
@@ -24,9 +26,21 @@ threshold = run.params.get("threshold")
 st.subheader("The objective, split (6)-(7)")
 st.caption("L+ sums the loss over the observed positives; L- is the weighted squared loss "
            "toward ā over all m × n pairs, computed in closed form without forming them.")
-parts = [c for c in ("objective", *OBJECTIVE_PARTS) if c in run.trace.to_frame()]
-st.plotly_chart(bcd_convergence_figure({run.label: run.trace}, metrics=parts,
-                                       labels=fam.metric_labels()))
+labels = fam.metric_labels()
+frame = run.trace.to_frame()
+parts = [c for c in ("objective", *OBJECTIVE_PARTS) if c in frame and frame[c].notna().any()]
+always_zero = [c for c in parts if c != "objective" and not frame[c].fillna(0).any()]
+parts = [c for c in parts if c not in always_zero]
+# two rows of at most three panels: the objective and its loss terms, then the regularizers
+for row in ([c for c in parts if c in ("objective", "l_plus", "l_minus")],
+            [c for c in parts if c not in ("objective", "l_plus", "l_minus")]):
+    if row:
+        st.plotly_chart(bcd_convergence_figure({run.label: run.trace}, metrics=row,
+                                               labels=labels))
+if always_zero:
+    st.caption(" and ".join(labels.get(c, (c,))[0] for c in always_zero) +
+               " stayed 0 at every iteration (with λ_g = 0 or no user graph there is no "
+               "graph term), so it is not drawn.")
 st.plotly_chart(phase_time_figure(run.trace, **fam.figure_options("phase_time")))
 with st.expander("TRON: every Newton step of every block"):
     if getattr(model, "inner_trace_", None) is not None and len(model.inner_trace_):
@@ -45,11 +59,17 @@ c1, c2 = st.columns([3, 1])
 user = c1.selectbox("User", [int(u) for u in users], key="ocmf_user",
                     format_func=lambda u: f"{train.user_label(u)} [{u}]",
                     help="Users with held-out positives first; the ✓ column marks them.")
-k = c2.slider("k", 5, 30, 10, key="ocmf_k")
+k = c2.slider("k", 5, 30, 10, key="ocmf_k", help="How many items to recommend.")
 with user_errors("ranking the items"):
     recs = user_recommendations(model, user, k, train=train, held_out=held)
+    if len(recs) and float(np.abs(recs["score"]).max()) < 1e-3:
+        st.warning("Every score here is below 0.001 in size: the model has shrunk this "
+                   "user's factors to about zero, so its ranking says little. On data that "
+                   "is not 0/1, set the positive threshold on the Train page (empty counts "
+                   "every observed entry as a positive); smaller λ_w, λ_h also help.",
+                   icon=":material/warning:")
     st.dataframe(recs, hide_index=True, column_config={
-        "score": st.column_config.NumberColumn(format="%.3f"),
+        "score": st.column_config.NumberColumn(format="%.3g"),
         "held_out": st.column_config.CheckboxColumn("held-out positive ✓")})
     st.caption("Training positives are left out of the ranking. user_terms splits each "
                "score over the user's side features and identity part.")
@@ -63,11 +83,18 @@ else:
     c1, c2 = st.columns(2)
     rhos = c1.multiselect("ρ", [2.0 ** e for e in (-9, -7, -5, -3, -1, 0)],
                           default=[2.0 ** -7, 2.0 ** -3, 1.0], key="ocmf_rhos",
+                          help="ρ: the weight of the unobserved pairs in the loss.",
                           format_func=lambda r: f"2^{np.log2(r):.0f}")
     lambdas = c2.multiselect("λ", [2.0 ** e for e in (-2, 0, 2, 4, 6)],
                              default=[1.0, 4.0], key="ocmf_lambdas",
+                             help="λ = λ_w = λ_h: the weight of the ‖W‖² and ‖H‖² "
+                                  "regularizers.",
                              format_func=lambda r: f"2^{np.log2(r):.0f}")
-    if st.button("Compute the grid", key="ocmf_grid", icon=":material/grid_on:"):
+    key = (run.run_id, tuple(sorted(rhos)), tuple(sorted(lambdas)))
+    grids = st.session_state.setdefault(GRIDS, {})
+    if st.button("Compute the grid", key="ocmf_grid", icon=":material/grid_on:",
+                 disabled=not (rhos and lambdas),
+                 help="Fits one model per cell: pick at least one ρ and one λ."):
         bar = st.progress(0.0, text="fitting ...")
         others = {p: v for p, v in run.params.items()
                   if p not in ("rho", "lambda_w", "lambda_h")}
@@ -76,6 +103,17 @@ else:
                 train, split.validation, rhos, lambdas, params=others,
                 progress=lambda done, total, row: bar.progress(
                     done / total, text=f"{done} of {total} fits"))
-            table = grid.pivot(index="rho", columns="lambda", values="best")
-            st.plotly_chart(px.imshow(table, text_auto=".3f", aspect="auto",
-                                      labels=dict(x="λ", y="ρ", color="validation p@5")))
+            grids.clear()  # one grid kept: the last one computed
+            grids[key] = grid.pivot(index="rho", columns="lambda", values="best")
+        bar.empty()
+    table = grids.get(key)
+    if table is not None:
+        shown = table.rename(index=lambda r: f"2^{np.log2(r):.0f}",
+                             columns=lambda r: f"2^{np.log2(r):.0f}")
+        st.plotly_chart(px.imshow(shown, text_auto=".3f", aspect="auto",
+                                  labels=dict(x="λ", y="ρ", color="validation p@5")))
+        st.caption("Kept while this run, ρ and λ stay as they are (another user, k or page "
+                   "does not clear it).")
+    elif grids:
+        st.caption("The grid computed before was for other ρ, λ or another run; press "
+                   "Compute the grid for these.")

@@ -37,7 +37,9 @@ if rerun:
 elif st.session_state.get("train_family") not in names:
     st.session_state["train_family"] = st.session_state.get(StateKeys.FAMILY) or names[0]
 name = st.selectbox("Model family", names, key="train_family",
-                    format_func=lambda n: families.get(n).title)
+                    format_func=lambda n: families.get(n).title,
+                    help="The kind of model to fit; its settings form and its Explore "
+                         "pages (in the sidebar) follow the choice.")
 st.session_state[StateKeys.FAMILY] = name
 warm_up().ask(name)  # compile this family's kernels first (first start after installing)
 family = families.get(name)
@@ -61,7 +63,12 @@ progress_panel()
 
 run = active_run()
 if run is not None:
-    st.subheader(f"Result: {md_escape(run.label)}")
+    if job is not None and not job.done:  # the page reruns when the fit ends
+        st.subheader(f"Previous result: {md_escape(run.label)}")
+        st.caption("The fit above is still running; its result replaces this one when it "
+                   "ends.")
+    else:
+        st.subheader(f"Result: {md_escape(run.label)}")
     run_metrics(run)
     fam = families.get(run.family)
     cols = st.columns(1 + len(fam.explore))

@@ -286,9 +286,13 @@ def split_form(current=None) -> tuple[dict, bool]:
     with st.form("data_split_form"):
         c1, c2, c3, c4 = st.columns(4)
         val = c1.number_input("validation fraction", 0.0, 0.5, float(cur["val_size"]), 0.05,
-                              key="data_val_size")
+                              key="data_val_size",
+                              help="Share held out to watch the fit and pick settings "
+                                   "(early stopping, the Explore pages' held-out figures).")
         test = c2.number_input("test fraction", 0.0, 0.5, float(cur["test_size"]), 0.05,
-                               key="data_test_size")
+                               key="data_test_size",
+                               help="Share held out for the final test metrics; never used "
+                                    "in training.")
         kinds = list(SPLIT_LABELS)
         by = c3.selectbox("split", kinds, index=kinds.index(cur["by"]) if cur["by"] in kinds
                           else 0, format_func=SPLIT_LABELS.get, key="data_split_by",
@@ -297,7 +301,8 @@ def split_form(current=None) -> tuple[dict, bool]:
                                "fractions are of the users (items), whose every rating is "
                                "held out: cold start, which only models that read side "
                                "information (kernels, features) can predict.")
-        seed = c4.number_input("seed", 0, 2**31 - 1, int(cur["seed"]), 1, key="data_split_seed")
+        seed = c4.number_input("seed", 0, 2**31 - 1, int(cur["seed"]), 1, key="data_split_seed",
+                               help="Seed of the random split: the same seed, the same parts.")
         applied = st.form_submit_button("Apply split")
     return {"val_size": float(val), "test_size": float(test), "by": by, "seed": int(seed)}, applied
 

@@ -169,3 +169,19 @@ def test_nystrom_page_scores_landmarks_and_error_curves(gapminder_run, source):
     assert specs
     names = {t.get("name") for t in specs[0]["data"] if t.get("name")}
     assert "uniform" in names and "ridge leverage (exact)" in names
+
+
+def test_convergence_shows_a_kmc_runs_validation_nmse_against_the_mean(gapminder_run):
+    """The Convergence page draws the family's headline validation metric (not only the
+    KM defaults) with the mean predictor's dashed line in its panel."""
+    from kmviz.viz.convergence import MEAN_PREDICTOR
+
+    from .apphelpers import CONVERGENCE
+
+    at = goto(new_session(), CONVERGENCE)
+    _no_errors(at)
+    (spec,) = plotly_specs(at)
+    panels = [a.get("text", "") for a in spec["layout"].get("annotations", [])]
+    assert any("Validation NMSE" in p for p in panels), panels
+    assert any(t.get("name") == MEAN_PREDICTOR for t in spec["data"]), \
+        [t.get("name") for t in spec["data"]]

@@ -5,7 +5,7 @@ import numpy as np
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import goto, new_session, pick_family, submit_train
+from .apphelpers import goto, new_session, pick_family, plotly_specs, submit_train
 
 OCMF_PAGE = "app_pages/ocmf.py"
 
@@ -37,3 +37,27 @@ def test_train_ocmf_from_the_train_page_and_explore_it():
     at.button(key="ocmf_grid").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(c.proto.spec and "validation p@5" in c.proto.spec for c in at.get("plotly_chart"))
+    # the grid stays when another user is picked, with ρ and λ as powers of 2
+    grid_spec = [c.proto.spec for c in at.get("plotly_chart") if "validation p@5" in c.proto.spec]
+    assert '"2^0"' in grid_spec[0] and '"2^2"' in grid_spec[0]
+    users = at.selectbox(key="ocmf_user").options
+    at.selectbox(key="ocmf_user").set_value(at.selectbox(key="ocmf_user").value)
+    at.selectbox(key="ocmf_user").select_index(min(1, len(users) - 1)).run()
+    assert any("validation p@5" in c.proto.spec for c in at.get("plotly_chart"))
+    # other ρ: no stale grid, a line that says so
+    at.multiselect(key="ocmf_rhos").set_value([0.5]).run()
+    assert not any("validation p@5" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("press Compute the grid" in c.value for c in at.caption)
+
+
+def test_the_objective_split_leaves_out_a_graph_term_that_is_always_zero():
+    at = pick_family(new_session(), "ocmf")
+    submit_train(at, {"train_ocmf_k": 4, "train_ocmf_max_iter": 2,
+                      "train_ocmf_threshold": 4.0})
+    goto(at, OCMF_PAGE)
+    titles = [[a.get("text", "") for a in spec["layout"].get("annotations", [])]
+              for spec in plotly_specs(at)]
+    convergence = [t for t in titles if "Objective of (2)" in t or "λ_w ‖W‖²" in t]
+    assert len(convergence) == 2, titles  # losses, then regularizers
+    assert not any("λ_w λ_g tr(BᵀLB)" in t for t in convergence)
+    assert any("tr(BᵀLB)" in c.value and "stayed 0" in c.value for c in at.caption)

@@ -388,3 +388,31 @@ def test_compile_message_names_the_family_what_comes_before_and_after():
     text = compile_message(dict(base, state=FAILED, error="python -m x: boom"))
     assert "failed (python -m x: boom)" in text and "a fit compiles them itself" in text
     assert compile_message(dict(base, state=READY)) == "The Numba kernels of gFM are compiled."
+
+
+def test_while_a_fit_waits_the_last_result_is_headed_as_the_previous_one(
+        fake_server_warm_up):
+    """A finished gFM run, then an OCMF fit waiting for its kernels: the gFM result under
+    the OCMF form says it is the previous one, until the new fit ends."""
+    warm, fake = fake_server_warm_up
+    at = load_builtin(new_session(), "planted-lowrank", n_users=40, n_items=30)
+    at = pick_family(at, "gfm")
+    fake.let("mod.gfm")
+    at.number_input(key="train_gfm_rank").set_value(2)
+    at.number_input(key="train_gfm_n_passes").set_value(2)
+    button(at, "Train").click().run()
+    wait_job(at)
+    first = [s.value for s in at.subheader if s.value.startswith("Result:")]
+    assert first and "gFM" in first[0], [s.value for s in at.subheader]
+    at.selectbox(key="train_family").set_value("ocmf").run()
+    at.number_input(key="train_ocmf_max_iter").set_value(2)
+    button(at, "Train").click().run()
+    job = at.session_state[StateKeys.JOB]
+    assert job.family == "ocmf" and not job.done
+    heads = [s.value for s in at.subheader]
+    assert not [h for h in heads if h.startswith("Result:")], heads
+    assert [h for h in heads if h.startswith("Previous result:") and "gFM" in h], heads
+    fake.let("mod.ocmf")
+    wait_job(at)
+    heads = [s.value for s in at.subheader]
+    assert [h for h in heads if h.startswith("Result:") and "OCMF" in h], heads
