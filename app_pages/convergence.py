@@ -44,8 +44,10 @@ def _panels():
         labels = family.metric_labels()
         # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
         metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
+    word = {k: v for k, v in (family.figure_options("bcd_convergence") if family else {})
+            .items() if k == "iteration"}
     st.plotly_chart(bcd_convergence_figure(shown, metrics=metrics, labels=labels,
-                                           baselines=baselines, log_y=log_y))
+                                           baselines=baselines, log_y=log_y, **word))
     if not baselines and first is not None:
         st.caption("No mean-predictor line for this run: its family does not define one "
                    "(or the run's data are not at hand).")

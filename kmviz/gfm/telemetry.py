@@ -42,7 +42,10 @@ LOG_COLUMNS = ("eps", "eps_spec", "err_w", "err_M", "err_M_spec", "rel_err", "ta
 #: x axis of the recovery curves: instances consumed.
 X_COLUMN = "n_seen"
 
+#: What one row of the trace is, for the figures' x axes.
+ITERATION = "iteration"
+
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS),
-    "phase_time": dict(labels=PHASE_LABELS),
+    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS),
 }

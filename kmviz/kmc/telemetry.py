@@ -42,7 +42,10 @@ PHASE_LABELS = {
 LOG_COLUMNS = ("objective", "train_rmse", "validation_rmse", "validation_nmse", "truth_nmse",
                "cg_residual", "mu", "rel_change")
 
+#: What one row of the trace is, for the figures' x axes.
+ITERATION = "iteration"
+
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS),
-    "phase_time": dict(labels=PHASE_LABELS),
+    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS),
 }

@@ -64,7 +64,10 @@ METRIC_LABELS = {
 OBJECTIVE_PARTS = ("l_plus", "l_minus", "reg_w", "reg_graph", "reg_h")
 
 #: Keyword options of each :mod:`kmviz.viz` figure for an OCMF run.
+#: What one row of the trace is, for the figures' x axes.
+ITERATION = "outer iteration"
+
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS),
-    "phase_time": dict(labels=PHASE_LABELS, colors=PART_COLORS),
+    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS, colors=PART_COLORS),
 }

@@ -83,8 +83,15 @@ def mean_predictor_rmse(train_values, held_values=None) -> float:
     return float(np.sqrt(np.mean((held - train.mean()) ** 2)))
 
 
+def _word(iteration: str) -> str:
+    """An iteration's axis title without its trailing symbol ("BCD iteration τ" ->
+    "BCD iteration"), for figure titles."""
+    head, _, last = iteration.rpartition(" ")
+    return head if head and len(last) == 1 and not last.isascii() else iteration
+
+
 def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=None,
-                           log_y: bool = False) -> go.Figure:
+                           log_y: bool = False, iteration: str = "BCD iteration τ") -> go.Figure:
     """One panel per metric, one line per run, x = BCD iteration (paper Fig. 4).
 
     Parameters
@@ -104,6 +111,9 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
         :func:`mean_predictor_rmse`), drawn as a dashed horizontal line "mean predictor" in
         that metric's panel.
     log_y : bool, default=False
+    iteration : str, default="BCD iteration τ"
+        What one row of the trace is (the x-axis title; the figure's title without a
+        trailing symbol): a family's own word, such as "outer iteration" or "CG iteration".
     """
     alias = lambda m: METRIC_ALIASES.get(m, m)  # noqa: E731
     metrics = [alias(m) for m in (metrics if metrics is not None else BCD_METRICS)]
@@ -112,7 +122,7 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
                  if v is not None and np.isfinite(v)}
     frames = {label: _with_aliases(_frame(t)) for label, t in traces.items()}
     shown = [m for m in metrics if any(m in f and f[m].notna().any() for f in frames.values())]
-    title = "Convergence per BCD iteration"
+    title = "Convergence per " + _word(iteration)
     if not frames or not shown:
         return empty_figure(title, "No iterations recorded yet.")
     titles = {m: _metric_titles(m, labels) for m in shown}
@@ -148,7 +158,7 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
                                f"{titles[metric][0]}: %{{y:.5g}}<extra></extra>")),
                 row=1, col=col)
             legend_done = True
-        fig.update_xaxes(title_text="BCD iteration τ", row=1, col=col)
+        fig.update_xaxes(title_text=iteration, row=1, col=col)
         # the metrics are >= 0: keep a flat zero line (a converged noiseless fit) from
         # getting a symmetric axis around 0
         fig.update_yaxes(title_text=titles[metric][1], type="log" if log_y else "linear",

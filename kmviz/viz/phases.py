@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._theme import distinct_colors, empty_figure, label_of, styled
+from .convergence import _word
 
 PHASE_COUNT_PREFIX = "n_phase_"
 #: ``first_apart="auto"`` draws the first iteration on its own axis when its total time is
@@ -136,7 +137,8 @@ def _timed_parts(df: pd.DataFrame, nested) -> list[str]:
 def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
                       colors: Mapping[str, str] | None = None,
                       nested: Mapping[str, tuple] | None = None, log_y: bool = False,
-                      first_apart: bool | str = "auto") -> go.Figure:
+                      first_apart: bool | str = "auto",
+                      iteration: str = "BCD iteration τ") -> go.Figure:
     """Stacked bars: wall time of each timed part of one outer iteration, per iteration.
 
     Parameters
@@ -160,8 +162,11 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
         Draw the first iteration in a narrow panel on its own y axis, so a slow first
         iteration (set-up, compilation) does not flatten the others. "auto" does so when its
         total exceeds :data:`FIRST_APART_RATIO` times the median of the others.
+    iteration : str, default="BCD iteration τ"
+        What one row of the trace is (the x-axis title): the family's own word.
     """
-    title = "Wall time per BCD iteration, by part"
+    word = _word(iteration)
+    title = f"Wall time per {word}, by part"
     df = _frame(trace).copy()
     parts = _timed_parts(df, nested)
     if df.empty or not parts:
@@ -177,7 +182,7 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
             else f"other {label_of(parent, labels)}"
     totals = df[parts].fillna(0).sum(axis=1).to_numpy()
     if log_y:
-        return _phase_time_lines(df, parts, names, colours, totals, title)
+        return _phase_time_lines(df, parts, names, colours, totals, title, iteration)
     if first_apart == "auto":
         first_apart = len(df) >= 2 and totals[0] > FIRST_APART_RATIO * np.median(totals[1:])
     apart = bool(first_apart) and len(df) >= 2
@@ -195,7 +200,7 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
         for c in parts:
             bar = go.Bar(x=rows["iteration"], y=rows[c], name=names[c], legendgroup=c,
                          showlegend=col in (None, 2), marker_color=colours[c],
-                         hovertemplate=(f"BCD iteration %{{x}}<br>{names[c]}: %{{y:.3g}} s"
+                         hovertemplate=(f"{word} %{{x}}<br>{names[c]}: %{{y:.3g}} s"
                                         "<extra></extra>"))
             if col is None:
                 fig.add_trace(bar)
@@ -206,34 +211,35 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
         fig.update_xaxes(dtick=1)
     fig = styled(fig, title=title)
     if apart:
-        fig.update_xaxes(title_text="BCD iteration τ", row=1, col=2)
-        fig.update_yaxes(title_text="s per BCD iteration", row=1, col=1)
+        fig.update_xaxes(title_text=iteration, row=1, col=2)
+        fig.update_yaxes(title_text=f"s per {word}", row=1, col=1)
         fig.update_annotations(font_size=12)
         fig.update_layout(margin=dict(t=90))
     else:
-        fig.update_xaxes(title_text="BCD iteration τ")
-        fig.update_yaxes(title_text="s per BCD iteration")
+        fig.update_xaxes(title_text=iteration)
+        fig.update_yaxes(title_text=f"s per {word}")
     return fig
 
 
-def _phase_time_lines(df, parts, names, colours, totals, title) -> go.Figure:
+def _phase_time_lines(df, parts, names, colours, totals, title, iteration) -> go.Figure:
     """The log-scale view of :func:`phase_time_figure`: a line per part and the total."""
+    word = _word(iteration)
     fig = go.Figure()
     for c in parts:
         y = df[c].where(df[c] > 0)  # a zero has no place on a log axis: a gap
         fig.add_trace(go.Scatter(
             x=df["iteration"], y=y, mode="lines+markers", name=names[c], legendgroup=c,
             line=dict(color=colours[c], width=2), marker=dict(size=6),
-            hovertemplate=f"BCD iteration %{{x}}<br>{names[c]}: %{{y:.3g}} s<extra></extra>"))
+            hovertemplate=f"{word} %{{x}}<br>{names[c]}: %{{y:.3g}} s<extra></extra>"))
     fig.add_trace(go.Scatter(
         x=df["iteration"], y=np.where(totals > 0, totals, np.nan), mode="lines+markers",
         name="total", line=dict(color="#222222", width=2, dash="dash"),
         marker=dict(size=6, symbol="diamond"),
-        hovertemplate="BCD iteration %{x}<br>total: %{y:.3g} s<extra></extra>"))
+        hovertemplate=f"{word} %{{x}}<br>total: %{{y:.3g}} s<extra></extra>"))
     fig.update_yaxes(type="log", exponentformat="power")
     if len(df) <= 20:
         fig.update_xaxes(dtick=1)
-    return styled(fig, title=title, x="BCD iteration τ", y="s per BCD iteration (log scale)")
+    return styled(fig, title=title, x=iteration, y=f"s per {word} (log scale)")
 
 
 def evd_savings_figure(trace, *, no_evd: Mapping[str, str] | None = None,

@@ -214,3 +214,21 @@ def test_graph_nodes_carry_their_first_item_for_clicks():
     assert clicked_item({"selection": {"points": [{"customdata": [1]}]}}) == 1
     assert clicked_item({"selection": {"points": [{"x": 0.5}]}}) is None  # an edge marker
     assert clicked_item(None) is None and clicked_item({"selection": {"points": []}}) is None
+
+
+def test_each_family_names_its_own_iteration_on_the_generic_figures():
+    from kmviz import families
+    from kmviz.viz import phase_time_figure
+
+    fam = families.get("ocmf")
+    fig = bcd_convergence_figure({"run": _trace(3)}, **fam.figure_options("bcd_convergence"))
+    assert fig.layout.title.text == "Convergence per outer iteration"
+    assert fig.layout.xaxis.title.text == "outer iteration"
+    for log_y in (False, True):
+        fig = phase_time_figure(_trace(3), log_y=log_y, **fam.figure_options("phase_time"))
+        assert fig.layout.title.text == "Wall time per outer iteration, by part"
+        assert "BCD" not in fig.layout.yaxis.title.text
+    # KM keeps the paper's BCD iteration tau
+    km = families.get("km")
+    fig = phase_time_figure(_trace(3), **km.figure_options("phase_time"))
+    assert fig.layout.title.text == "Wall time per BCD iteration, by part"
