@@ -229,11 +229,12 @@ register(Family(
         "thesis's alternatives. Rows or columns with no observation are predicted through "
         "the kernels (cold start). Made for matrices whose side information explains the "
         "values, such as Gapminder (a few seconds). Kernels of few features or of the "
-        "identity are kept as factors, and *kernel rank (approximate)* replaces a big one by a low-rank "
-        "factor, so MovieLens's 9,066 movies never need their full kernel. The thesis uses "
+        "identity are kept as factors, and *kernel rank (approximate)* replaces a big one "
+        "by a low-rank factor, so MovieLens's 9,066 movies never need their full kernel. The "
+        "thesis uses "
         "the values as given; ratings want *center* and a larger μ (a fit no better than "
         "the mean warns). Gapminder and MovieLens latest-small come with settings measured "
-        "on them, offered below."),
+        "on them, offered on the Train page (*Use these settings*)."),
     metrics=("validation_nmse", "test_nmse", "train_nmse", "test_rmse"),
     label_params=("method", "mu"),
     telemetry="kmviz.kmc.telemetry",
