@@ -41,16 +41,11 @@ Methods (same k, --k, default 64; --threads threads, default 1; random_state s):
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
-THREADS = "1"
-for _i, _a in enumerate(sys.argv):
-    if _a == "--threads" and _i + 1 < len(sys.argv):
-        THREADS = sys.argv[_i + 1]
-for _v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, THREADS)
+from _threads_env import pin_threads
+
+THREADS = pin_threads("1")  # before numpy: the libraries read it once, when they load
 
 from _common import footer, header, load_ml100k, parser, table  # noqa: E402
 from _ocmf_protocol import (  # noqa: E402

@@ -63,16 +63,11 @@ summary over such files without fitting anything.
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
-THREADS = "2"
-for _i, _a in enumerate(sys.argv):
-    if _a == "--threads" and _i + 1 < len(sys.argv):
-        THREADS = sys.argv[_i + 1]
-for _v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, THREADS)
+from _threads_env import pin_threads
+
+THREADS = pin_threads("2")  # before numpy: the libraries read it once, when they load
 
 import numpy as np  # noqa: E402  (after the thread variables)
 from _common import footer, header, load_ml100k, parser, table  # noqa: E402

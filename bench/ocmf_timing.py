@@ -34,17 +34,12 @@ default they run on one: measured slower on this shared 2-core box, see kmviz.oc
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from contextlib import contextmanager
 
-THREADS = "1"
-for _i, _a in enumerate(sys.argv):
-    if _a == "--threads" and _i + 1 < len(sys.argv):
-        THREADS = sys.argv[_i + 1]
-for _v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_v, THREADS)
+from _threads_env import pin_threads
+
+THREADS = pin_threads("1")  # before numpy: the libraries read it once, when they load
 
 import numpy as np  # noqa: E402  (after the thread variables)
 from _common import footer, header, load_ml100k, parser, table  # noqa: E402
