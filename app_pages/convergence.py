@@ -34,20 +34,19 @@ def _panels():
             shown[label] = get_trace(LIVE)
     first = next((r for r in chosen if r != LIVE), None)
     family = None
-    labels, baselines = {}, {}
+    baselines = {}
     if first is not None:
         family, baselines = mean_predictor_lines(first)
     elif running_job() is not None:
         family = families.get(running_job().family)
     metrics = list(BCD_METRICS)
+    options = {}  # the family's metric names and its word for an iteration
     if family is not None:
-        labels = family.metric_labels()
+        options = family.figure_options("bcd_convergence")
         # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
         metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
-    word = {k: v for k, v in (family.figure_options("bcd_convergence") if family else {})
-            .items() if k == "iteration"}
-    st.plotly_chart(bcd_convergence_figure(shown, metrics=metrics, labels=labels,
-                                           baselines=baselines, log_y=log_y, **word))
+    st.plotly_chart(bcd_convergence_figure(shown, metrics=metrics, baselines=baselines,
+                                           log_y=log_y, **options))
     if not baselines and first is not None:
         st.caption("No mean-predictor line for this run: its family does not define one "
                    "(or the run's data are not at hand).")

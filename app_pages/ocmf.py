@@ -6,8 +6,8 @@ import plotly.express as px
 import streamlit as st
 
 from kmviz import families
-from kmviz.ocmf.analysis import tron_trace, user_recommendations, validation_grid
-from kmviz.ocmf.telemetry import OBJECTIVE_PARTS
+from kmviz.ocmf.analysis import (objective_panels, tron_trace, user_recommendations,
+                                 validation_grid)
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run
@@ -27,17 +27,10 @@ st.subheader("The objective, split (6)-(7)")
 st.caption("L+ sums the loss over the observed positives; L- is the weighted squared loss "
            "toward ā over all m × n pairs, computed in closed form without forming them.")
 labels = fam.metric_labels()
-iteration = fam.figure_options("bcd_convergence")["iteration"]
-frame = run.trace.to_frame()
-parts = [c for c in ("objective", *OBJECTIVE_PARTS) if c in frame and frame[c].notna().any()]
-always_zero = [c for c in parts if c != "objective" and not frame[c].fillna(0).any()]
-parts = [c for c in parts if c not in always_zero]
-# two rows of at most three panels: the objective and its loss terms, then the regularizers
-for row in ([c for c in parts if c in ("objective", "l_plus", "l_minus")],
-            [c for c in parts if c not in ("objective", "l_plus", "l_minus")]):
-    if row:
-        st.plotly_chart(bcd_convergence_figure({run.label: run.trace}, metrics=row,
-                                               labels=labels, iteration=iteration))
+rows, always_zero = objective_panels(run.trace)
+for row in rows:
+    st.plotly_chart(bcd_convergence_figure({run.label: run.trace}, metrics=row,
+                                           **fam.figure_options("bcd_convergence")))
 if always_zero:
     st.caption(" and ".join(labels.get(c, (c,))[0] for c in always_zero) +
                " stayed 0 at every iteration (with λ_g = 0 or no user graph there is no "

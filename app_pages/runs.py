@@ -60,9 +60,7 @@ with user_errors("reading the run"):
     fam = families.get(run.family) if run.family in families.names() else None
     phase_opts = fam.figure_options("phase_time") if fam else {}
     figs = {"Convergence": bcd_convergence_figure(
-        {run.label: run.trace}, labels=fam.metric_labels() if fam else None,
-        **{k: v for k, v in (fam.figure_options("bcd_convergence") if fam else {}).items()
-           if k == "iteration"}),
+        {run.label: run.trace}, **(fam.figure_options("bcd_convergence") if fam else {})),
         "Time per phase": phase_time_figure(run.trace, **phase_opts)}
     c = st.columns(5)
     c[0].download_button("Trace CSV", ru.trace_csv(run.trace), f"{rid}-trace.csv",
@@ -136,9 +134,7 @@ if chosen:
     fams = {df.set_index("run_id").loc[r, "family"] for r in chosen}
     one = families.get(next(iter(fams))) if len(fams) == 1 and (
         next(iter(fams)) in families.names()) else None
-    metric_labels = one.metric_labels() if one else None
-    word = {k: v for k, v in (one.figure_options("bcd_convergence") if one else {}).items()
-            if k == "iteration"}  # one family's own word for an iteration, else the default
     traces = {labels[r]: get_trace(r) for r in chosen}
-    st.plotly_chart(bcd_convergence_figure(traces, labels=metric_labels, **word))
+    st.plotly_chart(bcd_convergence_figure(
+        traces, **(one.figure_options("bcd_convergence") if one else {})))
     st.dataframe(table)

@@ -12,6 +12,29 @@ import time
 import numpy as np
 import pandas as pd
 
+from .telemetry import OBJECTIVE_PARTS
+
+
+#: The objective and its loss terms: the first row of the objective panels
+LOSS_PARTS = ("objective", "l_plus", "l_minus")
+
+
+def objective_panels(trace) -> tuple[list[list[str]], list[str]]:
+    """Which columns of the objective's split (6)-(7) to draw, and which to leave out.
+
+    Returns ``(rows, always_zero)``: at most two rows of panels, the objective and its loss
+    terms (L+, L-) first, then the regularizers (only rows with a column), and the terms
+    that stayed 0 at every iteration (the graph term without a graph), which are not drawn.
+    Columns the trace lacks or never filled are skipped.
+    """
+    frame = trace.to_frame()
+    parts = [c for c in ("objective", *OBJECTIVE_PARTS)
+             if c in frame and frame[c].notna().any()]
+    always_zero = [c for c in parts if c != "objective" and not frame[c].fillna(0).any()]
+    parts = [c for c in parts if c not in always_zero]
+    rows = [[c for c in parts if c in LOSS_PARTS], [c for c in parts if c not in LOSS_PARTS]]
+    return [r for r in rows if r], always_zero
+
 
 def validation_grid(train, validation, rhos, lambdas, *, params=None, metric="precision_at_5",
                     progress=None) -> pd.DataFrame:

@@ -74,3 +74,15 @@ def test_warmup_compiles():
     from kmviz.ocmf.warmup import compile_kernels
 
     assert compile_kernels() > 0
+
+
+def test_objective_panels_split_losses_from_regularizers_and_drop_a_zero_graph_term(split):
+    from kmviz.ocmf.analysis import objective_panels
+
+    train, _ = split
+    model = OneClassMF(k=3, max_iter=2, random_state=0).fit(train)  # no graph
+    rows, always_zero = objective_panels(model.trace_)
+    assert rows[0] == ["objective", "l_plus", "l_minus"]
+    assert "reg_w" in rows[1] and "reg_h" in rows[1]
+    assert always_zero == ["reg_graph"]
+    assert "reg_graph" not in rows[0] + rows[1]
