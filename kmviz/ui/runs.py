@@ -14,6 +14,7 @@ from kmviz import families
 from kmviz.runs import RunStore, open_run
 
 from .state import NOT_YOURS, RunRecord, owns
+from .text import metric_label
 
 #: Columns of the runs table after the name and the headline metrics, in display order.
 TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "family", "note",
@@ -55,7 +56,7 @@ def table_config(df: pd.DataFrame) -> dict:
            "note": st.column_config.TextColumn("note", width="medium")}
     for m in metric_columns(df):
         part, _, metric = m.partition("_")
-        cfg[m] = st.column_config.NumberColumn(f"{part} {metric.upper()}", format="%.4f",
+        cfg[m] = st.column_config.NumberColumn(metric_label(m), format="%.4f",
                                                help=f"{m}: {metric} on the {part} part")
     return cfg
 

@@ -16,3 +16,15 @@ def md_escape(text) -> str:
 def pieces_markdown(pieces) -> str:
     """``[(text, bold), ...]`` as Markdown with every piece escaped."""
     return "".join(f"**{md_escape(t)}**" if bold else md_escape(t) for t, bold in pieces)
+
+
+#: How the metric vocabulary reads on metric cards and table headers.
+_PART_NAMES = {"train": "training", "validation": "validation", "test": "test"}
+
+
+def metric_label(name: str) -> str:
+    """``validation_nrmse`` -> "validation NRMSE", ``test_precision_at_5`` -> "test
+    precision@5"."""
+    part, _, metric = name.partition("_")
+    metric = metric.replace("_at_", "@").replace("_", " ")
+    return f"{_PART_NAMES.get(part, part)} {metric.upper() if len(metric) <= 5 else metric}"

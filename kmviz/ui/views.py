@@ -14,7 +14,7 @@ from .datasets import apply_pending_load, ensure_dataset
 from .errors import show_exception
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
-from .text import md_escape
+from .text import md_escape, metric_label
 from .training import warm_up
 
 DATA_PAGE = "app_pages/data.py"
@@ -179,15 +179,6 @@ def side_information(ratings) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["side information", "present"])
 
 
-#: How the metric vocabulary reads on a metric card.
-_PART_NAMES = {"train": "training", "validation": "validation", "test": "test"}
-
-
-def metric_label(name: str) -> str:
-    """``validation_nrmse`` -> "validation NRMSE"."""
-    part, _, metric = name.partition("_")
-    metric = metric.replace("_at_", "@").replace("_", " ")
-    return f"{_PART_NAMES.get(part, part)} {metric.upper() if len(metric) <= 5 else metric}"
 
 
 def run_metrics(run) -> None:
