@@ -22,8 +22,10 @@ splits.
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
+from _common import footer, header, load_ml100k, table
 from ocmf_ml100k import als_fit, bpr_fit, feature_inputs, lightfm_fit, lightfm_scores
 
 #: the method every summary row compares against
@@ -399,3 +401,54 @@ def rows_from_outputs(paths, methods):
                 j += 1
             i = j
     return rows
+
+
+# ----------------------------------------------------------------------------- driver
+def run_protocol(p, *, default_threads, title, heading, methods, group_cols, tasks):
+    """The command line both benches share: ``p`` (a parser from _common) gets --k,
+    --threads, --seeds, --datasets and --summarize; with --summarize only the summary of
+    earlier outputs is printed. Otherwise every dataset (positives r >= 4) and seed runs
+    ``tasks(pos, label, seed, k, threads, quick)``, which yields (row, settings) pairs; each
+    seed's rows and settings are printed under ``heading``, then the running summary."""
+    p.add_argument("--k", type=int, default=64)
+    p.add_argument("--threads", default=default_threads)
+    p.add_argument("--seeds", type=int, default=1,
+                   help="repeat the whole protocol for seeds --seed .. --seed + N - 1")
+    p.add_argument("--datasets", default="ml100k,movielens-small")
+    p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
+                   help="only print the summary of the per-seed tables in these outputs of "
+                        "earlier runs (seeds run in separate processes)")
+    args = p.parse_args()
+    if args.summarize:
+        rows = rows_from_outputs(args.summarize, methods)
+        print_summary(rows, group_cols, methods, table, final=True)
+        return
+    t_start = time.perf_counter()
+    header(title)
+    import numba
+
+    from kmviz.data import load
+
+    threads = int(args.threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    data = {}
+    for name in args.datasets.split(","):
+        d = load_ml100k(args.ml100k) if name == "ml100k" else load(name)
+        if d is not None:
+            data["ML-100K" if name == "ml100k" else name] = d.binarize(4)
+    rows = []
+    seeds = range(args.seed, args.seed + args.seeds)
+    for seed in seeds:
+        done, settings = [], []
+        for label, pos in data.items():
+            for r, s in tasks(pos, label, seed, args.k, threads, args.quick):
+                done.append(r)
+                settings.append(s)
+        rows.extend(done)
+        print(f"\n## Seed {seed}: {heading}\n")
+        print(table(done, floatfmt="{:.2f}"))
+        print(f"Settings chosen on validation (seed {seed}):\n")
+        print(table(settings, floatfmt="{:.2f}"), flush=True)
+        if len(seeds) > 1:
+            print_summary(rows, group_cols, methods, table, final=seed == seeds[-1])
+    footer(t_start)

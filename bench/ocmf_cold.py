@@ -47,7 +47,7 @@ from _threads_env import pin_threads
 
 THREADS = pin_threads("1")  # before numpy: the libraries read it once, when they load
 
-from _common import footer, header, load_ml100k, parser, table  # noqa: E402
+from _common import parser  # noqa: E402
 from _ocmf_protocol import (  # noqa: E402
     OURS,
     _factors,
@@ -56,8 +56,7 @@ from _ocmf_protocol import (  # noqa: E402
     ocmf_tuned,
     p_at_5,
     popularity_p5,
-    print_summary,
-    rows_from_outputs,
+    run_protocol,
 )
 from ocmf_ml100k import (  # noqa: E402
     STYLES,
@@ -120,51 +119,16 @@ def one_task(pos, label, who, seed, k, threads, quick):
 
 
 def main():
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--k", type=int, default=64)
-    p.add_argument("--threads", default=THREADS)
-    p.add_argument("--seeds", type=int, default=1,
-                   help="repeat the whole protocol for seeds --seed .. --seed + N - 1")
-    p.add_argument("--datasets", default="ml100k,movielens-small")
-    p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
-                   help="only print the summary of the per-seed tables in these outputs of "
-                        "earlier runs (seeds run in separate processes)")
-    args = p.parse_args()
-    if args.summarize:
-        rows = rows_from_outputs(args.summarize, METHODS)
-        print_summary(rows, ["data", "cold"], METHODS, table, final=True)
-        return
-    t_start = time.perf_counter()
-    header("One-class MF on cold items and cold users, each method tuned for the cold task")
-    import numba
+    def tasks(pos, label, seed, k, threads, quick):
+        for who in ("item", "user") if pos.user_features is not None else ("item",):
+            yield one_task(pos, label, who, seed, k, threads, quick)
 
-    from kmviz.data import load
-
-    threads = int(args.threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    data = {}
-    for name in args.datasets.split(","):
-        d = load_ml100k(args.ml100k) if name == "ml100k" else load(name)
-        if d is not None:
-            data["ML-100K" if name == "ml100k" else name] = d.binarize(4)
-    rows = []
-    seeds = range(args.seed, args.seed + args.seeds)
-    for seed in seeds:
-        done, settings = [], []
-        for label, pos in data.items():
-            for who in ("item", "user") if pos.user_features is not None else ("item",):
-                r, s = one_task(pos, label, who, seed, args.k, threads, args.quick)
-                done.append(r)
-                settings.append(s)
-        rows.extend(done)
-        print(f"\n## Seed {seed}: test p@5 (percent) on cold entities, each method tuned on "
-              "a cold validation split\n")
-        print(table(done, floatfmt="{:.2f}"))
-        print(f"Settings chosen on validation (seed {seed}):\n")
-        print(table(settings, floatfmt="{:.2f}"), flush=True)
-        if len(seeds) > 1:
-            print_summary(rows, ["data", "cold"], METHODS, table, final=seed == seeds[-1])
-    footer(t_start)
+    run_protocol(parser(__doc__.splitlines()[0]), default_threads=THREADS,
+                 title="One-class MF on cold items and cold users, each method tuned for "
+                       "the cold task",
+                 heading="test p@5 (percent) on cold entities, each method tuned on a cold "
+                         "validation split",
+                 methods=METHODS, group_cols=["data", "cold"], tasks=tasks)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from _threads_env import pin_threads
 
 THREADS = pin_threads("2")  # before numpy: the libraries read it once, when they load
 
-from _common import footer, header, load_ml100k, parser, table  # noqa: E402
+from _common import parser  # noqa: E402
 from _ocmf_protocol import (  # noqa: E402
     OURS,
     als_tuned,
@@ -54,8 +54,7 @@ from _ocmf_protocol import (  # noqa: E402
     lightfm_tuned,
     ocmf_tuned,
     popularity_p5,
-    print_summary,
-    rows_from_outputs,
+    run_protocol,
 )
 from ocmf_ml100k import (  # noqa: E402
     STYLES,
@@ -119,50 +118,14 @@ def one_seed(pos, label, seed, k, threads, quick):
 
 
 def main():
-    p = parser(__doc__.splitlines()[0])
-    p.add_argument("--k", type=int, default=64)
-    p.add_argument("--threads", default=THREADS)
-    p.add_argument("--seeds", type=int, default=1,
-                   help="repeat the whole protocol for seeds --seed .. --seed + N - 1")
-    p.add_argument("--datasets", default="ml100k,movielens-small")
-    p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
-                   help="only print the summary of the per-seed tables in these outputs of "
-                        "earlier runs (seeds run in separate processes)")
-    args = p.parse_args()
-    if args.summarize:
-        rows = rows_from_outputs(args.summarize, METHODS)
-        print_summary(rows, ["data"], METHODS, table, final=True)
-        return
-    t_start = time.perf_counter()
-    header("One-class MF on sparse users, each method tuned on a sparse validation split")
-    import numba
-
-    from kmviz.data import load
-
-    threads = int(args.threads)
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    data = {}
-    for name in args.datasets.split(","):
-        d = load_ml100k(args.ml100k) if name == "ml100k" else load(name)
-        if d is not None:
-            data["ML-100K" if name == "ml100k" else name] = d.binarize(4)
-    rows = []
-    seeds = range(args.seed, args.seed + args.seeds)
-    for seed in seeds:
-        done, settings = [], []
-        for label, pos in data.items():
-            r, s = one_seed(pos, label, seed, args.k, threads, args.quick)
-            done.append(r)
-            settings.append(s)
-        rows.extend(done)
-        print(f"\n## Seed {seed}: test p@5 (percent) of the sparse users (5 training "
-              "positives each), each method tuned on a sparse validation split\n")
-        print(table(done, floatfmt="{:.2f}"))
-        print(f"Settings chosen on validation (seed {seed}):\n")
-        print(table(settings, floatfmt="{:.2f}"), flush=True)
-        if len(seeds) > 1:
-            print_summary(rows, ["data"], METHODS, table, final=seed == seeds[-1])
-    footer(t_start)
+    run_protocol(parser(__doc__.splitlines()[0]), default_threads=THREADS,
+                 title="One-class MF on sparse users, each method tuned on a sparse "
+                       "validation split",
+                 heading="test p@5 (percent) of the sparse users (5 training positives "
+                         "each), each method tuned on a sparse validation split",
+                 methods=METHODS, group_cols=["data"],
+                 tasks=lambda pos, label, seed, k, threads, quick: [
+                     one_seed(pos, label, seed, k, threads, quick)])
 
 
 if __name__ == "__main__":
