@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+from dataclasses import dataclass
 
 
 class BaseEstimator:
@@ -57,6 +58,54 @@ def clone(estimator):
     return type(estimator)(**params)
 
 
+@dataclass(frozen=True)
+class Step:
+    """What one outer iteration tells the loop.
+
+    ``values`` are the trace row's values (at least ``objective``). ``converged`` says that
+    the family's own stopping criterion is met (a CG residual below its tolerance, a
+    proximal-gradient schedule finished): the loop records the row and ends the fit with
+    ``stop_reason == "converged"`` and ``reason`` (one line in the family's words, such as
+    "CG relative residual 3.2e-07 <= tol 1e-06") as the trace's ``stop_message``.
+    """
+
+    values: dict
+    converged: bool = False
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class LoopPolicy:
+    """How the shared loop runs one fit, decided by the family once the fit has started
+    (:meth:`IterativeEstimator._loop_policy`).
+
+    Attributes
+    ----------
+    max_iter : int
+        Outer iterations at most (1 for a closed-form method, one per batch for a pass).
+    tol : float or None
+        Stop when the objective's relative decrease falls below ``tol``; None: the loop
+        never stops on the objective (the family decides through :class:`Step`).
+    budget : str or None
+        The parameter that caps the iterations as a convergence budget: reaching it warns
+        (:class:`~kmviz.exceptions.ConvergenceWarning`: the stopping rule was not met).
+        None: running out of iterations is the normal end (a closed form, a data pass, a
+        fit without a stopping rule).
+    monotone : bool
+        The iterations can never raise the objective: a rise is logged as a warning event
+        and every row gets ``objective_increase``.
+    end_message : str
+        The trace's ``stop_message`` when the iterations run out (default: says the budget
+        was used up).
+    """
+
+    max_iter: int = 1
+    tol: float | None = None
+    budget: str | None = None
+    monotone: bool = False
+    end_message: str = ""
+
+
 class IterativeEstimator(BaseEstimator):
     """The outer loop shared by every kmviz estimator.
 
@@ -66,13 +115,21 @@ class IterativeEstimator(BaseEstimator):
     each iteration and the :class:`~kmviz.exceptions.ConvergenceWarning`. A family supplies:
 
     ``_fit_start(data, params, *, validation, **inputs) -> state``
-        Check the data, set up the work arrays (any object).
-    ``_fit_step(state, trace, iteration) -> dict``
-        One outer iteration, timing its named phases with ``trace.phase(name)``; returns the
-        row's values, at least ``objective``.
+        Check the data, set up the work arrays. Everything a fit needs while it runs lives
+        in this state object, never on ``self``.
+    ``_fit_step(state, trace, iteration) -> Step``
+        One outer iteration, timing its named phases with ``trace.phase(name)``; returns a
+        :class:`Step` (the row's values, and whether the family's own criterion is met). A
+        plain dict is read as ``Step(values)``.
     ``_fit_publish(state, n_iter, trace)``
         Set the fitted attributes (``..._``) from the state; called before validation metrics
         are computed and once at the end.
+    ``_loop_policy(params, state) -> LoopPolicy``
+        Optional: how many iterations, which ``tol``, whether the objective is monotone.
+        The default reads ``max_iter`` and ``tol`` when the family declares them.
+    ``_fit_finish(state, trace, validation)``
+        Optional: checks after the last row (a fit no better than the mean ...), adding
+        events and warnings.
 
     A closed-form method declares no ``max_iter`` and is one step. ``evaluate(ratings)``
     returns the family's metrics on held-out data (``{"nrmse": ...}``); the loop adds them to
@@ -81,8 +138,6 @@ class IterativeEstimator(BaseEstimator):
 
     #: name -> :class:`kmviz._params.Param`; the single declaration of options and bounds.
     _parameter_constraints: dict = {}
-    #: True when the outer iterations can never raise the objective (a rise is logged).
-    _monotone_objective = False
     #: Appended to the NumericalError message: what the user can change.
     _numerical_hint = "check the data for extreme values."
     _RISE_RTOL = 1e-9
@@ -97,19 +152,22 @@ class IterativeEstimator(BaseEstimator):
     def _fit_publish(self, state, n_iter, trace):  # pragma: no cover
         raise NotImplementedError
 
+    def _fit_finish(self, state, trace, validation) -> None:
+        """Checks after the fit (events, warnings); nothing by default."""
+
     def _solver_name(self, params) -> str:
         return type(self).__name__
 
-    def _n_iterations(self, params, state) -> int:
-        """How many outer iterations at most: ``max_iter``, or 1 for a closed-form method
-        (a family whose count comes from its data, e.g. one per batch, overrides this)."""
-        return int(params.get("max_iter", 1) or 1)
-
-    def _iteration_budget(self, params, state) -> str | None:
-        """The parameter that caps the outer iterations as a convergence budget (reaching it
-        without meeting ``tol`` warns), or None: a closed-form method, or a count that is a
-        pass over the data (one step per batch)."""
-        return "max_iter" if "max_iter" in type(self)._parameter_constraints else None
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        """The default policy: ``max_iter`` iterations (1 without it), stopping on the
+        relative decrease of the objective below ``tol`` when the family declares ``tol``,
+        with ``max_iter`` as the convergence budget."""
+        declared = type(self)._parameter_constraints
+        tol = params.get("tol") if "tol" in declared else None
+        return LoopPolicy(
+            max_iter=int(params.get("max_iter", 1) or 1), tol=tol,
+            budget="max_iter" if "max_iter" in declared and tol is not None and tol > 0
+            else None)
 
     def planned_iterations(self, data=None) -> int:
         """How many outer iterations a fit with the current settings makes at most (for
@@ -124,6 +182,22 @@ class IterativeEstimator(BaseEstimator):
 
     def _trace_metrics(self, validation) -> dict:
         return self.evaluate(validation)
+
+    def score(self, data) -> float:
+        """Higher is better, the same for every family: the negative of the family's
+        headline error on ``data`` (``-NRMSE``, ``-RMSE`` ...) or its headline ranking
+        metric (precision@5). :attr:`score_metric` names it."""
+        self._check_fitted()
+        name = type(self).score_metric
+        if not name:
+            raise NotImplementedError(f"{type(self).__name__} declares no score_metric.")
+        negate = name.startswith("-")
+        value = float(self.evaluate(data)[name.lstrip("-")])
+        return -value if negate else value
+
+    #: The metric of :meth:`evaluate` that :meth:`score` returns: ``"-nrmse"`` (an error,
+    #: negated so that higher is better) or ``"precision_at_5"`` (a ranking metric).
+    score_metric: str = ""
 
     # -- shared ---------------------------------------------------------------------------
     def _validate_params(self) -> dict:
@@ -141,7 +215,8 @@ class IterativeEstimator(BaseEstimator):
         scalars). Returning False or raising StopIteration ends the fit cleanly: the model
         learned so far is kept, ``trace_.stop_reason == "callback"`` and the trace holds the
         event "stopped by the user". ``validation`` (held-out data in the same index space)
-        adds ``validation_<metric>`` to every row.
+        adds ``validation_<metric>`` to every row. ``trace_.stop_message`` says in words why
+        the fit ended.
         """
         import math
         import warnings
@@ -154,24 +229,26 @@ class IterativeEstimator(BaseEstimator):
         state = self._fit_start(data, params, validation=validation, **inputs)
         trace = Trace(solver=self._solver_name(params), params=json_safe(self.get_params()))
         self.trace_ = trace
-        max_iter = int(self._n_iterations(params, state))
-        # a family without a declared tol never stops early (its objective may rise, e.g.
-        # when it is measured on fresh data each iteration)
-        tol = params.get("tol") if "tol" in type(self)._parameter_constraints else None
+        policy = self._loop_policy(params, state)
+        tol = policy.tol
         prev = math.inf
-        stop = "max_iter"
+        stop, message = "max_iter", ""
         with self._fit_context(params):
-            for it in range(1, max_iter + 1):
-                values = dict(self._fit_step(state, trace, it))
+            for it in range(1, int(policy.max_iter) + 1):
+                step = self._fit_step(state, trace, it)
+                if not isinstance(step, Step):
+                    step = Step(dict(step))
+                values = dict(step.values)
                 obj = float(values.get("objective", math.nan))
                 if not math.isfinite(obj):
                     trace.stop_reason = "numerical_error"
-                    trace.event("error", f"objective is {obj} at iteration {it}")
+                    trace.stop_message = f"the objective is {obj} at iteration {it}"
+                    trace.event("error", trace.stop_message)
                     self._fit_publish(state, trace.n_iter, trace)
                     raise NumericalError(
                         f"{type(self).__name__}.fit: the objective is {obj} at iteration "
                         f"{it}; {self._numerical_hint}")
-                if self._monotone_objective:
+                if policy.monotone:
                     rise = max(0.0, obj - prev) if math.isfinite(prev) else 0.0
                     if rise > self._RISE_RTOL * max(abs(prev), 1.0):
                         trace.event("warning", f"objective rose by {rise:.3g} at iteration "
@@ -191,19 +268,33 @@ class IterativeEstimator(BaseEstimator):
                     except StopIteration:
                         keep_going = False
                     if keep_going is False:
-                        stop = "callback"
-                        trace.event("stop", "stopped by the user")
+                        stop, message = "callback", "stopped by the user"
+                        trace.event("stop", message)
                         break
+                if step.converged:
+                    stop = "converged"
+                    message = step.reason or "the method's stopping criterion is met"
+                    break
                 if tol is not None and decrease < tol:
                     stop = "converged"
+                    message = (f"the objective's relative decrease {decrease:.3g} is below "
+                               f"tol {tol:g}")
                     break
-        trace.stop_reason = stop
+        if stop == "max_iter":
+            message = policy.end_message or (
+                f"{policy.budget}={policy.max_iter} reached" if policy.budget
+                else f"all {trace.n_iter} iteration(s) done")
+        trace.stop_reason, trace.stop_message = stop, message
+        if stop == "converged":
+            trace.event("info", f"converged: {message}")
         self._fit_publish(state, trace.n_iter, trace)
-        budget = self._iteration_budget(params, state)
-        if stop == "max_iter" and tol is not None and tol > 0 and budget:
+        if stop == "max_iter" and policy.budget:
+            trace.event("warning", f"stopped at {policy.budget}={policy.max_iter} before the "
+                        "stopping criterion was met")
             warnings.warn(
-                f"Maximum number of iterations {max_iter} reached; increase {budget} or tol.",
-                ConvergenceWarning, stacklevel=2)
+                f"Maximum number of iterations {policy.max_iter} reached; increase "
+                f"{policy.budget} or tol.", ConvergenceWarning, stacklevel=2)
+        self._fit_finish(state, trace, validation)
         return self
 
     def _check_fitted(self, attribute="trace_"):

@@ -49,6 +49,9 @@ class Param:
         None is allowed (means "the estimator's default behaviour").
     advanced : bool
         Shown in a folded "more settings" part of forms.
+    when : dict
+        The settings this one depends on: ``{"method": ("pg",)}`` means it is used only when
+        ``method`` is ``"pg"`` (forms show it only then, docs say so). Empty: always used.
     """
 
     kind: object
@@ -64,6 +67,11 @@ class Param:
     step: float | None = None
     none_ok: bool = False
     advanced: bool = False
+    when: dict = field(default_factory=dict)
+
+    def applies(self, params: dict) -> bool:
+        """Whether this setting is used with the other settings ``params``."""
+        return all(params.get(name) in values for name, values in self.when.items())
 
     def check(self, owner: str, name: str, value):
         """The value converted to its kind, or :class:`InvalidParameterError`."""

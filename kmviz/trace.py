@@ -53,6 +53,8 @@ class Trace:
     rows: list = field(default_factory=list)
     events: list = field(default_factory=list)
     stop_reason: str = "running"
+    #: Why the fit ended, in words (the family's own criterion, the user's stop ...).
+    stop_message: str = ""
     _pending: dict = field(default_factory=dict, repr=False)
     _t0: float = field(default_factory=time.perf_counter, repr=False)
 
@@ -118,6 +120,7 @@ class Trace:
             "rows": self.rows,
             "events": self.events,
             "stop_reason": self.stop_reason,
+            "stop_message": self.stop_message,
         }
 
     @classmethod
@@ -149,6 +152,10 @@ class Trace:
         if not isinstance(stop_reason, str):
             raise RunStoreError(f"Not a kmviz trace: 'stop_reason' is {_kind(stop_reason)}; "
                                 "expected a string.")
+        stop_message = d.get("stop_message", "")  # absent before kmviz 0.2
+        if not isinstance(stop_message, str):
+            raise RunStoreError(f"Not a kmviz trace: 'stop_message' is {_kind(stop_message)}; "
+                                "expected a string.")
         rows = _records(d["rows"], "rows")
         events = _records(d.get("events", []), "events")
         if fmt < 2:  # kmviz 0.1.0's names -> {part}_{metric}
@@ -159,7 +166,7 @@ class Trace:
                 if km and "train_rmse" in r and "train_nrmse" not in r:
                     r["train_nrmse"] = r.pop("train_rmse")  # KM's was on the [0, 1] scale
         return cls(solver=solver, params=dict(params), rows=rows, events=events,
-                   stop_reason=stop_reason)
+                   stop_reason=stop_reason, stop_message=stop_message)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), default=json_default, allow_nan=True)

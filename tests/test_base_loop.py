@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from kmviz._base import IterativeEstimator
+from kmviz._base import IterativeEstimator, LoopPolicy, Step
 from kmviz._params import Param
 from kmviz.exceptions import ConvergenceWarning
 
@@ -68,3 +68,57 @@ def test_callback_stop_and_non_finite_objective():
 
     with pytest.raises(Exception, match="the objective is nan at iteration 1"):
         Broken().fit(None)
+
+
+class OwnCriterion(Rising):
+    """Stops on a criterion of its own (a residual), with the reason in its words."""
+
+    def _fit_step(self, state, trace, it):
+        state["k"] += 1
+        return Step({"objective": float(it)}, converged=it == 3,
+                    reason=f"residual {10.0 ** -it:.0e} below 1e-3" if it == 3 else "")
+
+
+def test_a_family_criterion_stops_the_fit_with_its_own_words():
+    calls = []
+    m = OwnCriterion(max_iter=10).fit(None, callback=lambda row: calls.append(row) or True)
+    assert m.k_ == 3 and len(calls) == 3  # the user's callback saw every row, and said go on
+    assert m.trace_.stop_reason == "converged"
+    assert m.trace_.stop_message == "residual 1e-03 below 1e-3"
+    assert not any(e["message"] == "stopped by the user" for e in m.trace_.events)
+    assert any(e["message"] == "converged: residual 1e-03 below 1e-3" for e in m.trace_.events)
+    # the user's stop wins over the family's criterion in the same row
+    m = OwnCriterion(max_iter=10).fit(None, callback=lambda row: row["iteration"] < 3)
+    assert m.trace_.stop_reason == "callback" and m.trace_.stop_message == "stopped by the user"
+
+
+class Monotone(Rising):
+    """Declares a monotone objective through its policy (a method, never a class attribute
+    set during a fit), with its own end message."""
+
+    def _loop_policy(self, params, state):
+        return LoopPolicy(max_iter=params["max_iter"], monotone=True,
+                          end_message="all batches used")
+
+
+def test_loop_policy_is_a_method_read_once_per_fit():
+    m = Monotone(max_iter=3).fit(None)
+    rises = [e for e in m.trace_.events if e["kind"] == "warning"]
+    assert len(rises) == 2 and m.trace_.column("objective_increase").tolist() == [0, 1, 1]
+    assert m.trace_.stop_reason == "max_iter" and m.trace_.stop_message == "all batches used"
+    assert "_loop_policy" not in vars(m) and "monotone" not in vars(m)
+    # the default policy: without a declared tol there is no stopping rule and no budget
+    r = Rising(max_iter=2).fit(None)
+    assert "objective_increase" not in r.trace_.rows[0]
+    assert r.trace_.stop_message == "all 2 iteration(s) done"
+
+
+def test_stop_message_survives_a_round_trip():
+    from kmviz.trace import Trace
+
+    m = OwnCriterion(max_iter=10).fit(None)
+    again = Trace.from_json(m.trace_.to_json())
+    assert again.stop_message == m.trace_.stop_message
+    old = m.trace_.to_dict()
+    del old["stop_message"]  # a trace saved before stop messages existed still loads
+    assert Trace.from_dict(old).stop_message == ""

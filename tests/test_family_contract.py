@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from kmviz import families
-from kmviz._base import clone
+from kmviz._base import Step, clone
 from kmviz._params import RANDOM_STATE
 from kmviz.data import load
 from kmviz.data.splits import SPLIT_PARTS, make_split
@@ -285,7 +285,10 @@ def test_non_finite_objective_raises_numerical_error(fam, data, monkeypatch):
     step = cls._fit_step
 
     def broken_step(self, state, trace, iteration):
-        return {**step(self, state, trace, iteration), "objective": math.nan}
+        out = step(self, state, trace, iteration)
+        if not isinstance(out, Step):
+            out = Step(dict(out))
+        return Step({**out.values, "objective": math.nan})
 
     monkeypatch.setattr(cls, "_fit_step", broken_step)
     model = fam.make(fam.quick_params)

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sp
 
-from .._base import IterativeEstimator
+from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
 from ..exceptions import InvalidParameterError
@@ -275,9 +275,16 @@ class GeneralizedFM(IterativeEstimator):
             return max(1, int(n) // int(self.batch_size))
         return 1
 
-    def _iteration_budget(self, params, state):
-        # ALS passes are a convergence budget; one-pass batches are the data itself
-        return "n_passes" if state.solver == "als" else None
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        if state.solver == "als":  # passes are a convergence budget; no pass raises f
+            tol = params["tol"]
+            return LoopPolicy(max_iter=int(params["n_passes"]), tol=tol,
+                              budget="n_passes" if tol > 0 else None, monotone=True)
+        # One outer iteration per batch, and no stopping on the objective: the objective is
+        # measured on fresh data each time, so it may rise by chance (noise, or the first
+        # step, where M is still 0) without anything being wrong.
+        return LoopPolicy(max_iter=len(state.batches),
+                          end_message=f"all {len(state.batches)} batches used")
 
     def _solver_name(self, params):
         return f"gfm.{getattr(self, '_solver', 'onepass')}"
@@ -291,15 +298,9 @@ class GeneralizedFM(IterativeEstimator):
 
     def _fit_start(self, data, params, *, validation=None, truth=None):
         self._solver = self._resolve_solver(params["solver"], data)
-        self._monotone_objective = self._solver == "als"
         if self._solver == "als":
             return self._als_start(data, params, validation=validation, truth=truth)
         batches, n_unused = self._cut(data, params)
-        # One outer iteration per batch, and no stopping on the objective: the objective is
-        # measured on fresh data each time, so it may rise by chance (noise, or the first
-        # step, where M is still 0) without anything being wrong.
-        params["max_iter"] = len(batches)
-        params["tol"] = -math.inf
         st = self._new_stream(params)
         st.batches = batches
         st.n_unused = n_unused
@@ -334,7 +335,6 @@ class GeneralizedFM(IterativeEstimator):
             raise ValueError(f"X has {data.n_samples} rows, fewer than rank={params['rank']}; "
                              "pass more rows or lower rank.")
         self._feature_names = data.feature_names
-        params["max_iter"] = params["n_passes"]
         st = self._new_stream(params)
         st.solver = "als"
         st.X, st.y = data.X, data.y
@@ -513,7 +513,6 @@ class GeneralizedFM(IterativeEstimator):
                 "stream: partial_fit is Algorithm 1's step on one fresh batch. Use fit, or "
                 "solver='onepass' (or 'auto') to stream.")
         self._solver = "onepass"
-        self._monotone_objective = False
         st = getattr(self, "_stream", None)
         if st is not None and st.solver != "onepass":
             st = None  # a model fitted by ALS: a stream starts afresh

@@ -9,12 +9,14 @@ kernels (:mod:`kmviz.km._simplex`) and in the batched binary QP solver
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import math
 from types import SimpleNamespace
 
 import numpy as np
 
-from .._base import IterativeEstimator
+from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
 from .._validation import check_index_pairs, check_random_state
@@ -268,7 +270,6 @@ class KolmogorovModel(IterativeEstimator):
                               help="Seed of the initialization and randomization (same seed, "
                                    "same trace)."),
     }
-    _monotone_objective = True
     _numerical_hint = "check the ratings for extreme values or lower gamma."
 
     def __init__(self, D=8, *, bqp_solver="fast", evd="exact", gamma=100.0, n_rand=50,
@@ -306,6 +307,10 @@ class KolmogorovModel(IterativeEstimator):
         super()._check_fitted("theta_")
 
     # ------------------------------------------------------------------ fitting
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        # every block step minimizes the objective over its block: it can never rise
+        return replace(super()._loop_policy(params, state), monotone=True)
+
     def _solver_name(self, prm):
         return f"km.{prm['bqp_solver']}"
 

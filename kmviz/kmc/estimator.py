@@ -43,7 +43,7 @@ from types import SimpleNamespace
 import numpy as np
 import scipy.sparse as sp
 
-from .._base import IterativeEstimator
+from .._base import IterativeEstimator, LoopPolicy, Step
 from .._params import RANDOM_STATE, Param
 from .._validation import check_index_pairs, check_random_state
 from ..exceptions import ConvergenceWarning, DataValueError, InvalidParameterError
@@ -425,44 +425,15 @@ class KernelMatrixCompletion(IterativeEstimator):
         -------
         self
         """
-        self._stop = None
-        user_callback = callback
+        return super().fit(ratings, callback=callback, validation=validation,
+                           row_kernel=row_kernel, col_kernel=col_kernel, row_graph=row_graph,
+                           col_graph=col_graph, row_features=row_features,
+                           col_features=col_features, truth=truth,
+                           row_kernel_factor=row_kernel_factor,
+                           col_kernel_factor=col_kernel_factor)
 
-        def loop_callback(row):
-            if user_callback is not None:
-                try:
-                    keep = user_callback(row)
-                except StopIteration:
-                    keep = False
-                if keep is False:
-                    self._stop = "callback"
-                    return False
-            if self._stop == "converged":
-                return False
-            return None
-
-        super().fit(ratings, callback=loop_callback, validation=validation,
-                    row_kernel=row_kernel, col_kernel=col_kernel, row_graph=row_graph,
-                    col_graph=col_graph, row_features=row_features, col_features=col_features,
-                    truth=truth, row_kernel_factor=row_kernel_factor,
-                    col_kernel_factor=col_kernel_factor)
-        trace = self.trace_
-        st = self._state
-        if self._stop == "converged":
-            # the loop recorded our own convergence test's stop as the user's
-            trace.stop_reason = "converged"
-            for k in range(len(trace.events) - 1, -1, -1):
-                if trace.events[k].get("message") == "stopped by the user":
-                    del trace.events[k]
-                    break
-            trace.event("info", st.converged_message)
-        elif trace.stop_reason == "max_iter" and st.iterative and st.tol > 0:
-            trace.event("warning", f"stopped at max_iter={st.max_iter} before tol={st.tol:g}")
-            warnings.warn(f"Maximum number of iterations {st.max_iter} reached; increase "
-                          f"max_iter or tol.", ConvergenceWarning, stacklevel=2)
+    def _fit_finish(self, st, trace, validation):
         self._compare_with_mean(st, trace, validation)
-        self._state = None
-        return self
 
     def _compare_with_mean(self, st, trace, validation):
         """Warn (trace and ConvergenceWarning) when the fit is no better than predicting the
@@ -637,7 +608,6 @@ class KernelMatrixCompletion(IterativeEstimator):
                              max_iter=prm["max_iter"], converged_message="converged",
                              row_kernel=None, col_kernel=None, row_side=None, col_side=None,
                              engine=None, truth=truth, values=values)
-        self._state = st
         rng = check_random_state(self.random_state)
         st.offset = float(values.mean()) if prm["center"] else 0.0
         m = values - st.offset
@@ -726,14 +696,16 @@ class KernelMatrixCompletion(IterativeEstimator):
             self._check_predictable(np.asarray(validation.users), np.asarray(validation.items),
                                     st.predictable_rows, st.predictable_cols, method,
                                     "validation ratings")
-        # the loop's own tol test (relative objective decrease) is not ours: every method
-        # decides its convergence (CG residual, PG change at the final mu ...), see fit
-        prm["tol"] = -math.inf
         return st
 
-    def _n_iterations(self, params, state) -> int:
-        """One step for the closed-form methods (KKMCEX direct, RRMCEX), else max_iter."""
-        return int(params["max_iter"]) if state.iterative else 1
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        """One step for the closed-form methods (KKMCEX direct, RRMCEX), else max_iter; the
+        loop's objective test is not ours: every method decides its convergence (CG
+        residual, PG change at the final mu ...) in its step."""
+        if not state.iterative:
+            return LoopPolicy(max_iter=1, end_message="closed-form solution")
+        return LoopPolicy(max_iter=int(params["max_iter"]),
+                          budget="max_iter" if state.tol > 0 else None)
 
     def _start_kkmcex(self, st, prm, rng, graphs, feats):
         s = st.rows.shape[0]
@@ -893,9 +865,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         if st.truth is not None:
             with trace.phase("truth"):
                 row["truth_nmse"] = krr.nmse(self._current_matrix(st), st.truth)
-        if st.converged and self._stop is None:
-            self._stop = "converged"
-        return row
+        return Step(row, converged=st.converged,
+                    reason=st.converged_message if st.converged else "")
 
     def _current_matrix(self, st):
         """The whole current estimate (offset included), for ``truth_nmse``."""

@@ -9,13 +9,13 @@ whose function, gradient and Hessian-vector products never touch the m x n matri
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from .._base import IterativeEstimator
+from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
 from .._validation import check_random_state
@@ -320,7 +320,6 @@ class OneClassMF(IterativeEstimator):
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
                               help="Seed of the initialization (same seed, same model)."),
     }
-    _monotone_objective = True
     _numerical_hint = "lower rho or raise lambda_w / lambda_h, and check the features' scale."
 
     def __init__(self, k=32, *, loss="logistic", rho=0.125, a_bar=-1.0, lambda_w=4.0,
@@ -379,6 +378,10 @@ class OneClassMF(IterativeEstimator):
         return super().fit(interactions, callback=callback, validation=validation,
                            user_features=user_features, item_features=item_features,
                            user_graph=user_graph)
+
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        # every block step minimizes the objective over its block: it can never rise
+        return replace(super()._loop_policy(params, state), monotone=True)
 
     def _solver_name(self, prm):
         return f"ocmf.{prm['solver']}"

@@ -37,9 +37,18 @@ _FIT_LOCK = threading.Lock()
 
 
 #: The trace's stop reasons in words (anything else is shown as it is).
-STOP_REASONS = {"converged": "converged: the objective stopped improving",
-                "max_iter": "the iteration budget was used up",
+#: Fallback words for a trace without a stop message (runs saved before kmviz 0.2).
+STOP_REASONS = {"converged": "converged", "max_iter": "the iteration budget was used up",
                 "callback": "stopped", "numerical_error": "a numerical error"}
+
+
+def stop_words(trace) -> str:
+    """Why a fit ended, in its family's words ("converged: CG relative residual ...")."""
+    reason = str(trace.stop_reason)
+    message = getattr(trace, "stop_message", "")
+    if reason == "converged" and message:
+        return f"converged: {message}"
+    return message or STOP_REASONS.get(reason, reason)
 
 
 class TrainingJob:
@@ -172,7 +181,7 @@ class TrainingJob:
                 fingerprint=self.fingerprint, metrics=metrics,
                 stop_reason=str(model.trace_.stop_reason), saved=not self.save_error)
             n = model.trace_.n_iter
-            why = STOP_REASONS.get(str(model.trace_.stop_reason), model.trace_.stop_reason)
+            why = stop_words(model.trace_)
             self._set(status="stopped" if stopped else "done", finished=time.time(),
                       message=(f"Stopped after {n} iteration(s); the model so far is kept."
                                if stopped else f"Finished {n} iteration(s) ({why})."))
