@@ -185,3 +185,77 @@ def json_safe(params: dict) -> dict:
                 v = None
         out[k] = v
     return out
+
+
+def documented_parameters(cls) -> dict:
+    """The numpydoc ``Parameters`` section of ``cls``'s docstring: name -> the text after
+    the colon of its heading line (``"{"a", "b"}, default="a"``). ``a, b : ...`` documents
+    both names."""
+    import inspect
+    import re
+
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    match = re.search(r"^Parameters\n-{3,}\n(.*?)(?=^\S[^\n]*\n-{3,}\n|\Z)", doc,
+                      re.MULTILINE | re.DOTALL)
+    out = {}
+    if not match:
+        return out
+    for line in match.group(1).splitlines():
+        if not line or line[0].isspace():
+            continue
+        names, _, kind = line.partition(" : ")
+        names = [n.strip() for n in names.split(",")]
+        found = re.search(r"default\s*=\s*(.+?)\s*$", kind)
+        # "a, b : ..., default=1, 2": one default each
+        each = found.group(1).split(", ") if found and len(names) > 1 else []
+        for i, name in enumerate(names):
+            text = kind.strip()
+            if len(each) == len(names):
+                text = \
+                    kind[:found.start()].strip() + f" default={each[i].strip()}"
+            out[name] = text
+    return out
+
+
+def docstring_mismatches(cls) -> list[str]:
+    """Where the numpydoc ``Parameters`` section of ``cls`` disagrees with its declared
+    ``_parameter_constraints`` and its ``__init__`` defaults: a parameter documented but not
+    declared (or the reverse), a ``default=`` that is not the ``__init__`` default, or an
+    option set ``{...}`` that is not the declared ``options``. Empty when they agree."""
+    import ast
+    import inspect
+    import re
+
+    declared = dict(getattr(cls, "_parameter_constraints", {}))
+    documented = documented_parameters(cls)
+    defaults = {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self"}
+    owner = cls.__name__
+    problems = [f"{owner}: {name!r} is declared but not documented"
+                for name in declared if name not in documented]
+    problems += [f"{owner}: {name!r} is documented but not declared"
+                 for name in documented if name not in declared]
+    for name, kind in documented.items():
+        if name not in declared:
+            continue
+        spec = declared[name]
+        found = re.search(r"default\s*=\s*(.+?)\s*$", kind)
+        if found and name in defaults:
+            text = found.group(1)
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                value = text
+            if not (value == defaults[name] or str(value) == str(defaults[name])):
+                problems.append(f"{owner}: {name!r} is documented with default={text} but "
+                                f"__init__ says {defaults[name]!r}")
+        options = re.match(r"\{(.*?)\}", kind)
+        if options and spec.options:
+            listed = {ast.literal_eval(o.strip()) if o.strip()[:1] in "\"'" else o.strip()
+                      for o in options.group(1).split(",") if o.strip()}
+            wanted = {o for o in spec.options if o is not None}
+            if listed != wanted:
+                problems.append(f"{owner}: {name!r} is documented with options "
+                                f"{sorted(map(str, listed))} but declares "
+                                f"{sorted(map(str, wanted))}")
+    return problems
