@@ -112,6 +112,7 @@ class KolmogorovModel(IterativeEstimator):
     likes it. Training minimizes eq. (2), the squared error to the empirical probabilities
     p_ui of the training ratings, by block coordinate descent (Algorithm 4): every
     iteration solves the binary QP (4) for all items, then the simplex QP (3) for all users.
+    ``score(ratings)`` is minus the NRMSE of :meth:`evaluate` (higher is better).
 
     Parameters
     ----------
@@ -485,22 +486,19 @@ class KolmogorovModel(IterativeEstimator):
         return from_probability(self.predict(users, items), self.r_min_, self.r_max_,
                                 self.probability_)
 
-    def score(self, ratings):
-        """Negative NRMSE on the probability scale (scikit-learn's higher-is-better).
+    #: :meth:`score` is ``-nrmse`` of :meth:`evaluate` (the base class's higher-is-better rule).
+    score_metric = "-nrmse"
 
-        ``-sqrt(mean((p_ui - theta_u^T psi_i)^2))`` over the given ratings, with p from the
-        training scale and mapping (the liked indicator for a model trained on likes); this
-        is minus the paper's NRMSE for KM (Sec. V-B).
-        """
+    def nrmse(self, ratings):
+        """The paper's NRMSE of KM on ``ratings`` (Sec. V-B): the RMSE on the probability
+        scale, ``sqrt(mean((p_ui - theta_u^T psi_i)^2))`` with p from the training scale and
+        mapping (the liked indicator for a model trained on likes); :meth:`score` is its
+        negative."""
         self._check_fitted()
         self._check_ratings(ratings)
         p = self._targets(ratings.values)
         err = self.predict(ratings.users, ratings.items) - p
-        return -float(np.sqrt(np.mean(err ** 2)))
-
-    def nrmse(self, ratings):
-        """The paper's NRMSE of KM on ``ratings`` (RMSE on the probability scale)."""
-        return -self.score(ratings)
+        return float(np.sqrt(np.mean(err ** 2)))
 
     # ------------------------------------------------------------------ diagnostics
     @classmethod

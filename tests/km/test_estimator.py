@@ -123,6 +123,25 @@ def test_trace_columns(planted):
     assert m.trace_.solver == "km.fast" and m.trace_.stop_reason == "max_iter"
 
 
+def test_score_is_minus_the_nrmse_of_evaluate_and_higher_for_a_better_model(planted):
+    """score() means the same for every family: higher is better; for KM it is -NRMSE,
+    exactly as KM's own score computed it before the shared rule."""
+    ratings, _ = planted
+    train, test = ratings.split(0.2, random_state=0)
+    m = KolmogorovModel(4, max_iter=8, tol=0.0, random_state=0).fit(train)
+    assert KolmogorovModel.score_metric == "-nrmse"
+    assert m.score(test) == -m.evaluate(test)["nrmse"]
+    assert m.score(test) == -m.nrmse(test)
+    err = m.predict(test.users, test.items) - m._targets(test.values)
+    assert m.score(test) == -float(np.sqrt(np.mean(err ** 2)))  # KM's score before
+    # the fitted model against the same model with its predictions moved by a constant
+    worse = clone(m).fit(train)
+    worse.theta_ = worse.theta_ * 0.5  # halves every prediction
+    assert m.score(train) > worse.score(train)
+    one = KolmogorovModel(4, max_iter=1, random_state=0).fit(train)
+    assert m.score(train) > one.score(train)
+
+
 BQP_PARTS = ("t_dual_1a_s", "t_dual_1b_s", "t_dual_2a_s", "t_dual_2b_s", "t_evd_s",
              "t_lanczos_s", "t_randomization_s")
 
