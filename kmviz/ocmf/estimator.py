@@ -97,6 +97,7 @@ class OneClassMF(IterativeEstimator):
     Hessian-vector product (:mod:`kmviz.ocmf.allpairs`). Alternating minimization: each outer
     iteration solves the W block, then the H block, by TRON (LIBLINEAR's trust-region Newton-
     CG) or gradient descent with backtracking.
+    ``score(ratings)`` is the precision@5 of :meth:`evaluate` (higher is better).
 
     Parameters
     ----------
@@ -755,6 +756,9 @@ class OneClassMF(IterativeEstimator):
         return Explanation(u, i, score, ut, it, urule, irule)
 
     # ------------------------------------------------------------------ evaluation
+    #: :meth:`score` is ``precision_at_5`` of :meth:`evaluate` (the headline ranking metric).
+    score_metric = "precision_at_5"
+
     def evaluate(self, ratings) -> dict:
         """Ranking metrics on held-out interactions (same index space), stated in
         :mod:`kmviz.metrics`.

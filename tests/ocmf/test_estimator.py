@@ -1,6 +1,7 @@
 """OneClassMF: recovery on planted positive-unlabeled data, cold start from features, the
 inner solvers' guarantees, refused inputs, the outer-loop contract and persistence."""
 
+import copy
 import math
 import re
 import warnings
@@ -61,6 +62,19 @@ def test_planted_recovery_beats_popularity_on_held_out_p5(planted, fitted):
     p5 = fitted.evaluate(test)["precision_at_5"]
     pop = _popularity_p5(train, test)
     assert p5 > 1.3 * pop, (p5, pop)
+
+
+def test_score_is_the_precision_at_5_of_evaluate_and_higher_for_a_better_model(planted,
+                                                                                fitted):
+    """score() means the same for every family: higher is better; for OCMF it is the
+    headline ranking metric, precision@5."""
+    _, _, _, test = planted
+    assert OneClassMF.score_metric == "precision_at_5"
+    assert fitted.score(test) == fitted.evaluate(test)["precision_at_5"]
+    # the fitted model against the same users ranking random item embeddings
+    worse = copy.copy(fitted)  # shares the fitted arrays; item_factors_ is replaced below
+    worse.item_factors_ = np.random.default_rng(0).standard_normal(fitted.item_factors_.shape)
+    assert fitted.score(test) > worse.score(test)
 
 
 def test_cold_users_ranked_from_features_beat_popularity(planted):
