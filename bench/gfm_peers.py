@@ -61,7 +61,7 @@ def rows_for(name, ratings, seed):
     train, test = ratings.split(test_size=0.2, random_state=seed)
     # the design gFM's automatic rule picks (ids only when they repeat), shared by all
     probe = GeneralizedFM(1, n_passes=1, random_state=seed).fit(train)
-    design = probe._design
+    design = probe.design_
     Xtr, Xte = design.transform(train), design.transform(test)
     y_tr, y_te = Xtr.y, Xte.y
     label = f"{name} ({Xtr.n_samples:,} x {Xtr.n_features:,})"

@@ -9,34 +9,31 @@ time through the same code, so a stream of any length fits in O(kd) memory.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from types import SimpleNamespace
 
 import numpy as np
-import scipy.sparse as sp
 
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
 from ..exceptions import InvalidParameterError
 from ..trace import Trace
-from . import als, onepass
+from . import batching, lowrank, onepass
+from .batching import as_batch, as_fit_data
 from .data import RegressionData, as_regression
 from .design import RatingsDesign, is_ratings
 from .operators import ENGINES, ChunkedBatch, Standardizer, check_rows, project
-from .recovery import as_truth, recovery_errors
-
+from .recovery import as_truth
+from .steps import (
+    DIVERGENCE_ADVICE,
+    PHASES,
+    FitState,
+    StreamState,
+    als_step,
+    onepass_step,
+    raw_factors,
+)
 
 SOLVERS = ("auto", "onepass", "als")
-
-#: What to do when Algorithm 1 diverges (the trace's warning and the NumericalError say it).
-_DIVERGENCE_ADVICE = (
-    "Algorithm 1 assumes roughly Gaussian, standardized features and batches of 10-20 k d "
-    "instances or more; one-hot ids, skewed columns and small batches are far from that. "
-    "Use solver='als' (alternating least squares over all the data, the solver for real "
-    "data), or larger batches (a larger batch_size, fewer n_batches), and keep standardize "
-    "on.")
-
 
 class GeneralizedFM(IterativeEstimator):
     """Generalized factorization machine ``y = b + x^T w + x^T M x`` (Lin & Ye, eq. (1)).
@@ -129,6 +126,17 @@ class GeneralizedFM(IterativeEstimator):
         phase times ``t_init_s``, ``t_solve_U_s``, ``t_solve_V_s``, ``t_objective_s``.
     solver_ : str
         The solver that ran ("onepass" or "als"; "auto" resolved).
+    model_ : OnePassState
+        w, U, V, b in the standardized coordinates the solvers work in, the scaling and the
+        counters (:class:`~kmviz.gfm.onepass.OnePassState`): what ``predict`` and saved runs
+        read.
+    design_ : RatingsDesign or None
+        The FM design of the training ratings (None for arrays): ``predict``, ``evaluate``
+        and ``validation`` put ratings through it.
+    stream_ : StreamState or None
+        What :meth:`partial_fit` continues (:class:`~kmviz.gfm.steps.StreamState`: the
+        model, the truth, the divergence yardstick); None after an ALS fit, where
+        ``partial_fit`` starts a new stream.
 
     Notes
     -----
@@ -215,7 +223,7 @@ class GeneralizedFM(IterativeEstimator):
                               help="Seed of the Lanczos start vector of the initialization "
                                    "and of the shuffle of ratings (same seed, same model)."),
     }
-    _numerical_hint = ("the error grew without bound: " + _DIVERGENCE_ADVICE)
+    _numerical_hint = ("the error grew without bound: " + DIVERGENCE_ADVICE)
 
     def __init__(self, rank=2, *, batch_size=None, n_batches=11, standardize=None,
                  fit_intercept=True, engine="auto", solver="auto", n_passes=10, l2=1e-2,
@@ -258,8 +266,9 @@ class GeneralizedFM(IterativeEstimator):
         -------
         self
         """
-        data = _as_fit_data(X, y)
-        return super().fit(data, callback=callback, validation=validation, truth=truth)
+        data = as_fit_data(X, y)
+        held = None if validation is None else _HeldOut(validation)
+        return super().fit(data, callback=callback, validation=held, truth=truth)
 
     def planned_iterations(self, data=None) -> int:
         """Outer iterations of a fit: ALS passes, or the batches of Algorithm 1 (with
@@ -277,9 +286,10 @@ class GeneralizedFM(IterativeEstimator):
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         if state.solver == "als":  # passes are a convergence budget; no pass raises f
-            tol = params["tol"]
-            return LoopPolicy(max_iter=int(params["n_passes"]), tol=tol,
-                              budget="n_passes" if tol > 0 else None, monotone=True)
+            tol, n_passes = params["tol"], int(params["n_passes"])
+            return LoopPolicy(max_iter=n_passes, tol=tol, monotone=True,
+                              budget="n_passes" if tol > 0 else None,  # tol = 0: no rule
+                              end_message="" if tol > 0 else f"all {n_passes} ALS passes done")
         # One outer iteration per batch, and no stopping on the objective: the objective is
         # measured on fresh data each time, so it may rise by chance (noise, or the first
         # step, where M is still 0) without anything being wrong.
@@ -287,7 +297,9 @@ class GeneralizedFM(IterativeEstimator):
                           end_message=f"all {len(state.batches)} batches used")
 
     def _solver_name(self, params):
-        return f"gfm.{getattr(self, '_solver', 'onepass')}"
+        """The trace's solver as the settings name it; "auto" depends on the data, so the
+        first step renames the trace after the solver its state resolved."""
+        return f"gfm.{'onepass' if params['solver'] == 'auto' else params['solver']}"
 
     @staticmethod
     def _resolve_solver(solver, data) -> str:
@@ -296,200 +308,89 @@ class GeneralizedFM(IterativeEstimator):
             return solver
         return "als" if is_ratings(data) else "onepass"
 
-    def _fit_start(self, data, params, *, validation=None, truth=None):
-        self._solver = self._resolve_solver(params["solver"], data)
-        if self._solver == "als":
-            return self._als_start(data, params, validation=validation, truth=truth)
-        batches, n_unused = self._cut(data, params)
-        st = self._new_stream(params)
-        st.batches = batches
-        st.n_unused = n_unused
-        st.check = not isinstance(data, RegressionData)  # arrays were checked whole
-        if truth is not None:
-            st.truth = as_truth(truth, d=self._first_d(batches))
-        self._fit_validation = None
+    def _fit_start(self, data, params, *, validation=None, truth=None) -> FitState:
+        owner = type(self).__name__
+        solver = self._resolve_solver(params["solver"], data)
+        if solver == "als":
+            st = self._als_start(data, params, truth=truth)
+        else:
+            cut = batching.cut(data, params, owner)
+            st = FitState(prm=dict(params), solver="onepass",
+                          stream=StreamState(rng=check_random_state(params["random_state"])),
+                          design=cut.design, design_events=cut.design_events,
+                          feature_names=cut.feature_names, batches=cut.batches,
+                          n_unused=cut.n_unused,
+                          check=not isinstance(data, RegressionData))  # arrays: checked whole
+            if truth is not None:
+                st.stream.truth = as_truth(truth, d=batching.first_d(st.batches))
         if validation is not None:
-            self._fit_validation = self._as_data(validation).checked("validation X")
-        self._stream = st
+            given = validation.given if isinstance(validation, _HeldOut) else validation
+            st.validation = batching.as_data(given, st.design, owner).checked("validation X")
+            if isinstance(validation, _HeldOut):
+                validation.data = st.validation
         return st
 
-    def _new_stream(self, params):
-        return SimpleNamespace(prm=dict(params), model=None, truth=None, prev_eps=math.nan,
-                               rng=check_random_state(self.random_state), batches=None,
-                               n_unused=0, trace=None, solver="onepass")
-
-    def _als_start(self, data, params, *, validation=None, truth=None):
+    def _als_start(self, data, params, *, truth=None) -> FitState:
         """The ALS solver's state: all the training data in memory, one pass per iteration."""
+        owner = type(self).__name__
         if not (is_ratings(data) or isinstance(data, RegressionData)):
             raise InvalidParameterError(
-                f"The 'solver' parameter of {type(self).__name__} is 'als', which needs all "
-                "the data at once (X and y arrays or ratings), not a stream of batches; use "
+                f"The 'solver' parameter of {owner} is 'als', which needs all the data at "
+                "once (X and y arrays or ratings), not a stream of batches; use "
                 "solver='onepass' for streams.")
-        self._design = None
+        design, events = None, []
         if is_ratings(data):
-            self._design = self._make_design(data, params)
-            data = self._design.transform(data)
+            design, events = batching.make_design(data, params)
+            data = design.transform(data)
         data = data.checked()
-        self._check_rank(params["rank"], data.n_features)
+        batching.check_rank(owner, params["rank"], data.n_features)
         if data.n_samples < params["rank"]:
             raise ValueError(f"X has {data.n_samples} rows, fewer than rank={params['rank']}; "
                              "pass more rows or lower rank.")
-        self._feature_names = data.feature_names
-        st = self._new_stream(params)
-        st.solver = "als"
-        st.X, st.y = data.X, data.y
-        st.design_events = list(getattr(self, "_design_events", []))
+        st = FitState(prm=dict(params), solver="als",
+                      stream=StreamState(rng=check_random_state(params["random_state"])),
+                      design=design, design_events=events, feature_names=data.feature_names,
+                      X=data.X, y=data.y)
         if truth is not None:
-            st.truth = as_truth(truth, d=data.n_features)
-        self._fit_validation = None
-        if validation is not None:
-            self._fit_validation = self._as_data(validation).checked("validation X")
-        self._stream = st
+            st.stream.truth = as_truth(truth, d=data.n_features)
         return st
 
-    def _als_step(self, st, trace, it) -> dict:
-        prm = st.prm
-        row = {}
-        if st.model is None:
-            for message, values in st.design_events:
-                trace.event("info", message, **values)
-            with trace.phase("init"):
-                st.model = als.start(st.X, st.y, prm["rank"],
-                                     standardize=_standardize(prm, st.X),
-                                     fit_intercept=prm["fit_intercept"], rng=st.rng)
-        info = als.one_pass(st.model, st.X, st.y, l2=float(prm["l2"]), timer=trace.phase)
-        m = st.model
-        row.update({"pass": it, "n_seen": m.n_seen, "objective": info["objective"],
-                    "train_rmse": info["rmse"], "n_inner": info["n_inner"]})
-        if st.truth is not None:
-            with trace.phase("truth"):
-                w, U, V, _ = _raw_factors(m)
-                errs = recovery_errors(st.truth, w, U, V)
-            row.update(errs)
-            prev = st.prev_eps
-            row["contraction"] = errs["eps"] / prev if prev > 0 else math.nan
-            st.prev_eps = errs["eps"]
-        return row
-
-    def _make_design(self, ratings, params) -> RatingsDesign:
-        """The FM design of ``ratings`` with the id blocks resolved ("automatic": when ids
-        repeat); the decisions are kept as trace events for the next fit's trace."""
-        self._design_events = []
-        flags = {}
-        for block, n_ids in (("user", int(ratings.n_users)), ("item", int(ratings.n_items))):
-            wanted = params.get(f"{block}_ids")
-            per_id = len(ratings.values) / max(n_ids, 1)
-            if wanted is None:
-                wanted = n_ids >= 2 and per_id >= 2.0
-                if not wanted:
-                    self._design_events.append((
-                        f"one-hot {block} ids left out of the design (automatic): {n_ids} "
-                        f"{block}(s) with {per_id:.2g} training rating(s) each on average",
-                        {f"{block}_ids": False}))
-            flags[block] = bool(wanted)
-        side = bool(params.get("side_features", True))
-        return RatingsDesign(users=flags["user"], items=flags["item"], user_features=side,
-                             item_features=side).fit(ratings)
-
     def _trace_metrics(self, validation):
-        data = self._fit_validation if self._fit_validation is not None else validation
+        data = validation.data if isinstance(validation, _HeldOut) else validation
         return self.evaluate(data)
 
-    #: The timed phases of each solver: every row gets all of them (0 s when not run), so
-    #: per-phase sums and charts need no gaps filled.
-    _PHASES = {"als": ("init", "solve_U", "solve_V", "objective"),
-               "onepass": ("init", "residual", "qr", "v_update")}
-
-    def _fit_step(self, st, trace, it):
-        for name in self._PHASES[st.solver]:
+    def _fit_step(self, st: FitState, trace, it):
+        if it == 1:
+            trace.solver = f"gfm.{st.solver}"  # "auto" resolved from the data
+            for message, values in st.design_events:
+                trace.event("info", message, **values)
+        for name in PHASES[st.solver]:
             trace.add_time(name, 0.0)
         if st.solver == "als":
-            return self._als_step(st, trace, it)
-        if it == 1:
-            for message, values in getattr(self, "_design_events", []) or []:
-                trace.event("info", message, **values)
+            return als_step(st, trace, it)
         if it == 1 and st.n_unused:
             trace.event("info", f"{st.n_unused} rows beyond n_batches x batch_size were not "
                         "used", rows_unused=st.n_unused)
-        return self._consume(st, st.batches[it - 1], trace, check=st.check)
+        return onepass_step(st.stream, st.batches[it - 1], st.prm, trace,
+                            owner=type(self).__name__, check=st.check)
 
-    def _consume(self, st, batch, trace, *, check=True) -> dict:
-        """One batch: the initialization (first) or one power step (later); the row.
-
-        ``check=False`` skips the per-chunk checks of data already checked as a whole."""
-        prm = st.prm
-        engine = prm["engine"]
-        if st.model is None:
-            with trace.phase("init"):
-                st.model, info = onepass.initialize(
-                    batch, prm["rank"], standardize=_standardize(prm),
-                    fit_intercept=prm["fit_intercept"], rng=st.rng, engine=engine,
-                    check=check)
-        else:
-            if st.model.rank != prm["rank"]:
-                raise InvalidParameterError(
-                    f"The 'rank' parameter of {type(self).__name__} was changed from "
-                    f"{st.model.rank} to {prm['rank']} during a stream; call fit to restart.")
-            info = onepass.update(st.model, batch, engine=engine, timer=trace.phase,
-                                  check=check)
-        m = st.model
-        self._watch_divergence(st, info, trace)
-        row = {"t": m.n_batches - 1, "n_seen": m.n_seen, "batch_size": info["n"],
-               "objective": info["objective"], "train_rmse": info["rmse"], "h2": info["h2"],
-               "h3_norm": info["h3_norm"], "n_matvec": int(info.get("n_matvec", 0))}
-        if st.truth is not None:
-            with trace.phase("truth"):
-                w, U, V, _ = _raw_factors(m)
-                basis = U if m.std.is_identity else np.linalg.qr(U)[0]
-                errs = recovery_errors(st.truth, w, U, V, basis=basis)
-            row.update(errs)
-            prev = st.prev_eps
-            row["contraction"] = errs["eps"] / prev if prev > 0 else math.nan
-            st.prev_eps = errs["eps"]
-        return row
-
-    #: A batch error this many times the first batch's (the error of predicting the mean,
-    #: as the model starts at M = 0, w = 0) is reported as diverging: a working fit never
-    #: gets much worse than the mean; on one-hot data the error grows ~10x per batch.
-    _DIVERGENCE_FACTOR = 3.0
-
-    def _watch_divergence(self, st, info, trace):
-        """One trace warning, in plain words, when the batch error grows beyond
-        ``_DIVERGENCE_FACTOR`` times the first batch's (non-finite counts too)."""
-        first = getattr(st, "first_rmse", None)
-        if first is None:
-            st.first_rmse = info["rmse"]
-            return
-        rmse = info["rmse"]
-        growth = rmse / max(first, 1e-300) if math.isfinite(rmse) else math.inf
-        if not getattr(st, "warned", False) and growth > self._DIVERGENCE_FACTOR:
-            st.warned = True
-            batch = st.model.n_batches - 1 if st.model is not None else 0
-            message = (f"One-pass gFM is diverging: the batch error grew to {growth:.3g} "
-                       f"times that of predicting the mean by batch {batch}. "
-                       + _DIVERGENCE_ADVICE)
-            trace.event("warning", message, growth=growth, advice=True)
-            import warnings
-
-            from ..exceptions import ConvergenceWarning
-
-            warnings.warn(message, ConvergenceWarning, stacklevel=4)
-
-    def _fit_publish(self, st, n_iter, trace):
-        m = st.model
-        w, U, V, b = _raw_factors(m)
+    def _fit_publish(self, st: FitState, n_iter, trace):
+        m = st.stream.model
+        w, U, V, b = raw_factors(m)
         self.coef_ = w
         self.U_ = U
         self.V_ = V
         self.intercept_ = float(b)
         self.n_seen_ = int(m.n_seen)
         self.n_features_in_ = int(m.d)
-        names = getattr(self, "_feature_names", None)
+        names = st.feature_names
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=str)
         self.n_iter_ = int(trace.n_iter)
         self.solver_ = st.solver
+        self.model_ = m
+        self.design_ = st.design
+        self.stream_ = st.stream if st.solver == "onepass" else None
         self.trace_ = trace
-        st.trace = trace
 
     # ------------------------------------------------------------------ streaming
     def partial_fit(self, X, y=None, *, truth=None):
@@ -506,132 +407,55 @@ class GeneralizedFM(IterativeEstimator):
         -------
         self
         """
+        owner = type(self).__name__
         params = self._validate_params()
         if params["solver"] == "als":
             raise InvalidParameterError(
-                f"The 'solver' parameter of {type(self).__name__} is 'als', which cannot "
-                "stream: partial_fit is Algorithm 1's step on one fresh batch. Use fit, or "
+                f"The 'solver' parameter of {owner} is 'als', which cannot stream: "
+                "partial_fit is Algorithm 1's step on one fresh batch. Use fit, or "
                 "solver='onepass' (or 'auto') to stream.")
-        self._solver = "onepass"
-        st = getattr(self, "_stream", None)
-        if st is not None and st.solver != "onepass":
-            st = None  # a model fitted by ALS: a stream starts afresh
-        if st is None or st.model is None:
-            st = self._new_stream(params)
-            st.trace = Trace(solver=self._solver_name(params), params=_json(self))
-            self._stream = st
-        st.prm = dict(params)
+        stream = getattr(self, "stream_", None)  # None after ALS: a stream starts afresh
+        if stream is None or stream.model is None:
+            stream = StreamState(rng=check_random_state(params["random_state"]))
+            trace = Trace(solver="gfm.onepass", params=_json(self))
+            design, names = None, None
+            if y is None and is_ratings(X):
+                design, _ = batching.make_design(X, params)
+                names = design.feature_names(X)
+            elif not isinstance(X, ChunkedBatch):
+                names = as_regression(X, y).feature_names
+        else:
+            trace, design, names = self.trace_, self.design_, self.feature_names_in_
+        st = FitState(prm=dict(params), solver="onepass", stream=stream, design=design,
+                      feature_names=names)
         if y is None and is_ratings(X):
-            if st.model is None:
-                self._design = self._make_design(X, params)
-                self._feature_names = self._design.feature_names(X)
-            X = self._as_data(X)
-        elif st.model is None:
-            self._design = None
-            self._feature_names = None if isinstance(X, ChunkedBatch) else \
-                as_regression(X, y).feature_names
-        batch, checked = _as_batch(X, y, d=None if st.model is None else st.model.d)
+            X = batching.as_data(X, design, owner)
+        batch, checked = as_batch(X, y, d=None if stream.model is None else stream.model.d)
         if truth is not None:
-            d = st.model.d if st.model is not None else self._first_d([batch])
-            st.truth = as_truth(truth, d=d)
-        self._check_batch_size(batch, params)
-        trace = st.trace
-        row = self._consume(st, batch, trace, check=not checked)
+            d = stream.model.d if stream.model is not None else batching.first_d([batch])
+            stream.truth = as_truth(truth, d=d)
+        self._check_batch_size(batch, params, stream)
+        row = onepass_step(stream, batch, params, trace, owner=owner, check=not checked)
         if not math.isfinite(row["objective"]):
             from ..exceptions import NumericalError
 
             trace.stop_reason = "numerical_error"
-            raise NumericalError(f"{type(self).__name__}.partial_fit: the objective is "
+            raise NumericalError(f"{owner}.partial_fit: the objective is "
                                  f"{row['objective']} at batch {trace.n_iter + 1}; "
                                  f"{self._numerical_hint}")
         trace.record(**row)
         trace.stop_reason = "partial_fit"
+        trace.stop_message = f"{trace.n_iter} batch(es) consumed, the last by partial_fit"
         self._fit_publish(st, trace.n_iter, trace)
         return self
 
-    # ------------------------------------------------------------------ data plumbing
-    def _cut(self, data, prm):
-        """The list of batches of a fit and the number of rows left unused."""
-        k = prm["rank"]
-        size, count = prm["batch_size"], prm["n_batches"]
-        self._design = None
-        self._design_events = []
-        if is_ratings(data):
-            # ratings files are usually sorted by user: shuffle, so batches are i.i.d. draws
-            self._design = self._make_design(data, prm)
-            data = self._design.transform(data)
-            order = check_random_state(self.random_state).permutation(data.n_samples)
-            data = RegressionData(data.X[order], data.y[order], data.feature_names, data.name)
-        if isinstance(data, RegressionData):
-            data = data.checked()
-            n, d = data.n_samples, data.n_features
-            self._check_rank(k, d)
-            if size is None and count is None:
-                raise InvalidParameterError(
-                    f"{type(self).__name__}: set batch_size or n_batches (both are None), so "
-                    "the data can be cut into batches.")
-            if size is None:
-                size = n // count
-                if size < k:
-                    raise ValueError(
-                        f"X has {n} rows: n_batches={count} batches would hold {size} rows "
-                        f"each, fewer than rank={k}; lower n_batches or pass more rows.")
-            elif size < k:
-                raise InvalidParameterError(
-                    f"The 'batch_size' parameter of {type(self).__name__} must be at least "
-                    f"rank={k} (each step orthonormalizes k vectors from the batch). Got "
-                    f"{size} instead.")
-            if count is None:
-                count = n // size
-            if count < 1 or size * count > n:
-                raise ValueError(
-                    f"X has {n} rows but batch_size={size} x n_batches={count} needs "
-                    f"{size * count}; lower n_batches or batch_size, or set n_batches=None "
-                    "to use every full batch.")
-            self._feature_names = data.feature_names
-            batches = [ChunkedBatch.from_arrays(data.X[i * size:(i + 1) * size],
-                                                data.y[i * size:(i + 1) * size])
-                       for i in range(count)]
-            return batches, n - size * count
-        # a stream: a sequence of batches
-        self._feature_names = None
-        n_avail = len(data)
-        if count is None:
-            count = n_avail
-        if n_avail < count:
-            raise ValueError(f"the stream holds {n_avail} batches but n_batches={count}; "
-                             "lower n_batches or set it to None to use every batch.")
-        if count < 1:
-            raise ValueError("the stream holds no batches.")
-        batches = _LazyBatches(data, count)
-        self._check_rank(k, self._first_d(batches))
-        if size is not None and size < k:
-            raise InvalidParameterError(
-                f"The 'batch_size' parameter of {type(self).__name__} must be at least "
-                f"rank={k}. Got {size} instead.")
-        return batches, 0
-
-    def _check_rank(self, k, d):
-        if k > d:
-            raise InvalidParameterError(
-                f"The 'rank' parameter of {type(self).__name__} must be at most the number of "
-                f"features d={d}. Got {k} instead.")
-
-    def _check_batch_size(self, batch, prm):
+    def _check_batch_size(self, batch, prm, stream: StreamState):
         n = batch.n_rows
         if n is not None and n < prm["rank"]:
             raise ValueError(f"the batch has {n} rows, fewer than rank={prm['rank']}; pass "
                              "batches of at least rank rows.")
-        if self._stream.model is None and n is not None:
-            d = self._first_d([batch])
-            self._check_rank(prm["rank"], d)
-
-    @staticmethod
-    def _first_d(batches) -> int:
-        for Xc, _ in batches[0]:
-            return int(Xc.shape[1]) if hasattr(Xc, "shape") and len(Xc.shape) == 2 else \
-                int(np.asarray(Xc).reshape(len(Xc), -1).shape[1])
-        raise ValueError("the first batch is empty.")
+        if stream.model is None and n is not None:
+            batching.check_rank(type(self).__name__, prm["rank"], batching.first_d([batch]))
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self):
@@ -644,7 +468,7 @@ class GeneralizedFM(IterativeEstimator):
         if is_ratings(X):
             X = self._as_data(X).X
         X, _ = check_rows(X, None, d=self.n_features_in_, check_y=False)
-        m = self._stream.model
+        m = self.model_
         k = m.rank
         P = project(X, np.hstack([m.U, m.V, m.w[:, None]]), m.std)
         return m.b + P[:, 2 * k] + np.einsum("ij,ij->i", P[:, :k], P[:, k:2 * k])
@@ -669,20 +493,13 @@ class GeneralizedFM(IterativeEstimator):
 
     def _as_data(self, data) -> RegressionData:
         """Regression data from any accepted form; a Ratings through the fitted design."""
-        if is_ratings(data):
-            design = getattr(self, "_design", None)
-            if design is None:
-                raise TypeError(f"{type(self).__name__} was fitted on arrays, not on ratings; "
-                                "pass (X, y) arrays.")
-            return design.transform(data)
-        return as_regression(data)
+        return batching.as_data(data, getattr(self, "design_", None), type(self).__name__)
 
     # ------------------------------------------------------------------ the learned M
     def M_apply(self, Z) -> np.ndarray:
         """``M Z`` for a d x m block (or a d-vector), original feature units, O(dkm)."""
         self._check_fitted()
-        Z = np.asarray(Z, dtype=np.float64)
-        return 0.5 * (self.U_ @ (self.V_.T @ Z) + self.V_ @ (self.U_.T @ Z))
+        return lowrank.apply(self.U_, self.V_, Z)
 
     def spectrum(self):
         """Nonzero eigenvalues and eigenvectors of M (at most 2k), by |eigenvalue| descending.
@@ -690,20 +507,12 @@ class GeneralizedFM(IterativeEstimator):
         From a QR of ``[U, V]``: ``M = Q (R C R^T) Q^T``, O(dk^2).
         """
         self._check_fitted()
-        k = self.U_.shape[1]
-        Q, R = np.linalg.qr(np.hstack([self.U_, self.V_]))
-        C = np.zeros((2 * k, 2 * k))
-        C[:k, k:] = 0.5 * np.eye(k)
-        C[k:, :k] = 0.5 * np.eye(k)
-        vals, E = np.linalg.eigh(R @ C @ R.T)
-        order = np.argsort(-np.abs(vals), kind="stable")
-        return vals[order], Q @ E[:, order]
+        return lowrank.spectrum(self.U_, self.V_)
 
     def interaction_matrix(self) -> np.ndarray:
         """The dense d x d M (O(d^2) memory: for small d, heat maps and tests)."""
         self._check_fitted()
-        M = self.U_ @ self.V_.T
-        return 0.5 * (M + M.T)
+        return lowrank.dense(self.U_, self.V_)
 
     def top_interactions(self, n: int = 20, *, feature_names=None, include_diagonal=True):
         """The n largest ``|M_ab|`` (a <= b) as a DataFrame, scanning M in row blocks.
@@ -715,46 +524,25 @@ class GeneralizedFM(IterativeEstimator):
         import pandas as pd
 
         self._check_fitted()
-        d = self.n_features_in_
         names = feature_names if feature_names is not None else \
             getattr(self, "feature_names_in_", None)
-        block = max(1, min(d, 4_000_000 // max(d, 1)))
-        best_v = np.empty(0)
-        best_a = np.empty(0, dtype=np.int64)
-        best_b = np.empty(0, dtype=np.int64)
-        for start in range(0, d, block):
-            stop = min(d, start + block)
-            Mb = 0.5 * (self.U_[start:stop] @ self.V_.T + self.V_[start:stop] @ self.U_.T)
-            a, b = np.meshgrid(np.arange(start, stop), np.arange(d), indexing="ij")
-            keep = (b >= a) if include_diagonal else (b > a)
-            vals, aa, bb = Mb[keep], a[keep], b[keep]
-            if vals.size > n:
-                idx = np.argpartition(-np.abs(vals), n - 1)[:n]
-                vals, aa, bb = vals[idx], aa[idx], bb[idx]
-            best_v = np.concatenate([best_v, vals])
-            best_a = np.concatenate([best_a, aa])
-            best_b = np.concatenate([best_b, bb])
-            if best_v.size > n:
-                idx = np.argpartition(-np.abs(best_v), n - 1)[:n]
-                best_v, best_a, best_b = best_v[idx], best_a[idx], best_b[idx]
-        order = np.argsort(-np.abs(best_v), kind="stable")
-        best_v, best_a, best_b = best_v[order], best_a[order], best_b[order]
+        vals, a, b = lowrank.largest_entries(self.U_, self.V_, n,
+                                             include_diagonal=include_diagonal)
         label = (lambda i: str(names[i])) if names is not None else (lambda i: f"x{i}")
-        return pd.DataFrame({"a": best_a, "b": best_b,
-                             "feature_a": [label(i) for i in best_a],
-                             "feature_b": [label(i) for i in best_b], "M_ab": best_v})
+        return pd.DataFrame({"a": a, "b": b, "feature_a": [label(i) for i in a],
+                             "feature_b": [label(i) for i in b], "M_ab": vals})
 
     # ------------------------------------------------------------------ runs
     def _fitted_arrays(self) -> dict:
         """The O(kd) state: w, U, V (standardized coordinates), b, the scaling, counters."""
         self._check_fitted()
-        m = self._stream.model
+        m = self.model_
         out = {"w": m.w, "U": m.U, "V": m.V, "intercept": np.array([m.b]),
                "mean": m.std.mean, "scale": m.std.scale,
                "counts": np.array([m.n_batches, m.n_seen], dtype=np.int64),
-               "solver": np.array(self._stream.solver, dtype=str)}
-        if getattr(self, "_design", None) is not None:
-            out.update(self._design.to_arrays())
+               "solver": np.array(self.solver_, dtype=str)}
+        if self.design_ is not None:
+            out.update(self.design_.to_arrays())
         if getattr(self, "feature_names_in_", None) is not None:
             out["feature_names"] = np.asarray(self.feature_names_in_, dtype=str)
         return out
@@ -774,104 +562,31 @@ class GeneralizedFM(IterativeEstimator):
                              np.array(arrays["scale"], dtype=np.float64)),
             fit_intercept=bool(prm["fit_intercept"]), n_batches=int(counts[0]),
             n_seen=int(counts[1]))
-        st = model._new_stream(prm)
-        st.model = state
-        st.solver = str(np.asarray(arrays["solver"])) if "solver" in arrays else "onepass"
-        model._solver = st.solver
-        model._design = RatingsDesign.from_arrays(arrays) if "design_shape" in arrays else None
+        solver = str(np.asarray(arrays["solver"])) if "solver" in arrays else "onepass"
         names = arrays["feature_names"] if "feature_names" in arrays else None
-        model._feature_names = None if names is None else [str(x) for x in names]
-        trace = trace if trace is not None else Trace(solver=f"gfm.{st.solver}",
+        st = FitState(
+            prm=prm, solver=solver,
+            stream=StreamState(model=state, rng=check_random_state(prm["random_state"])),
+            design=RatingsDesign.from_arrays(arrays) if "design_shape" in arrays else None,
+            feature_names=None if names is None else [str(x) for x in names])
+        trace = trace if trace is not None else Trace(solver=f"gfm.{solver}",
                                                       params=_json(model))
-        model._stream = st
         model._fit_publish(st, trace.n_iter, trace)
         return model
 
 
-# ----------------------------------------------------------------------------- helpers
-def _standardize(prm, als_X=None) -> bool:
-    """The ``standardize`` setting resolved: None is on, except for the ALS solver on a
-    sparse design (``als_X``). One-hot columns: scaling a rare column up by 1/std weakens its
-    ridge; and standardizing only the other columns (age, year) measured worse too on
-    MovieLens 100K (test RMSE 0.972 against 0.937 unscaled, k = 2)."""
-    if prm["standardize"] is not None:
-        return bool(prm["standardize"])
-    return not (als_X is not None and sp.issparse(als_X))
+class _HeldOut:
+    """One fit's validation data: as given, and (``data``) checked and through the fit's
+    design, converted once by ``_fit_start`` for the metrics of every row."""
+
+    __slots__ = ("given", "data")
+
+    def __init__(self, given):
+        self.given = given
+        self.data = None
 
 
 def _json(model):
     from .._params import json_safe
 
     return json_safe(model.get_params())
-
-
-def _raw_factors(m: onepass.OnePassState):
-    """(w, U, V, b) in the original feature units from the standardized state.
-
-    With ``z = (x - mu)/s``: ``M_x = S^-1 M S^-1`` (so ``U_x = U/s``, ``V_x = V/s``),
-    ``w_x = w/s - 2 M_x mu`` and ``b_x = b - mu^T (w/s) + mu^T M_x mu``.
-    """
-    if m.std.is_identity:
-        return m.w.copy(), m.U.copy(), m.V.copy(), float(m.b)
-    s, mu = m.std.scale, m.std.mean
-    U, V, ws = m.U / s[:, None], m.V / s[:, None], m.w / s
-    Mmu = 0.5 * (U @ (V.T @ mu) + V @ (U.T @ mu))
-    return ws - 2.0 * Mmu, U, V, float(m.b - mu @ ws + mu @ Mmu)
-
-
-def _is_array(x) -> bool:
-    return sp.issparse(x) or (isinstance(x, np.ndarray) and x.ndim == 2) or (
-        hasattr(x, "__array__") and not isinstance(x, (tuple, list, ChunkedBatch))
-        and np.ndim(x) == 2)
-
-
-def _as_fit_data(X, y):
-    """RegressionData for array data, a Ratings as it is, else a sequence of batches."""
-    if y is None and is_ratings(X):
-        return X
-    if y is not None or isinstance(X, RegressionData) or _is_array(X):
-        return as_regression(X, y)
-    if isinstance(X, (tuple, list)) and len(X) == 2 and _is_array(X[0]):
-        return as_regression(X)
-    if hasattr(X, "X") and hasattr(X, "y") and not isinstance(X, Sequence):
-        return as_regression(X)
-    if isinstance(X, ChunkedBatch):
-        return [X]
-    if hasattr(X, "__len__") and hasattr(X, "__getitem__"):
-        return X
-    raise TypeError(f"fit takes X and y arrays, an (X, y) tuple, a RegressionData or a "
-                    f"sequence of batches; got {type(X).__name__}.")
-
-
-def _as_batch(X, y, d=None):
-    """(ChunkedBatch, already checked) from partial_fit's arguments."""
-    if isinstance(X, ChunkedBatch):
-        if y is not None:
-            raise TypeError("pass y inside the ChunkedBatch's chunks, not separately.")
-        return X, False
-    data = as_regression(X, y)
-    X, y = check_rows(data.X, data.y, d=d)
-    return ChunkedBatch.from_arrays(X, y), True
-
-
-class _LazyBatches:
-    """The first ``count`` batches of a stream, each turned into a ChunkedBatch on access."""
-
-    def __init__(self, stream, count):
-        self._stream = stream
-        self._count = count
-
-    def __len__(self):
-        return self._count
-
-    def __getitem__(self, i):
-        if not 0 <= i < self._count:
-            raise IndexError(i)
-        b = self._stream[i]
-        if isinstance(b, ChunkedBatch):
-            return b
-        if isinstance(b, RegressionData) or (isinstance(b, (tuple, list)) and len(b) == 2):
-            data = as_regression(b).checked()
-            return ChunkedBatch.from_arrays(data.X, data.y)
-        raise TypeError(f"batch {i} of the stream is a {type(b).__name__}; expected an "
-                        "(X, y) pair, a RegressionData or a ChunkedBatch.")

@@ -4,6 +4,7 @@ stream contract (partial_fit == fit), determinism, persistence, and refused sett
 import math
 import re
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ import scipy.sparse as sp
 
 from kmviz._base import clone
 from kmviz._params import RANDOM_STATE
-from kmviz.exceptions import InvalidParameterError, NotFittedError
+from kmviz.data import load
+from kmviz.exceptions import ConvergenceWarning, InvalidParameterError, NotFittedError
 from kmviz.gfm import (
     ChunkedBatch,
     GeneralizedFM,
@@ -129,14 +131,14 @@ def test_steps_equal_the_dense_spelling_of_algorithm_1(sanity):
     batches = sanity.batches(2000)[:4]
     model = GeneralizedFM(2, **PAPER, random_state=0)
     model.partial_fit(*batches[0])
-    st = model._stream.model
+    st = model.stream_.model
     _, U0 = R.initialize(*batches[0], 2)
     assert tan_theta(st.U, U0) < 1e-3  # same eigenspace (Lanczos to INIT_TOL vs dense eigh)
     w, U, V = st.w.copy(), st.U.copy(), st.V.copy()
     for X, y in batches[1:]:
         w, U, V = R.step(X, y, w, U, V)
         model.partial_fit(X, y)
-        st = model._stream.model
+        st = model.stream_.model
         np.testing.assert_allclose(st.w, w, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(0.5 * (st.U @ st.V.T + st.V @ st.U.T),
                                    0.5 * (U @ V.T + V @ U.T), rtol=1e-9, atol=1e-12)
@@ -263,6 +265,33 @@ def test_trace_rows_validation_and_counts(sanity):
     assert model.trace_.events[0]["rows_unused"] == 22000 - 12000
 
 
+def test_stop_message_says_why_each_solver_ended():
+    p = make_gfm(20, 1, 500 * 3, random_state=1)
+    onepass = GeneralizedFM(1, batch_size=500, n_batches=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # using every batch is no failure
+        onepass.fit(p.X, p.y)
+    assert onepass.trace_.stop_reason == "max_iter"
+    assert onepass.trace_.stop_message == "all 3 batches used"
+    assert onepass.trace_.solver == "gfm.onepass"
+    onepass.partial_fit(p.X[:500], p.y[:500])
+    assert onepass.trace_.stop_reason == "partial_fit"
+    assert onepass.trace_.stop_message == "4 batch(es) consumed, the last by partial_fit"
+
+    ratings = load("planted-lowrank", n_users=60, n_items=40, rank=3, random_state=1)
+    with pytest.warns(ConvergenceWarning, match="increase n_passes or tol"):
+        budget = GeneralizedFM(2, n_passes=2, tol=1e-12, random_state=0).fit(ratings)
+    assert budget.trace_.solver == "gfm.als"  # "auto" on ratings, named by the first step
+    assert (budget.trace_.stop_reason, budget.trace_.stop_message) == (
+        "max_iter", "n_passes=2 reached")
+    no_rule = GeneralizedFM(2, n_passes=2, tol=0.0, random_state=0).fit(ratings)
+    assert no_rule.trace_.stop_message == "all 2 ALS passes done"
+    loose = GeneralizedFM(2, n_passes=50, tol=0.5, random_state=0).fit(ratings)
+    assert loose.trace_.stop_reason == "converged" and loose.n_iter_ < 50
+    assert re.fullmatch(r"the objective's relative decrease \S+ is below tol 0.5",
+                        loose.trace_.stop_message)
+
+
 def test_callback_stop_keeps_a_usable_model(sanity):
     seen = []
 
@@ -301,6 +330,28 @@ def test_fitted_arrays_round_trip_predicts_the_same_and_continues(sanity):
     model.partial_fit(*batch)
     back.partial_fit(*batch)
     np.testing.assert_array_equal(back.coef_, model.coef_)
+
+
+def test_saved_arrays_keep_their_layout_and_older_runs_still_open():
+    """The fitted state moved into model_, design_ and stream_; the arrays a run saves did
+    not change, and runs saved before 'solver' and the design's side rows were kept open."""
+    ratings = load("planted-lowrank", n_users=60, n_items=40, rank=3, random_state=1)
+    model = GeneralizedFM(2, n_passes=2, tol=0.0, random_state=0).fit(ratings)
+    arrays = model._fitted_arrays()
+    assert set(arrays) == {"w", "U", "V", "intercept", "mean", "scale", "counts", "solver",
+                           "feature_names", "design_shape", "design_flags",
+                           "design_user_columns", "design_item_columns", "design_user_fill",
+                           "design_item_fill", "design_user_side", "design_item_side"}
+    assert str(arrays["solver"]) == "als" and model.stream_ is None
+    assert model.model_.n_seen == arrays["counts"][1]
+    back = GeneralizedFM._from_fitted_arrays(arrays, model.get_params(), model.trace_)
+    assert back.solver_ == "als" and back.stream_ is None
+    np.testing.assert_array_equal(back.predict(ratings), model.predict(ratings))
+    older = {k: v for k, v in arrays.items()
+             if k not in ("solver", "design_user_side", "design_item_side")}
+    old = GeneralizedFM._from_fitted_arrays(older, model.get_params(), None)
+    assert old.solver_ == "onepass" and old.stream_.model is old.model_
+    np.testing.assert_array_equal(old.predict(ratings), model.predict(ratings))
 
 
 def test_evaluate_and_score():
