@@ -45,6 +45,7 @@ class GeneralizedFM(IterativeEstimator):
     ``U <- QR((H_1 - h_2/2 I + M) U)`` and updates w and V; each batch is used once, only
     matrix-vector products touch the data and the state is O(kd). See
     :mod:`kmviz.gfm.onepass` for the steps.
+    ``score(X, y)`` is minus the RMSE of :meth:`evaluate` (higher is better).
 
     Parameters
     ----------
@@ -487,9 +488,13 @@ class GeneralizedFM(IterativeEstimator):
         var = float(np.var(y))
         return {"rmse": math.sqrt(mse), "nmse": mse / var if var > 0 else math.nan}
 
+    #: :meth:`score` is ``-rmse`` of :meth:`evaluate` (the base class's higher-is-better rule).
+    score_metric = "-rmse"
+
     def score(self, X, y=None) -> float:
-        """Coefficient of determination R^2 = 1 - nmse (scikit-learn's regressor score)."""
-        return 1.0 - self.evaluate(as_regression(X, y))["nmse"]
+        """``-RMSE`` on ``(X, y)`` arrays or any form :meth:`evaluate` takes (a tuple,
+        RegressionData, a problem, Ratings): higher is better, as for every family."""
+        return super().score(X if y is None else as_regression(X, y))
 
     def _as_data(self, data) -> RegressionData:
         """Regression data from any accepted form; a Ratings through the fitted design."""

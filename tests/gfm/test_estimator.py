@@ -359,7 +359,33 @@ def test_evaluate_and_score():
     model = GeneralizedFM(1, batch_size=1000, n_batches=8, random_state=0).fit((p.X, p.y))
     m = model.evaluate(RegressionData(p.X[:500], p.y[:500]))
     assert set(m) == {"rmse", "nmse"} and m["nmse"] < 1e-4
-    assert model.score(p.X[:500], p.y[:500]) == pytest.approx(1 - m["nmse"])
+    # score() is the same rule for every family: -RMSE here (it was R^2 = 1 - nmse)
+    assert GeneralizedFM.score_metric == "-rmse"
+    assert model.score(p.X[:500], p.y[:500]) == -m["rmse"]
+    assert model.score((p.X[:500], p.y[:500])) == -m["rmse"]
+    assert model.score(RegressionData(p.X[:500], p.y[:500])) == -m["rmse"]
+
+
+def test_score_is_higher_for_a_better_model():
+    p = make_gfm(20, 1, 1000 * 8, random_state=1)
+    held = (p.X[-500:], p.y[-500:])
+    eight = GeneralizedFM(1, batch_size=1000, n_batches=8, random_state=0).fit(p.X, p.y)
+    two = GeneralizedFM(1, batch_size=1000, n_batches=2, random_state=0).fit(p.X, p.y)
+    assert eight.score(*held) > two.score(*held)
+    shifted = GeneralizedFM._from_fitted_arrays(
+        {**eight._fitted_arrays(), "intercept": np.array([eight.model_.b + 1.0])},
+        eight.get_params(), eight.trace_)
+    assert shifted.score(*held) < eight.score(*held)
+    assert shifted.score(*held) == -shifted.evaluate(held)["rmse"]
+
+
+def test_score_of_ratings_is_minus_the_rmse_of_evaluate():
+    ratings = load("planted-lowrank", n_users=60, n_items=40, rank=3, random_state=1)
+    train, test = ratings.split(0.2, random_state=0)
+    one = GeneralizedFM(2, n_passes=1, random_state=0).fit(train)
+    five = GeneralizedFM(2, n_passes=5, tol=0.0, random_state=0).fit(train)
+    assert five.score(test) == -five.evaluate(test)["rmse"]
+    assert five.score(train) > one.score(train)  # ALS passes never raise the objective
 
 
 def test_interaction_views_equal_the_dense_matrix():
