@@ -566,9 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
                         f"path), repeatable; also ${DATA_DIRS_ENV}. Without one, Local path "
                         "is not offered")
     p.add_argument("--shared-runs", action="store_true",
-                   help="let every browser session rename, note and delete every run and "
-                        f"load its data (also ${SHARED_RUNS_ENV}=1); by default a session "
-                        "manages only the runs it made")
+                   help="when served to others (--host not loopback), let every browser "
+                        "rename, note and delete every run and load its data (also "
+                        f"${SHARED_RUNS_ENV}=1); by default a browser manages only the runs "
+                        "it made. On 127.0.0.1 every run is the local user's anyway")
     p.set_defaults(func=_cmd_app, streamlit_args=[])
     return parser
 

@@ -7,6 +7,7 @@ the user changes page, but keeps these.
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import secrets
 import time
@@ -30,7 +31,8 @@ class StateKeys:
     RERUN_CONFIG = "kmviz_rerun_config"  # (family, params) handed from the Runs page to Train
     NOTICE = "kmviz_notice"              # one-shot message shown at the top of the next page
     ITEM = "kmviz_item"                  # dict run_id -> item shown by the per-item views
-    OWNER = "kmviz_owner"                # str: this browser session's owner token for runs
+    OWNER = "kmviz_owner"                # str: this browser's owner token for runs
+    NEW_BROWSER_SECRET = "kmviz_new_browser_secret"  # str: a secret to set as the cookie
     TRAIN_REQUEST = "kmviz_train_request"  # dict: a Train click not yet started (id, family, params)
     DATA_LOAD = "kmviz_data_load"        # dict: what the Data page's last Load did, not shown yet
     PENDING_LOAD = "kmviz_pending_load"  # dict: a Load callback's result not yet applied
@@ -59,24 +61,75 @@ def init_state() -> None:
         if key not in st.session_state:
             st.session_state[key] = copy.deepcopy(default)
     session_owner()
+    remember_browser()
 
 
 #: Operator switch (``kmviz app --shared-runs``): every session may manage every run.
 SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
+#: Addresses that only this machine can reach: an app served there is private.
+LOOPBACK_ADDRESSES = ("127.0.0.1", "localhost", "::1")
+#: The browser cookie that keeps a browser's identity across reloads and server restarts
+#: when the app is served to others (a random secret; runs store only its hash).
+OWNER_COOKIE = "kmviz_browser"
+_SECRET_LENGTH = 32  # hex characters of a browser secret
+
+
+def private_app() -> bool:
+    """True when the server listens on a loopback address only (the default of ``kmviz app``
+    and of ``streamlit run app.py`` here): the person at the keyboard is the only user, so
+    every run in the run store is theirs, whoever saved it (any tab, an earlier server, the
+    CLI)."""
+    address = str(st.get_option("server.address") or "").strip("[]")
+    return address in LOOPBACK_ADDRESSES or address.startswith("127.")
+
+
+def owner_from_secret(secret: str) -> str:
+    """The owner token a browser secret stands for (its hash: the token saved with runs
+    never gives the secret away)."""
+    return "app:" + hashlib.sha256(secret.encode("ascii")).hexdigest()[:32]
+
+
+def _browser_secret() -> str | None:
+    """This browser's secret from its cookie, if it has a well-formed one."""
+    try:
+        value = st.context.cookies.get(OWNER_COOKIE)
+    except Exception:  # noqa: BLE001 - no browser context (bare scripts, some tests)
+        return None
+    if isinstance(value, str) and len(value) == _SECRET_LENGTH and all(
+            c in "0123456789abcdef" for c in value):
+        return value
+    return None
 
 
 def session_owner() -> str:
-    """This browser session's owner token (random, kept in the session state): the runs it
-    saves carry it, and only it may rename, note or delete them or load their data."""
+    """This browser's owner token: the runs it saves carry it, and (when the app is served
+    to others) only it may rename, note or delete them or load their data. It comes from a
+    cookie, so a reload or a server restart keeps it; a browser without the cookie gets a
+    new secret, set as the cookie by :func:`remember_browser`."""
     token = st.session_state.get(StateKeys.OWNER)
     if not token:
-        token = st.session_state[StateKeys.OWNER] = f"app:{secrets.token_hex(16)}"
+        secret = _browser_secret()
+        if secret is None:
+            secret = st.session_state[StateKeys.NEW_BROWSER_SECRET] = secrets.token_hex(
+                _SECRET_LENGTH // 2)
+        token = st.session_state[StateKeys.OWNER] = owner_from_secret(secret)
     return token
 
 
+def remember_browser() -> None:
+    """Set the owner cookie in a browser that came without one (once per session)."""
+    secret = st.session_state.pop(StateKeys.NEW_BROWSER_SECRET, None)
+    if secret is None:
+        return
+    st.html(f"<script>document.cookie = '{OWNER_COOKIE}={secret}; path=/; "
+            "max-age=31536000; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+
+
 def shared_runs() -> bool:
-    """True when the operator shared every run with every session (KMVIZ_SHARED_RUNS=1)."""
-    return os.environ.get(SHARED_RUNS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    """True when every session may manage every run: the app is private (loopback), or the
+    operator shared the runs (``kmviz app --shared-runs``, KMVIZ_SHARED_RUNS=1)."""
+    shared = os.environ.get(SHARED_RUNS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return shared or private_app()
 
 
 def owns(meta: dict) -> bool:
@@ -90,7 +143,7 @@ def manage_owner() -> str | None:
 
 
 #: Why another session's run is read-only here (shown beside the disabled buttons).
-NOT_YOURS = ("This run was made by another session (or the command line), so it is "
+NOT_YOURS = ("This run was made by another browser (or the command line), so it is "
              "read-only here: you can look at its settings and curves and re-run its "
              "settings, but not rename, note or delete it, download its data, or load the "
              "data it was trained on. The operator can share every run with `kmviz app "

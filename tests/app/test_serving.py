@@ -158,7 +158,19 @@ def test_error_messages_that_quote_a_file_render_as_text():
 
 # ------------------------------------------------------------------------- run owners
 @pytest.fixture()
-def a_run_of_session_a():
+def served(monkeypatch):
+    """The app as served to others (``kmviz app --host 0.0.0.0``): per-browser owners."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", "0.0.0.0")
+    monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
+    yield
+    config.set_option("server.address", before)
+
+
+@pytest.fixture()
+def a_run_of_session_a(served):
     """Session A uploads its own data and trains on it; the run is saved with that data."""
     at = _upload(new_session(), "private.csv", _ratings_csv(10, 6))
     assert not at.error
@@ -229,3 +241,61 @@ def test_shared_runs_let_every_session_manage_every_run(a_run_of_session_a, monk
     b.button(key="runs_delete_yes").click().run()
     assert not b.error and run.run_id not in RunStore()
 
+
+
+def test_a_private_app_gives_every_run_to_the_person_at_the_keyboard(monkeypatch):
+    """On the default loopback address, a run saved by another tab (or before a restart, or
+    by the CLI) is the local user's, with every Explore page and every button."""
+    monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
+    a = _upload(new_session(), "mine.csv", _ratings_csv(10, 6))
+    a = train(a, D=2, max_iter=1, tol=None)
+    run = only_run(a)
+    b = goto(new_session(), RUNS)  # a new tab, a reload or a restarted server
+    assert b.session_state[StateKeys.OWNER] != a.session_state[StateKeys.OWNER]
+    assert not [i for i in b.info if i.value == NOT_YOURS]
+    assert not b.button(key="runs_delete").disabled
+    goto(b, KM_DUAL)
+    b.selectbox(key="explore_run_km").set_value(run.run_id).run()
+    assert not b.exception
+    assert b.session_state[StateKeys.RUNS][run.run_id].split is not None  # its data too
+
+
+def test_a_served_browser_keeps_its_runs_after_a_reload(served, monkeypatch):
+    """The owner comes from the browser's cookie: a new session with the same cookie (a
+    reload, or the same browser after a server restart) owns what the first one saved."""
+    from kmviz.ui import state
+
+    first = new_session()  # its first run
+    html = [e for e in first.get("html")
+            if state.OWNER_COOKIE in str(getattr(e, "proto", e))]
+    assert html, "a browser without the cookie is given one"
+    monkeypatch.setattr(state, "_browser_secret", lambda: "0123456789abcdef" * 2)
+    a = _upload(new_session(), "mine.csv", _ratings_csv(10, 6))
+    a = train(a, D=2, max_iter=1, tol=None)
+    run = only_run(a)
+    again = goto(new_session(), RUNS)  # the reload: same cookie
+    assert again.session_state[StateKeys.OWNER] == a.session_state[StateKeys.OWNER] \
+        == state.owner_from_secret("0123456789abcdef" * 2)
+    assert RunStore().load_meta(run.run_id)["owner"] == again.session_state[StateKeys.OWNER]
+    assert not [i for i in again.info if i.value == NOT_YOURS]
+    assert not again.button(key="runs_delete").disabled
+    assert not [e for e in again.get("html")
+                if state.OWNER_COOKIE in str(getattr(e, "proto", e))]  # set once only
+    # another browser (another cookie) sees it read-only
+    monkeypatch.setattr(state, "_browser_secret", lambda: "f" * 32)
+    other = goto(new_session(), RUNS)
+    assert [i.value for i in other.info if i.value == NOT_YOURS]
+
+
+def test_a_malformed_cookie_is_replaced_not_trusted(monkeypatch):
+    from kmviz.ui import state
+
+    class Context:
+        cookies = {state.OWNER_COOKIE: "<script>alert(1)</script>"}
+
+    monkeypatch.setattr(state.st, "context", Context())
+    assert state._browser_secret() is None
+    Context.cookies = {state.OWNER_COOKIE: "ab" * 16}
+    assert state._browser_secret() == "ab" * 16
+    assert state.owner_from_secret("ab" * 16).startswith("app:")
+    assert "ab" * 16 not in state.owner_from_secret("ab" * 16)  # the secret is not stored
