@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import kmviz.runs as runs_module
+import kmviz.runs.index as runs_module
 from kmviz.cli import main as cli_main
 from kmviz.data import Ratings, load, load_matrix_market
 from kmviz.data.ratings import check_ratings_finite

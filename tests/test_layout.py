@@ -11,7 +11,8 @@ UI = ROOT / "kmviz" / "ui"
 #: Modules and pages that must work for every family, so never import one.
 GENERIC = [*(UI / n for n in ("state.py", "datasets.py", "runs.py", "training.py", "forms.py",
                               "views.py", "errors.py", "text.py")),
-           ROOT / "kmviz" / "cli.py", ROOT / "kmviz" / "runs.py", ROOT / "kmviz" / "_base.py",
+           ROOT / "kmviz" / "cli.py", *sorted((ROOT / "kmviz" / "runs").glob("*.py")),
+           ROOT / "kmviz" / "_base.py",
            ROOT / "kmviz" / "_params.py", ROOT / "kmviz" / "trace.py", ROOT / "app.py",
            *(ROOT / "app_pages" / n for n in ("home.py", "data.py", "train.py", "runs.py",
                                              "convergence.py")),

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from kmviz import families
 from kmviz.data import Ratings
 from kmviz.exceptions import RunStoreError
 from kmviz.runs import RUN_FORMAT, RunStore, default_runs_dir
@@ -105,12 +106,10 @@ def test_empty_store_lists_core_columns(store):
     assert df.empty and "run_id" in df.columns and "created" in df.columns
 
 
-def test_family_taken_from_an_estimators_module(store):
-    class FakeEstimator:
-        pass
-
-    FakeEstimator.__module__ = "kmviz.kmc.estimator"
-    run_id = store.save(FakeEstimator(), make_trace(), {}, dataset="toy", params={}, metrics={})
+def test_family_taken_from_a_registered_estimator(store):
+    # one rule for "which family is this model": the registry's (kmviz.families.family_of)
+    estimator = families.get("kmc").estimator_class()()
+    run_id = store.save(estimator, make_trace(), {}, dataset="toy", params={}, metrics={})
     assert store.load(run_id).family == "kmc"
 
 
@@ -169,7 +168,7 @@ def test_failure_while_writing_files_leaves_nothing(store, monkeypatch):
 
 
 def test_failure_at_rename_leaves_nothing(store, monkeypatch):
-    import kmviz.runs as runs_module
+    import kmviz.runs.store as runs_module
 
     def failing_replace(src, dst):
         raise OSError("rename refused")
@@ -202,7 +201,7 @@ import os, sys
 import numpy as np
 from kmviz.runs import RunStore
 from kmviz.trace import Trace
-import kmviz.runs as runs_module
+import kmviz.runs.store as runs_module
 
 where = sys.argv[2]
 if where == "before_rename":

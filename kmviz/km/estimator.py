@@ -681,6 +681,14 @@ class KolmogorovModel(IterativeEstimator):
         return save_model_file(path, self, split=split, dataset=dataset)
 
     @classmethod
+    def _open_legacy_model_file(cls, path):
+        """The run store's hook for older model files: kmviz 0.1.0's single ``.npz`` at
+        ``path`` as a fitted model, or None if it is not one (:mod:`kmviz.km.legacy`)."""
+        from .legacy import open_v1_model_file
+
+        return open_v1_model_file(cls, path)
+
+    @classmethod
     def load(cls, path):
         """Read a model written by :meth:`save` (or by kmviz 0.1.0's ``save``)."""
         from ..runs import load_model_file

@@ -1,0 +1,277 @@
+"""gzip files and zip archives of any supported format: sizes declared inside an archive
+are checked against the file and the size limit before anything is extracted, and errors
+name the archive and the member."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import errno
+import gzip
+import re
+import stat
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+
+from ...exceptions import DataError, FileFormatError, FileTooLargeError
+from ..ratings import Ratings
+from .checks import MAX_MB_ENV, _BLOCK, _format_size, check_file, max_upload_bytes
+
+
+#: Most members a zip archive may hold, and most nested archives (a zip in a zip ...).
+_MAX_MEMBERS = 10_000
+_MAX_NESTING = 3
+#: Longest file or folder name in an archive (bytes of UTF-8, as most file systems allow).
+_MAX_NAME_BYTES = 255
+
+# The nesting depth of archives being unpacked in this context (zip in gz in zip ...).
+_NESTING = contextvars.ContextVar("kmviz_archive_nesting", default=0)
+
+
+@contextlib.contextmanager
+def _nested(path: Path):
+    """Count archives unpacked inside one another (a zip in a zip ...), refusing deep ones."""
+    depth = _NESTING.get()
+    if depth >= _MAX_NESTING:
+        raise FileFormatError(
+            f"is an archive nested more than {_MAX_NESTING} deep in other archives", path=path,
+            expected="an archive of data files", fix="unpack the inner archives first")
+    token = _NESTING.set(depth + 1)
+    try:
+        yield
+    finally:
+        _NESTING.reset(token)
+
+
+def _relocate(e: DataError, tmp: str, shown: str, single: Path | None = None) -> DataError:
+    """``e`` with a path inside the temporary folder ``tmp`` named after the archive."""
+    inner = e.path
+    if e.path and e.path.startswith(tmp):
+        if single is not None and Path(e.path) == single:
+            inner = shown
+        else:
+            inner = f"{shown}:{Path(e.path).relative_to(tmp).as_posix()}"
+    elif not e.path:
+        inner = shown
+    return type(e)(e.problem, path=inner, line=e.line, expected=e.expected, fix=e.fix)
+
+
+def load_gzip(path, *, max_bytes=None, **options) -> Ratings:
+    """Decompress a gzip file (``ratings.csv.gz``, ``x.mtx.gz`` ...) and load what it holds.
+
+    The uncompressed bytes are capped by the same limit as files (counted while
+    decompressing, so a forged or misleading header does not help); they go to a temporary
+    file, removed afterwards, whose format is detected from the name without ``.gz``.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int, optional
+        Limit for the compressed file and for its uncompressed size.
+    **options
+        Passed to the loader chosen for the contents (see :func:`load_path`).
+
+    Returns
+    -------
+    Ratings
+    """
+    from .dispatch import load_path  # the dispatcher reads archives: imported on use
+
+    path = check_file(path, max_bytes=max_bytes)
+    limit = max_upload_bytes(max_bytes)
+    inner = path.name[:-3] if path.name.lower().endswith(".gz") else path.name + ".txt"
+    with _nested(path), tempfile.TemporaryDirectory(prefix="kmviz-gz-") as tmp:
+        target = Path(tmp) / (inner or "data")
+        _gunzip(path, target, limit)
+        try:
+            ratings = load_path(target, max_bytes=max_bytes, **options)
+        except DataError as e:
+            raise _relocate(e, tmp, str(path), single=target) from None
+    if ratings.name == target.name:
+        ratings.name = path.name
+    else:
+        ratings.name = str(ratings.name).replace(Path(tmp).name, path.stem)
+    ratings.source = str(path)
+    return ratings
+
+
+def _gunzip(path: Path, target: Path, limit: int) -> None:
+    written = 0
+    try:
+        with gzip.open(path, "rb") as src, open(target, "wb") as out:
+            while chunk := src.read(_BLOCK):
+                written += len(chunk)
+                if written > limit:
+                    raise FileTooLargeError(
+                        f"decompresses to more than {_format_size(limit)}, the size limit",
+                        path=path, expected=f"at most {_format_size(limit)} of uncompressed data",
+                        fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}, or use a smaller "
+                            "sample")
+                out.write(chunk)
+    except (OSError, EOFError, zlib.error) as e:
+        reason = "it is truncated" if isinstance(e, EOFError) else str(e) or type(e).__name__
+        raise FileFormatError(f"is not a readable gzip file ({reason})", path=path,
+                              expected="a complete .gz file",
+                              fix="compress the file again (gzip FILE), or upload it "
+                                  "uncompressed") from None
+
+
+def load_zip(path, *, max_bytes=None, **options) -> Ratings:
+    """Extract a zip (MovieLens directory or one data file) safely, then load what it holds.
+
+    Before anything is extracted, the archive is refused if a member has an absolute path,
+    ``..`` components or is a symbolic link, is encrypted, has a name longer than 255 bytes,
+    is both a file and a folder (``d`` beside ``d/r.csv``) or appears twice, or if the
+    declared sizes exceed the limit; extraction then counts the bytes actually written, so
+    forged size fields do not help, and a damaged member (bad CRC, truncated data) is
+    reported by name. The temporary directory is removed afterwards.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int, optional
+        Limit for the archive and for its total uncompressed size.
+    **options
+        Passed to the loader chosen for the contents (see :func:`load_path`).
+
+    Returns
+    -------
+    Ratings
+    """
+    from .dispatch import load_path  # the dispatcher reads archives: imported on use
+
+    path = check_file(path, max_bytes=max_bytes)
+    limit = max_upload_bytes(max_bytes)
+    with _nested(path), tempfile.TemporaryDirectory(prefix="kmviz-zip-") as tmp:
+        _extract(path, Path(tmp), limit)
+        target = _pick_zip_target(Path(tmp), path)
+        try:
+            ratings = load_path(target, max_bytes=max_bytes, **options)
+        except DataError as e:
+            raise _relocate(e, tmp, str(path)) from None
+    # files at the archive's top level: name the data after the archive, not the temp folder
+    ratings.name = str(ratings.name).replace(Path(tmp).name, path.stem)
+    ratings.source = str(path)
+    return ratings
+
+
+_ZIP_FIX = "re-create the archive from the data folder (for example with zip -r), " \
+           "without a password"
+
+
+def _extract(path: Path, dest: Path, limit: int):
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+            NotImplementedError) as e:
+        raise FileFormatError(f"is not a valid zip archive ({e})", path=path,
+                              expected="a .zip file", fix="re-create the archive") from None
+    with archive:
+        members = archive.infolist()
+        if len(members) > _MAX_MEMBERS:
+            raise FileFormatError(f"holds {len(members):,} members", path=path,
+                                  expected=f"at most {_MAX_MEMBERS:,} files",
+                                  fix="zip only the data files")
+        targets = _check_members(members, dest, path, limit)
+        written = 0
+        for m, target in targets:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(m) as src, open(target, "wb") as out:
+                    while chunk := src.read(_BLOCK):
+                        written += len(chunk)
+                        if written > limit:
+                            raise FileTooLargeError(
+                                f"the archive extracts to more than {_format_size(limit)}",
+                                path=path, expected=f"at most {_format_size(limit)}",
+                                fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}")
+                        out.write(chunk)
+            except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError,
+                    NotImplementedError, ValueError) as e:
+                raise FileFormatError(
+                    f"member {m.filename!r} cannot be read ({e})", path=path,
+                    expected="an intact, unencrypted zip archive", fix=_ZIP_FIX) from None
+            except OSError as e:
+                if e.errno == errno.ENOSPC:
+                    raise DataError(f"no disk space left to extract member {m.filename!r}",
+                                    path=path, fix="free disk space, or unpack the archive "
+                                                   "and load its data file") from None
+                raise FileFormatError(
+                    f"member {m.filename!r} cannot be extracted "
+                    f"({e.strerror or type(e).__name__})", path=path,
+                    expected="plain file and folder names", fix=_ZIP_FIX) from None
+
+
+def _check_members(members, dest: Path, path: Path, limit: int) -> list:
+    """(member, target) pairs to extract, after every check that needs no extraction."""
+    declared = 0
+    targets, files, folders = [], {}, set()
+    for m in members:
+        target = _safe_member(m, dest, path)
+        if target is None:
+            continue
+        if m.flag_bits & 0x1:
+            raise FileFormatError(f"member {m.filename!r} is encrypted", path=path,
+                                  expected="an archive without a password", fix=_ZIP_FIX)
+        parts = target.relative_to(dest).parts
+        longest = max(parts, key=lambda p: len(p.encode("utf-8", "replace")))
+        if len(longest.encode("utf-8", "replace")) > _MAX_NAME_BYTES:
+            raise FileFormatError(
+                f"member {m.filename[:60]!r}... has a name of {len(longest)} characters",
+                path=path, expected=f"file and folder names of at most {_MAX_NAME_BYTES} "
+                                    "bytes", fix="shorten the names and re-create the archive")
+        key = "/".join(parts)
+        if key in files:
+            raise FileFormatError(f"member {m.filename!r} appears twice", path=path,
+                                  expected="each file once", fix=_ZIP_FIX)
+        files[key] = m
+        folders.update("/".join(parts[:k]) for k in range(1, len(parts)))
+        declared += m.file_size
+        targets.append((m, target))
+    clash = sorted(set(files) & folders)
+    if clash:
+        raise FileFormatError(
+            f"member {clash[0]!r} is both a file and a folder", path=path,
+            expected="each name either a file or a folder", fix=_ZIP_FIX)
+    if declared > limit:
+        raise FileTooLargeError(
+            f"the archive would extract to {_format_size(declared)}, over the limit of "
+            f"{_format_size(limit)}", path=path, expected=f"at most {_format_size(limit)}",
+            fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}")
+    return targets
+
+
+def _safe_member(member: zipfile.ZipInfo, dest: Path, path: Path) -> Path | None:
+    """The extraction target of ``member``, None for directories, or an error if unsafe."""
+    name = member.filename
+    pure = PurePosixPath(name.replace("\\", "/"))
+    mode = member.external_attr >> 16
+    if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", name) \
+            or stat.S_ISLNK(mode):
+        raise FileFormatError(f"member {name!r} points outside the archive", path=path,
+                              expected="relative member paths without '..' or links",
+                              fix="re-create the archive from the data folder")
+    parts = [p for p in pure.parts if p not in ("", ".")]
+    if member.is_dir() or not parts or parts[0] == "__MACOSX" or parts[-1].startswith("."):
+        return None
+    return dest.joinpath(*parts)
+
+
+def _pick_zip_target(root: Path, path: Path) -> Path:
+    """The MovieLens directory or the single data file inside an extracted archive."""
+    files = [p for p in sorted(root.rglob("*")) if p.is_file()]
+    for marker in ("u.data", "ratings.dat", "ratings.csv"):
+        hits = [p for p in files if p.name == marker]
+        if hits:
+            return hits[0].parent if marker == "u.data" else hits[0]
+    data = [p for p in files if p.suffix.lower() not in (".txt", ".md", ".html", ".pdf")
+            and p.name.lower() not in ("readme", "license")]
+    if len(data) == 1:
+        return data[0]
+    listing = ", ".join(str(p.relative_to(root)) for p in files[:10]) or "nothing"
+    raise FileFormatError(
+        f"holds {listing}", path=path,
+        expected="a MovieLens folder (u.data, ratings.dat or ratings.csv) or a single data file",
+        fix="zip one ratings file, or the MovieLens folder")

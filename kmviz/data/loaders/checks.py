@@ -1,0 +1,281 @@
+"""File checks shared by every reader: the size limit, the encoding, the one pass over a
+file in :data:`_BLOCK`-sized blocks that finds empty, binary or undecodable files before
+anything is parsed (:class:`_Text`), and gzip detection."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import itertools
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ...exceptions import (
+    EmptyDataError,
+    FileFormatError,
+    FileTooLargeError,
+    InvalidParameterError,
+    MissingFileError,
+)
+
+
+DEFAULT_MAX_MB = 500
+MAX_MB_ENV = "KMVIZ_MAX_UPLOAD_MB"
+
+# ASCII unit separator: stands in for MovieLens' two-character '::' so pandas' C parser can
+# read .dat files (multi-character separators force its much slower Python engine).
+_UNIT_SEP = "\x1f"
+
+#: Bytes read at a time when checking a file.
+_BLOCK = 1 << 20
+
+_BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def max_upload_bytes(max_bytes=None) -> int:
+    """The size limit in bytes: ``max_bytes`` if given, else ``$KMVIZ_MAX_UPLOAD_MB``, else 500 MB.
+
+    The same limit caps a file on disk, the uncompressed size of a gzip stream and the total
+    uncompressed size of a zip archive's members.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the limit or the environment variable is not a positive number.
+    """
+    if max_bytes is not None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float, np.number)) \
+                or not max_bytes > 0:
+            raise InvalidParameterError(
+                f"The 'max_bytes' parameter must be a positive number. Got {max_bytes!r} instead.")
+        return int(max_bytes)
+    env = os.environ.get(MAX_MB_ENV)
+    if env is None or env.strip() == "":
+        return DEFAULT_MAX_MB * 1024 * 1024
+    try:
+        mb = float(env)
+    except ValueError:
+        mb = float("nan")
+    if not mb > 0 or not np.isfinite(mb):
+        raise InvalidParameterError(
+            f"The environment variable {MAX_MB_ENV} must be a positive number of megabytes. "
+            f"Got {env!r} instead.")
+    return int(mb * 1024 * 1024)
+
+
+def _format_size(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def _too_large(what: str, size: int, limit: int, path) -> FileTooLargeError:
+    return FileTooLargeError(
+        f"{what} {_format_size(size)}, over the limit of {_format_size(limit)}", path=path,
+        expected=f"at most {_format_size(limit)}",
+        fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}, or use a smaller sample")
+
+
+def check_file(path, *, max_bytes=None) -> Path:
+    """Check that ``path`` is an existing, non-empty file under the size limit, before reading.
+
+    Parameters
+    ----------
+    path : str or Path
+    max_bytes : int, optional
+        The size limit (see :func:`max_upload_bytes`).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    MissingFileError, FileFormatError, FileTooLargeError, EmptyDataError
+    """
+    path = Path(path)
+    if not path.exists():
+        raise MissingFileError("file not found", path=path, expected="an existing file",
+                               fix="check the path and the working directory")
+    if not path.is_file():
+        raise FileFormatError("is not a regular file", path=path, expected="a file")
+    limit = max_upload_bytes(max_bytes)
+    size = os.path.getsize(path)
+    if size > limit:
+        raise _too_large("the file is", size, limit, path)
+    if size == 0:
+        raise EmptyDataError("the file is empty (0 bytes)", path=path,
+                             expected="one rating per line", fix="choose the right file")
+    return path
+
+
+def _check_encoding(encoding: str) -> str:
+    try:
+        return codecs.lookup(encoding).name
+    except (LookupError, TypeError):
+        raise InvalidParameterError(
+            f"The 'encoding' parameter must name a text encoding such as 'utf-8' or "
+            f"'latin-1'. Got {encoding!r} instead.") from None
+
+
+class _Text:
+    """A checked text file, read in pieces: it is never held whole in memory.
+
+    ``encoding`` is the one that decodes the whole file; ``replace_colons`` turns MovieLens'
+    ``::`` separators into :data:`_UNIT_SEP` on the fly.
+    """
+
+    def __init__(self, path: Path, encoding: str, size: int, replace_colons: bool = False):
+        self.path = path
+        self.encoding = encoding
+        self.size = size
+        self.replace_colons = replace_colons
+
+    @property
+    def pandas_encoding(self) -> str:
+        return "utf-8-sig" if self.encoding == "utf-8" else self.encoding
+
+    def open_binary(self):
+        raw = open(self.path, "rb")
+        if not self.replace_colons:
+            return raw
+        return io.BufferedReader(_ColonsReader(raw), buffer_size=_BLOCK)
+
+    def lines(self, start: int = 0, *, raw: bool = False):
+        """Yield (1-based line number, line) lazily, from line ``start + 1`` on."""
+        with open(self.path, encoding=self.pandas_encoding, errors="replace",
+                  newline=None) as f:
+            for k, line in enumerate(f):
+                if k >= start:
+                    line = line.rstrip("\r\n")
+                    if self.replace_colons and not raw:
+                        line = line.replace("::", _UNIT_SEP)
+                    yield k + 1, line
+
+    def nonblank(self, start: int = 0, limit: int | None = None, *, raw: bool = False):
+        """The first ``limit`` non-blank lines after line ``start``, with their numbers."""
+        found = ((n, ln) for n, ln in self.lines(start, raw=raw) if ln.strip())
+        return list(itertools.islice(found, limit))
+
+    def line(self, number: int) -> str:
+        """The text of line ``number`` (1-based); only needed to explain an error."""
+        return next((ln for _, ln in self.lines(number - 1)), "")
+
+
+class _ColonsReader(io.RawIOBase):
+    """A binary stream with every ``::`` replaced by the unit separator, block by block.
+
+    A trailing run of ``:`` is held back until the next block, so no pair is split.
+    """
+
+    def __init__(self, raw):
+        self._raw = raw
+        self._out = b""
+        self._tail = b""
+        self._eof = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._out and not self._eof:
+            data = self._raw.read(_BLOCK)
+            if not data:
+                self._eof = True
+                data, self._tail = self._tail, b""
+            else:
+                data = self._tail + data
+                body = data.rstrip(b":")
+                data, self._tail = body, data[len(body):]
+            self._out = data.replace(b"::", _UNIT_SEP.encode())
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def close(self):
+        self._raw.close()
+        super().close()
+
+
+def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
+    """Check a text file in 1 MB blocks: size, binary content, decoding, not blank.
+
+    NUL bytes mean binary content (a spreadsheet, an archive, an image) and are reported
+    with their line before any parsing; so are bytes that ``encoding`` cannot decode, unless
+    a ``fallback`` encoding is given (then the whole file is read with it).
+    """
+    path = check_file(path, max_bytes=max_bytes)
+    enc = _check_encoding(encoding)
+    decoding = True
+    content = False
+    newlines = 0  # newlines in the bytes checked so far
+    carry = b""   # the last, unfinished line
+    first = True
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(_BLOCK)
+            nul = block.find(b"\x00")
+            if nul >= 0:
+                raise FileFormatError(
+                    f"found binary content (a NUL byte at offset {f.tell() - len(block) + nul})",
+                    path=path, line=newlines + block.count(b"\n", 0, nul) + 1,
+                    expected="a plain-text file",
+                    fix="export the data as CSV/TSV text (spreadsheets and archives are not "
+                        "read directly; zip and gzip files are, by their .zip and .gz names)")
+            if block:
+                data = carry + block
+                cut = data.rfind(b"\n") + 1
+                piece, carry = data[:cut], data[cut:]
+            else:
+                piece, carry = carry, b""
+            if first and piece.startswith(_BOM):
+                piece = piece[len(_BOM):]
+            if piece:
+                first = False
+            if decoding and piece:
+                try:
+                    piece.decode(enc)
+                except UnicodeDecodeError as e:
+                    if fallback is None:
+                        raise FileFormatError(
+                            f"found bytes that are not valid {encoding} text "
+                            f"({piece[e.start:e.start + 4]!r})", path=path,
+                            line=newlines + piece.count(b"\n", 0, e.start) + 1,
+                            expected=f"a {encoding} text file",
+                            fix="save the file as UTF-8, or pass encoding='latin-1'") from None
+                    enc = _check_encoding(fallback)
+                    decoding = False  # a single-byte fallback decodes everything
+            if not content and piece.strip():
+                content = True
+            newlines += piece.count(b"\n")
+            if not block and not carry:
+                break
+    if not content:
+        raise EmptyDataError("the file holds only blank lines", path=path,
+                             expected="one rating per line")
+    return _Text(path, enc, os.path.getsize(path))
+
+
+def read_text(path, *, encoding="utf-8", max_bytes=None) -> str:
+    """Read a small text file whole after checking it (see :func:`check_file`).
+
+    The loaders stream their files instead; this is for callers that want the text.
+    A UTF-8 byte-order mark is dropped.
+
+    Raises
+    ------
+    MissingFileError, FileTooLargeError, EmptyDataError, FileFormatError
+    """
+    src = _scan(path, encoding=encoding, max_bytes=max_bytes)
+    text = Path(src.path).read_bytes().decode(src.encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
