@@ -13,10 +13,10 @@ from kmviz.viz.convergence import DEFAULT_METRICS
 init_state()
 collect_finished_job()
 st.title("Convergence")
-st.caption("One line per run, one point per outer iteration (for KM, one BCD iteration of "
-           "Alg. 4). The dashed line, where shown, is the mean predictor (every rating "
-           "predicted by the training mean): a model below it has learned something beyond "
-           "the average.")
+st.caption("One line per run, one point per outer iteration of the family's solver (its own "
+           "word for it labels the x axis). The dashed line, where shown, is the mean "
+           "predictor (every rating predicted by the training mean): a model below it has "
+           "learned something beyond the average.")
 
 c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
 with c1:
@@ -46,7 +46,7 @@ def _panels():
         # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
         metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
     st.plotly_chart(convergence_figure(shown, metrics=metrics, baselines=baselines,
-                                           log_y=log_y, **options))
+                                       log_y=log_y, **options))
     if not baselines and first is not None:
         st.caption("No mean-predictor line for this run: its family does not define one "
                    "(or the run's data are not at hand).")

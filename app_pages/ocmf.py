@@ -30,7 +30,7 @@ labels = fam.metric_labels()
 rows, always_zero = objective_panels(run.trace)
 for row in rows:
     st.plotly_chart(convergence_figure({run.label: run.trace}, metrics=row,
-                                           **fam.figure_options("convergence")))
+                                       **fam.figure_options("convergence")))
 if always_zero:
     st.caption(" and ".join(labels.get(c, (c,))[0] for c in always_zero) +
                " stayed 0 at every iteration (with λ_g = 0 or no user graph there is no "

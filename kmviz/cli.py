@@ -11,7 +11,9 @@
 
 FAMILY is any registered model family (``kmviz train --help`` lists them, including those
 of installed distributions' ``kmviz.families`` entry points); each setting of its estimator
-is an option. Mistakes a user can make (an unknown dataset, a bad option, a missing run) end with one line
+is an option.
+
+Mistakes a user can make (an unknown dataset, a bad option, a missing run) end with one line
 ``error: ...`` on stderr and exit code 2; anything else is a bug and keeps its traceback.
 Heavy modules (pandas, the model kernels) are imported by the commands that need them, so
 ``kmviz --help`` answers at once.

@@ -40,7 +40,7 @@ def _trace(n=3, seed=0):
 
 def test_convergence_overlays_runs_per_metric():
     fig = convergence_figure({"run A": _trace(3), "run B": _trace(4, seed=1)},
-                                 **FIGURE_OPTIONS["convergence"])
+                             **FIGURE_OPTIONS["convergence"])
     assert fig.layout.title.text == "Convergence per BCD iteration"
     assert len(fig.data) == 2 * 3  # two runs x three metrics
     names = {tr.name for tr in fig.data}

@@ -186,8 +186,8 @@ def test_convergence_baseline_key_alias_and_new_column_wins():
 
 def test_convergence_labels_from_the_family():
     fig = convergence_figure({"r": _metric_trace()},
-                                 labels={"objective": ("Objective of (2)", "SSE"),
-                                         "train_rmse": "RMSE on p"})
+                             labels={"objective": ("Objective of (2)", "SSE"),
+                                     "train_rmse": "RMSE on p"})
     assert [a.text for a in fig.layout.annotations] == [
         "RMSE on p", "Objective of (2)", "Validation NRMSE"]
     assert fig.layout.yaxis2.title.text == "SSE"
