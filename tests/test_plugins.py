@@ -194,6 +194,25 @@ def test_a_broken_entry_point_warns_with_its_distribution_and_is_left_out(tmp_pa
         families.get("broken")
 
 
+def test_an_entry_point_may_give_a_family_object_but_not_a_taken_name(tmp_path, on_path):
+    (tmp_path / "kmviz_dupfamily.py").write_text(
+        "from kmviz.families import Family\n"
+        "TAKEN = Family(name='km', title='Another KM', estimator='x:Y', summary='', "
+        "metrics=())\n"
+        "EXTRA = Family(name='extra', title='Extra', estimator='kmviz_dupfamily:Nothing', "
+        "summary='', metrics=())\n")
+    (tmp_path / "kmviz_dupfamily-0.1.dist-info").mkdir()
+    (tmp_path / "kmviz_dupfamily-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: kmviz-dupfamily\nVersion: 0.1\n")
+    (tmp_path / "kmviz_dupfamily-0.1.dist-info" / "entry_points.txt").write_text(
+        "[kmviz.families]\nkm = kmviz_dupfamily:TAKEN\nextra = kmviz_dupfamily:EXTRA\n")
+    on_path(tmp_path)
+    with pytest.warns(families.FamilyLoadWarning, match="'kmviz-dupfamily'.*already registered"):
+        assert families.get("extra").title == "Extra"  # a Family object works as well
+    assert families.get("km").title == "Kolmogorov model (KM)"  # the built-in one stays
+    sys.modules.pop("kmviz_dupfamily", None)
+
+
 def test_entry_points_are_read_lazily_and_once(monkeypatch):
     import importlib.metadata as md
 
