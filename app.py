@@ -1,13 +1,15 @@
 """kmviz Streamlit entry point: page config and the navigation, built from the family registry.
 
 Shared pages first (Home, Data, Train, Runs, Convergence), then one section per registered
-model family with its own Explore pages. The page files live in app_pages/ (not pages/, which
-Streamlit would also list on its own before this navigation runs).
+model family with its own Explore pages (files, or functions of a family's package, such as
+one installed through the ``kmviz.families`` entry point). The page files live in app_pages/
+(not pages/, which Streamlit would also list on its own before this navigation runs).
 """
 
 import streamlit as st
 
 from kmviz import families
+from kmviz.ui.pages import explore_sections
 from kmviz.ui.training import background_warm_up
 
 st.set_page_config(page_title="kmviz", page_icon=":material/hub:", layout="wide")
@@ -22,8 +24,7 @@ pages = {
         st.Page("app_pages/convergence.py", title="Convergence", icon=":material/show_chart:"),
     ],
 }
-for fam in families.all_families():
-    pages[fam.title] = [st.Page(p.path, title=p.title, icon=p.icon,
-                                url_path=p.path.rsplit("/", 1)[-1].removesuffix(".py"))
-                        for p in fam.explore]
+pages.update(explore_sections())  # files of app_pages/ or functions of a family's package
+for problem in families.load_problems():  # an installed family that failed to load
+    st.warning(problem, icon=":material/extension_off:")
 st.navigation(pages).run()

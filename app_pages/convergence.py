@@ -7,16 +7,16 @@ from kmviz import families
 from kmviz.ui.state import init_state
 from kmviz.ui.views import (LIVE, collect_finished_job, get_trace, mean_predictor_lines,
                             running_job, trace_picker)
-from kmviz.viz import bcd_convergence_figure
-from kmviz.viz.convergence import BCD_METRICS
+from kmviz.viz import convergence_figure
+from kmviz.viz.convergence import DEFAULT_METRICS
 
 init_state()
 collect_finished_job()
 st.title("Convergence")
-st.caption("One line per run, one point per outer iteration (for KM, one BCD iteration of "
-           "Alg. 4). The dashed line, where shown, is the mean predictor (every rating "
-           "predicted by the training mean): a model below it has learned something beyond "
-           "the average.")
+st.caption("One line per run, one point per outer iteration of the family's solver (its own "
+           "word for it labels the x axis). The dashed line, where shown, is the mean "
+           "predictor (every rating predicted by the training mean): a model below it has "
+           "learned something beyond the average.")
 
 c1, c2 = st.columns([4, 1], vertical_alignment="bottom")
 with c1:
@@ -39,14 +39,14 @@ def _panels():
         family, baselines = mean_predictor_lines(first)
     elif running_job() is not None:
         family = families.get(running_job().family)
-    metrics = list(BCD_METRICS)
+    metrics = list(DEFAULT_METRICS)
     options = {}  # the family's metric names and its word for an iteration
     if family is not None:
-        options = family.figure_options("bcd_convergence")
+        options = family.figure_options("convergence")
         # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
         metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
-    st.plotly_chart(bcd_convergence_figure(shown, metrics=metrics, baselines=baselines,
-                                           log_y=log_y, **options))
+    st.plotly_chart(convergence_figure(shown, metrics=metrics, baselines=baselines,
+                                       log_y=log_y, **options))
     if not baselines and first is not None:
         st.caption("No mean-predictor line for this run: its family does not define one "
                    "(or the run's data are not at hand).")

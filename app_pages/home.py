@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kmviz import families
+from kmviz.data import get_dataset
 from kmviz.ui.datasets import ensure_dataset, quick_start
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
@@ -23,29 +24,32 @@ for fam in families.all_families():
         st.caption("Explore pages: " + ", ".join(p.title for p in fam.explore))
 
 st.subheader("Try it in three steps")
+demo_family = next((f for f in families.all_families() if f.demo_dataset), None)
+demo = get_dataset(demo_family.demo_dataset) if demo_family else None
 c1, c2, c3 = st.columns(3)
 with c1:
     st.markdown("**1. Data**: MovieLens latest-small (100k ratings) is loaded already. "
-                "Switch to a small synthetic set with a planted KM, pick Gapminder (for "
-                "Kernel MC) or Boston housing (for gFM), or load your own file on the Data "
-                "page.")
-    planted = st.button("Use a planted KM set instead", key="home_planted",
-                        icon=":material/science:")
+                + (f"Switch to {demo.title} (made for {demo_family.short or demo_family.title}), "
+                   if demo else "")
+                + "pick another built-in set, or load your own file on the Data page.")
+    planted = demo is not None and st.button(
+        f"Use {demo.title} instead", key="home_planted", icon=":material/science:")
     st.page_link("app_pages/data.py", label="Data", icon=":material/database:")
 with c2:
     st.markdown("**2. Train**: pick a family and its settings (the defaults work), press "
-                "Train, watch the progress and stop whenever you like. The KM default is "
-                "the fast solver, a semismooth Newton method on the dual of each binary QP.")
+                "Train, watch the progress and stop whenever you like.")
     st.page_link("app_pages/train.py", label="Train", icon=":material/model_training:")
 with c3:
-    st.markdown("**3. Explore** convergence and the family's own views (for KM: the dual "
-                "GD, phases, Lanczos bounds and the implication graph); compare saved runs.")
+    first = families.all_families()[0]
+    st.markdown("**3. Explore** convergence and the family's own views (for "
+                f"{first.short or first.title}: "
+                f"{', '.join(p.title for p in first.explore) or 'none'}); compare saved runs.")
     st.page_link("app_pages/convergence.py", label="Convergence", icon=":material/show_chart:")
     st.page_link("app_pages/runs.py", label="Runs", icon=":material/history:")
 
 if planted:
     with user_errors("loading the dataset") as outcome:
-        quick_start("planted-km")
+        quick_start(demo.name)
     if outcome.ok:
         st.switch_page("app_pages/train.py")
 

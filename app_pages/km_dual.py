@@ -4,7 +4,7 @@ import streamlit as st
 
 from kmviz import families
 from kmviz.km.analysis import dual_summary
-from kmviz.ui import km
+from kmviz.ui.families import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run

@@ -7,13 +7,12 @@ import streamlit as st
 from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
 from kmviz.km import mining
-from kmviz.ui import km
+from kmviz.km.figures import ego_graph_figure, implication_graph_figure, influence_figure
+from kmviz.ui.families import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.text import md_escape, pieces_markdown
 from kmviz.ui.views import collect_finished_job, require_run
-from kmviz.viz import implication_graph_figure, influence_figure
-from kmviz.viz.implications import ego_graph_figure
 
 init_state()
 collect_finished_job("km")

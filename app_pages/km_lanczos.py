@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from kmviz.ui import km
+from kmviz.km.figures import lanczos_bounds_figure, ritz_values_figure
+from kmviz.ui.families import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run
-from kmviz.viz import lanczos_bounds_figure, ritz_values_figure
 
 init_state()
 collect_finished_job("km")

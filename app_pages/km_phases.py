@@ -4,7 +4,7 @@ import streamlit as st
 
 from kmviz import families
 from kmviz.km import KolmogorovModel
-from kmviz.ui.km import phase_metrics
+from kmviz.ui.families.km import phase_metrics
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, trace_picker
 from kmviz.viz import evd_savings_figure, phase_share_figure, phase_time_figure

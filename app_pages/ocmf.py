@@ -11,7 +11,7 @@ from kmviz.ocmf.analysis import (objective_panels, tron_trace, user_recommendati
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run
-from kmviz.viz import bcd_convergence_figure, phase_time_figure
+from kmviz.viz import convergence_figure, phase_time_figure
 
 GRIDS = "ocmf_grids"  # (run_id, rhos, lambdas) -> rho x lambda table of validation p@5
 
@@ -29,8 +29,8 @@ st.caption("L+ sums the loss over the observed positives; L- is the weighted squ
 labels = fam.metric_labels()
 rows, always_zero = objective_panels(run.trace)
 for row in rows:
-    st.plotly_chart(bcd_convergence_figure({run.label: run.trace}, metrics=row,
-                                           **fam.figure_options("bcd_convergence")))
+    st.plotly_chart(convergence_figure({run.label: run.trace}, metrics=row,
+                                       **fam.figure_options("convergence")))
 if always_zero:
     st.caption(" and ".join(labels.get(c, (c,))[0] for c in always_zero) +
                " stayed 0 at every iteration (with λ_g = 0 or no user graph there is no "

@@ -11,7 +11,7 @@ from kmviz.ui.state import (NOT_YOURS, StateKeys, forget_run, init_state, manage
                             session_runs, shared_runs)
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import TRAIN_PAGE, collect_finished_job, get_trace, saved_runs_frame
-from kmviz.viz import bcd_convergence_figure, phase_time_figure
+from kmviz.viz import convergence_figure, phase_time_figure
 
 init_state()
 collect_finished_job()
@@ -59,8 +59,8 @@ with user_errors("reading the run"):
     run = RunStore().load(rid)
     fam = families.get(run.family) if run.family in families.names() else None
     phase_opts = fam.figure_options("phase_time") if fam else {}
-    figs = {"Convergence": bcd_convergence_figure(
-        {run.label: run.trace}, **(fam.figure_options("bcd_convergence") if fam else {})),
+    figs = {"Convergence": convergence_figure(
+        {run.label: run.trace}, **(fam.figure_options("convergence") if fam else {})),
         "Time per phase": phase_time_figure(run.trace, **phase_opts)}
     c = st.columns(5)
     c[0].download_button("Trace CSV", ru.trace_csv(run.trace), f"{rid}-trace.csv",
@@ -135,6 +135,6 @@ if chosen:
     one = families.get(next(iter(fams))) if len(fams) == 1 and (
         next(iter(fams)) in families.names()) else None
     traces = {labels[r]: get_trace(r) for r in chosen}
-    st.plotly_chart(bcd_convergence_figure(
-        traces, **(one.figure_options("bcd_convergence") if one else {})))
+    st.plotly_chart(convergence_figure(
+        traces, **(one.figure_options("convergence") if one else {})))
     st.dataframe(table)

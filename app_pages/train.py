@@ -11,6 +11,7 @@ import streamlit as st
 
 from kmviz import families
 from kmviz.ui.forms import params_form
+from kmviz.ui.pages import link_target
 from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.training import request_training, start_requested_job, warm_up
@@ -74,4 +75,4 @@ if run is not None:
     cols = st.columns(1 + len(fam.explore))
     cols[0].page_link(CONVERGENCE_PAGE, label="Convergence", icon=":material/show_chart:")
     for col, page in zip(cols[1:], fam.explore):
-        col.page_link(page.path, label=page.title, icon=page.icon)
+        col.page_link(link_target(page), label=page.title, icon=page.icon)

@@ -3,9 +3,25 @@
 Everything generic (the Train page and its form, the run label, the Runs table's metric
 columns, the CLI's ``kmviz train FAMILY``, the app's navigation, the estimator contract tests)
 reads this registry; no other module outside a family's own package says "km". Adding a
-family means a package under ``kmviz/`` (an estimator on :class:`kmviz._base.IterativeEstimator`
-with declared ``_parameter_constraints``, ``evaluate``, ``_fitted_arrays`` and
-``_from_fitted_arrays``), one :class:`Family` entry below, and its Explore pages.
+family means a package (an estimator on :class:`kmviz._base.IterativeEstimator` with declared
+``_parameter_constraints``, ``evaluate``, ``_fitted_arrays`` and ``_from_fitted_arrays``), one
+:class:`Family` entry, and its Explore pages; :func:`kmviz.testing.check_family` checks it.
+
+Two ways in:
+
+- kmviz's own families are registered in code at the end of this module (no metadata scan
+  for them, and they work from a source checkout that was never installed);
+- a family that lives in its own installed distribution declares an entry point in the group
+  ``kmviz.families`` (:data:`ENTRY_POINT_GROUP`) whose object is a :class:`Family` or a
+  callable returning one::
+
+      [project.entry-points."kmviz.families"]
+      toy = "toyfamily:FAMILY"
+
+  Entry points are read once, on the first lookup (:func:`get`, :func:`all_families` ...),
+  not at import. One that fails to load (an import error, a wrong object, a name already
+  taken) is left out with a :class:`FamilyLoadWarning` naming its distribution, and the
+  message is kept in :func:`load_problems` for the app to show; the others still load.
 
 Estimators are imported lazily (``"module:Class"``), so ``kmviz --help`` stays fast.
 """
@@ -13,18 +29,59 @@ Estimators are imported lazily (``"module:Class"``), so ``kmviz --help`` stays f
 from __future__ import annotations
 
 import importlib
+import sys
+import warnings
 from dataclasses import dataclass, field
 
 from .exceptions import InvalidParameterError
 
+#: The entry-point group through which installed distributions add families.
+ENTRY_POINT_GROUP = "kmviz.families"
+
+
+class FamilyLoadWarning(UserWarning):
+    """An installed family (entry point) could not be loaded; the app runs without it."""
+
+
+def _import_object(spec: str, what: str):
+    """The object named by ``"module:attribute"`` (the attribute may be dotted)."""
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"{what} must be 'module:name'; got {spec!r}.")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
 
 @dataclass(frozen=True)
 class ExplorePage:
-    """One page of a family's Explore section (a file under ``app_pages/``)."""
+    """One page of a family's Explore section.
+
+    ``path`` is either a file of the app (``"app_pages/km_dual.py"``) or a function of the
+    family's package (``"toyfamily.pages:explore"``, called with no arguments to render the
+    page; what a family installed on its own uses, since it has no file under the app).
+    """
 
     path: str
     title: str
     icon: str = ":material/insights:"
+
+    @property
+    def is_function(self) -> bool:
+        """Whether the page is a function (``"module:function"``) rather than a file."""
+        return ":" in self.path and not self.path.endswith(".py")
+
+    @property
+    def url_path(self) -> str:
+        """The page's URL path in the app: the file's stem, or the function's name."""
+        if self.is_function:
+            return self.path.rpartition(":")[2].rpartition(".")[2].replace("_", "-")
+        return self.path.rsplit("/", 1)[-1].removesuffix(".py")
+
+    def target(self):
+        """What ``st.Page`` takes: the file path, or the function (imported now)."""
+        return _import_object(self.path, "an Explore page") if self.is_function else self.path
 
 
 @dataclass(frozen=True)
@@ -63,6 +120,13 @@ class Family:
         Numba kernels (the app runs it at start-up in a child process); optional.
     reference : str
         The paper the family implements (markdown, one line), for the Home page.
+    suggestions : str
+        ``"module:NAME"`` of a dict catalogue dataset name ->
+        :class:`kmviz.data.catalogue.Suggestion`: settings measured on that dataset (the
+        Train page offers them). Optional.
+    demo_dataset : str
+        A catalogue dataset that shows the family at its best in a few seconds (the Home
+        page's quick start uses the first family's). Optional.
     """
 
     name: str
@@ -79,10 +143,17 @@ class Family:
     cli_aliases: dict = field(default_factory=dict)
     warmup: str = ""
     reference: str = ""
+    suggestions: str = ""
+    demo_dataset: str = ""
 
     def estimator_class(self):
-        module, _, attr = self.estimator.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return _import_object(self.estimator, f"the estimator of family {self.name!r}")
+
+    def suggested(self) -> dict:
+        """Dataset name -> :class:`~kmviz.data.catalogue.Suggestion` (``suggestions``)."""
+        if not self.suggestions:
+            return {}
+        return dict(_import_object(self.suggestions, f"the suggestions of {self.name!r}"))
 
     def make(self, params: dict | None = None):
         """A new estimator with ``params``; unknown names are refused with the valid ones."""
@@ -124,18 +195,73 @@ class Family:
 
 
 _FAMILIES: dict[str, Family] = {}
+#: Names registered from entry points (forgotten by :func:`reset_entry_points`).
+_FROM_ENTRY_POINTS: list[str] = []
+_PROBLEMS: list[str] = []
+_ENTRY_POINTS_READ = False
 
 
 def register(family: Family) -> Family:
     """Add a family to the registry (its name must be new)."""
+    if not isinstance(family, Family):
+        raise TypeError(f"register() takes a kmviz.families.Family; got {type(family).__name__}.")
     if family.name in _FAMILIES:
         raise ValueError(f"a family named {family.name!r} is already registered")
     _FAMILIES[family.name] = family
     return family
 
 
+def _load_entry_points() -> None:
+    """Register the families of the installed distributions' entry points, once."""
+    global _ENTRY_POINTS_READ
+    if _ENTRY_POINTS_READ:
+        return
+    _ENTRY_POINTS_READ = True
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(point, "dist", None), "name", None) or "an unknown distribution"
+        try:
+            obj = point.load()
+            family = obj if isinstance(obj, Family) else obj() if callable(obj) else obj
+            if not isinstance(family, Family):
+                raise TypeError(f"it gives a {type(family).__name__}, not a "
+                                "kmviz.families.Family (or a callable returning one)")
+            register(family)
+        except Exception as exc:  # a broken plug-in must not break kmviz
+            message = (f"The model family {point.name!r} of the installed distribution "
+                       f"{dist!r} (entry point {point.value!r} in group "
+                       f"{ENTRY_POINT_GROUP!r}) could not be loaded and is left out: "
+                       f"{type(exc).__name__}: {exc}")
+            _PROBLEMS.append(message)
+            warnings.warn(message, FamilyLoadWarning, stacklevel=3)
+        else:
+            _FROM_ENTRY_POINTS.append(family.name)
+
+
+def reset_entry_points() -> None:
+    """Forget the families loaded from entry points, so that the next lookup reads them again.
+
+    A test hook: after installing a distribution into a directory put on ``sys.path`` (and
+    ``importlib.invalidate_caches()``), call this to see its families in the same process.
+    """
+    global _ENTRY_POINTS_READ
+    for name in _FROM_ENTRY_POINTS:
+        _FAMILIES.pop(name, None)
+    _FROM_ENTRY_POINTS.clear()
+    _PROBLEMS.clear()
+    _ENTRY_POINTS_READ = False
+
+
+def load_problems() -> list[str]:
+    """Messages of the entry points that failed to load (empty when all loaded)."""
+    _load_entry_points()
+    return list(_PROBLEMS)
+
+
 def get(name: str) -> Family:
     """The registered family ``name``, or an error listing the known ones."""
+    _load_entry_points()
     try:
         return _FAMILIES[name]
     except KeyError:
@@ -144,22 +270,37 @@ def get(name: str) -> Family:
 
 
 def all_families() -> list[Family]:
+    _load_entry_points()
     return list(_FAMILIES.values())
 
 
 def names() -> list[str]:
+    _load_entry_points()
     return list(_FAMILIES)
 
 
 def family_of(model) -> Family:
-    """The registered family of an estimator instance."""
-    for fam in _FAMILIES.values():
-        module, _, attr = fam.estimator.partition(":")
-        if type(model).__name__ == attr and type(model).__module__.startswith(
-                module.rsplit(".", 1)[0]):
-            return fam
+    """The registered family whose estimator is the class of ``model`` (exactly: the same
+    class object, not a subclass and not a class of the same name in another module), or
+    the one whose estimator is the nearest base class of a subclass."""
+    _load_entry_points()
+    cls = type(model)
+    # a family whose estimator module was never imported cannot have made ``model``: look
+    # at the imported ones first, and import the others only if none matches
+    loaded = [f for f in _FAMILIES.values() if f.estimator.partition(":")[0] in sys.modules]
+    for group in (loaded, [f for f in _FAMILIES.values() if f not in loaded]):
+        classes = []
+        for fam in group:
+            try:
+                classes.append((fam, fam.estimator_class()))
+            except (ImportError, AttributeError, ValueError):
+                continue
+        for klass in cls.__mro__:
+            for fam, estimator in classes:
+                if klass is estimator:
+                    return fam
     raise InvalidParameterError(
-        f"{type(model).__name__} is not the estimator of a registered family "
+        f"{cls.__module__}.{cls.__name__} is not the estimator of a registered family "
         f"({', '.join(_FAMILIES)}).")
 
 
@@ -187,6 +328,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
+    demo_dataset="planted-km",
     reference=("Duan, Ghauch, Kim, *Dual optimization for Kolmogorov model learning using "
                "enhanced gradient descent*, IEEE TSP 2022 "
                "([doi:10.1109/TSP.2022.3150953](https://doi.org/10.1109/TSP.2022.3150953))"),
@@ -212,6 +354,8 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.ocmf.warmup",
+    suggestions="kmviz.ocmf.suggested:SUGGESTIONS",
+    demo_dataset="movielens-small",
     reference=("Yu, Huang, Dhillon, Lin, *A unified algorithm for one-class structured matrix "
                "factorization with side information*, AAAI 2017"),
 ))
@@ -248,6 +392,8 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.kmc.warmup",
+    suggestions="kmviz.kmc.suggested:SUGGESTIONS",
+    demo_dataset="gapminder",
     reference=("Giménez-Febrer, *Matrix completion with prior information in reproducing "
                "kernel Hilbert spaces*, PhD thesis, Universitat Politècnica de Catalunya, 2020"),
 ))
@@ -276,6 +422,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "n_passes"},
     warmup="kmviz.gfm.warmup",
+    demo_dataset="boston",
     reference=("Lin, Ye, *A non-convex one-pass framework for generalized factorization "
                "machine and rank-one matrix sensing*, NIPS 2016"),
 ))

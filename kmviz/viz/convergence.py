@@ -1,7 +1,8 @@
-"""Convergence views: metrics per BCD iteration (Fig. 4) and the dual GD gap (Figs. 1-2).
+"""Convergence views: metrics per outer iteration and the dual GD gap.
 
-Model-agnostic: panel titles and phase colours come from the caller (for KM,
-:data:`kmviz.km.telemetry.FIGURE_OPTIONS`), else from the trace column names.
+Model-agnostic: panel titles, the word for an iteration and phase colours come from the
+caller (a family's ``telemetry.FIGURE_OPTIONS``, through
+:meth:`kmviz.families.Family.figure_options`), else from the trace column names.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ._theme import LINE_COLORS, color, column_label, distinct_colors, empty_fig
     method_line, plain, styled
 
 #: Generic panel and axis titles of the usual trace metrics: column -> (title, y axis).
-BCD_METRICS = {
+DEFAULT_METRICS = {
     "train_nrmse": ("Training NRMSE", "NRMSE"),
     "train_rmse": ("Training RMSE", "RMSE"),
     "objective": ("Objective", "objective value"),
@@ -51,8 +52,8 @@ def _metric_titles(metric: str, labels) -> tuple[str, str]:
         if isinstance(value, (tuple, list)):
             return (str(value[0]), str(value[1] if len(value) > 1 else value[0]))
         return str(value), str(value)
-    if metric in BCD_METRICS:
-        return BCD_METRICS[metric]
+    if metric in DEFAULT_METRICS:
+        return DEFAULT_METRICS[metric]
     name = column_label(metric)
     return name, name
 
@@ -84,15 +85,15 @@ def mean_predictor_rmse(train_values, held_values=None) -> float:
 
 
 def _word(iteration: str) -> str:
-    """An iteration's axis title without its trailing symbol ("BCD iteration τ" ->
-    "BCD iteration"), for figure titles."""
+    """An iteration's axis title without its trailing symbol ("outer iteration τ" ->
+    "outer iteration"), for figure titles."""
     head, _, last = iteration.rpartition(" ")
     return head if head and len(last) == 1 and not last.isascii() else iteration
 
 
-def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=None,
-                           log_y: bool = False, iteration: str = "BCD iteration τ") -> go.Figure:
-    """One panel per metric, one line per run, x = BCD iteration (paper Fig. 4).
+def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=None,
+                       log_y: bool = False, iteration: str = "iteration") -> go.Figure:
+    """One panel per metric, one line per run, x = the family's outer iteration.
 
     Parameters
     ----------
@@ -100,23 +101,23 @@ def bcd_convergence_figure(traces: Mapping, *, metrics=None, labels=None, baseli
         Runs to overlay; each needs an ``iteration`` column. The labels (run names: user
         text) name the legend entries and start each hover text, shown as plain text.
     metrics : sequence of str, optional
-        Trace columns to show, default those of :data:`BCD_METRICS` (``train_nrmse``,
+        Trace columns to show, default those of :data:`DEFAULT_METRICS` (``train_nrmse``,
         ``train_rmse``, ``objective``, ``validation_nrmse``); panels for columns no run has
         are dropped. ``val_nrmse`` is read as
         ``validation_nrmse`` (the newer column wins where a row has both).
     labels : mapping column -> str or (panel title, y-axis title), optional
-        Display names; default :data:`BCD_METRICS`, else the column name.
+        Display names; default :data:`DEFAULT_METRICS`, else the column name.
     baselines : mapping column -> float, optional
         The metric's value for the mean predictor (predict the training mean; see
         :func:`mean_predictor_rmse`), drawn as a dashed horizontal line "mean predictor" in
         that metric's panel.
     log_y : bool, default=False
-    iteration : str, default="BCD iteration τ"
+    iteration : str, default="iteration"
         What one row of the trace is (the x-axis title; the figure's title without a
         trailing symbol): a family's own word, such as "outer iteration" or "CG iteration".
     """
     alias = lambda m: METRIC_ALIASES.get(m, m)  # noqa: E731
-    metrics = [alias(m) for m in (metrics if metrics is not None else BCD_METRICS)]
+    metrics = [alias(m) for m in (metrics if metrics is not None else DEFAULT_METRICS)]
     metrics = list(dict.fromkeys(metrics))
     baselines = {alias(k): float(v) for k, v in (baselines or {}).items()
                  if v is not None and np.isfinite(v)}

@@ -72,7 +72,8 @@ def phase_shares(trace, labels: Mapping[str, str] | None = None) -> pd.DataFrame
 def phase_share_figure(trace, *, labels: Mapping[str, str] | None = None,
                        colors: Mapping[str, str] | None = None,
                        title: str = "Share of iterations per phase",
-                       y: str = "share of iterations (%)") -> go.Figure:
+                       y: str = "share of iterations (%)",
+                       iteration: str = "iteration") -> go.Figure:
     """Stacked bars: share of iterations in each phase, per outer iteration and overall.
 
     Parameters
@@ -84,6 +85,8 @@ def phase_share_figure(trace, *, labels: Mapping[str, str] | None = None,
         Others get distinct palette colours.
     title, y : str
         Figure title and y-axis title.
+    iteration : str, default="iteration"
+        What one row of the trace is (the x-axis title): the family's own word.
     """
     df = _frame(trace)
     cols = _phase_columns(df, labels)
@@ -100,7 +103,7 @@ def phase_share_figure(trace, *, labels: Mapping[str, str] | None = None,
                                    "iterations<extra></extra>"))
     fig.update_layout(barmode="stack")
     fig.update_xaxes(type="category")
-    return styled(fig, title=title, x="BCD iteration τ ('all' = whole run)", y=y)
+    return styled(fig, title=title, x=f"{iteration} ('all' = whole run)", y=y)
 
 
 def _has(df, col):
@@ -138,7 +141,7 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
                       colors: Mapping[str, str] | None = None,
                       nested: Mapping[str, tuple] | None = None, log_y: bool = False,
                       first_apart: bool | str = "auto",
-                      iteration: str = "BCD iteration τ") -> go.Figure:
+                      iteration: str = "iteration") -> go.Figure:
     """Stacked bars: wall time of each timed part of one outer iteration, per iteration.
 
     Parameters
@@ -162,7 +165,7 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
         Draw the first iteration in a narrow panel on its own y axis, so a slow first
         iteration (set-up, compilation) does not flatten the others. "auto" does so when its
         total exceeds :data:`FIRST_APART_RATIO` times the median of the others.
-    iteration : str, default="BCD iteration τ"
+    iteration : str, default="iteration"
         What one row of the trace is (the x-axis title): the family's own word.
     """
     word = _word(iteration)
@@ -243,7 +246,8 @@ def _phase_time_lines(df, parts, names, colours, totals, title, iteration) -> go
 
 
 def evd_savings_figure(trace, *, no_evd: Mapping[str, str] | None = None,
-                       title: str = "EVD elimination") -> go.Figure:
+                       title: str = "EVD elimination",
+                       iteration: str = "iteration") -> go.Figure:
     """Per outer iteration: dual iterations (``n_dual_iter``), those of the phases that need
     no EVD for their direction, and the EVDs computed (``n_evd``, line search included).
 
@@ -255,6 +259,8 @@ def evd_savings_figure(trace, *, no_evd: Mapping[str, str] | None = None,
         I-A, I-B and II-A of Alg. 2). Without it that bar and the share in the title are left
         out.
     title : str
+    iteration : str, default="iteration"
+        What one row of the trace is (the x-axis title): the family's own word.
     """
     df = _frame(trace)
     if df.empty or "n_evd" not in df or "n_dual_iter" not in df:
@@ -278,4 +284,4 @@ def evd_savings_figure(trace, *, no_evd: Mapping[str, str] | None = None,
     fig.update_layout(barmode="group")
     if free is not None and total.sum() > 0:
         title += f": {free.sum() / total.sum():.0%} of dual iterations need no EVD"
-    return styled(fig, title=title, x="BCD iteration τ", y="count (all items)")
+    return styled(fig, title=title, x=iteration, y="count (all items)")

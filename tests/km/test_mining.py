@@ -250,7 +250,7 @@ def test_lattice_graph_and_export():
 
 
 def test_ego_graph_figure_draws_the_rows_around_the_item_with_escaped_names():
-    from kmviz.viz.implications import ego_graph_figure
+    from kmviz.km.figures import ego_graph_figure
 
     r = _ratings(seed=9)
     names = [f"<i>film</i> {k} & co" for k in range(8)]
@@ -329,7 +329,7 @@ def test_interaction_data_counts_every_user():
 def test_graph_without_edges_puts_the_nodes_first():
     """Plotly draws no <g class="trace"> for an empty trace: the node trace must come first
     when there is no edge to hover, so the DOM's traces and the figure's stay aligned."""
-    from kmviz.viz import implication_graph_figure
+    from kmviz.km.figures import implication_graph_figure
 
     r = _ratings(seed=14)
     df = mine_implications(PSI, r)

@@ -67,7 +67,7 @@ def test_telemetry_names_every_trace_timer(split):
     assert timers <= set(PHASE_LABELS), timers - set(PHASE_LABELS)
     assert {c for c in row if c.startswith("validation_")} <= set(METRIC_LABELS)
     assert sum(row[c] for c in OBJECTIVE_PARTS) == pytest.approx(row["objective"], rel=1e-12)
-    assert set(FIGURE_OPTIONS) == {"bcd_convergence", "phase_time"}
+    assert set(FIGURE_OPTIONS) == {"convergence", "phase_time"}
 
 
 def test_warmup_compiles():

@@ -5,22 +5,25 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kmviz.km.telemetry import FIGURE_OPTIONS
-from kmviz.trace import Trace
-from kmviz.viz import (
-    bcd_convergence_figure,
-    count_distribution_figure,
-    dual_gap_figure,
-    evd_savings_figure,
+from kmviz.km.figures import (
+    filter_graph,
+    graph_layout,
     implication_graph_figure,
     influence_figure,
     lanczos_bounds_figure,
+    ritz_values_figure,
+)
+from kmviz.km.telemetry import FIGURE_OPTIONS
+from kmviz.trace import Trace
+from kmviz.viz import (
+    convergence_figure,
+    count_distribution_figure,
+    dual_gap_figure,
+    evd_savings_figure,
     phase_share_figure,
     phase_time_figure,
     rating_histogram_figure,
-    ritz_values_figure,
 )
-from kmviz.viz.implications import filter_graph, graph_layout
 from kmviz.viz.phases import phase_shares
 
 
@@ -35,9 +38,9 @@ def _trace(n=3, seed=0):
     return t
 
 
-def test_bcd_convergence_overlays_runs_per_metric():
-    fig = bcd_convergence_figure({"run A": _trace(3), "run B": _trace(4, seed=1)},
-                                 **FIGURE_OPTIONS["bcd_convergence"])
+def test_convergence_overlays_runs_per_metric():
+    fig = convergence_figure({"run A": _trace(3), "run B": _trace(4, seed=1)},
+                             **FIGURE_OPTIONS["convergence"])
     assert fig.layout.title.text == "Convergence per BCD iteration"
     assert len(fig.data) == 2 * 3  # two runs x three metrics
     names = {tr.name for tr in fig.data}
@@ -49,12 +52,12 @@ def test_bcd_convergence_overlays_runs_per_metric():
         "Training RMSE", "Objective of (2)", "Validation NRMSE"]
 
 
-def test_bcd_convergence_drops_missing_metric_and_handles_empty():
+def test_convergence_drops_missing_metric_and_handles_empty():
     t = Trace(solver="x")
     t.record(objective=1.0, train_rmse=0.1)
-    fig = bcd_convergence_figure({"a": t})
+    fig = convergence_figure({"a": t})
     assert len(fig.data) == 2
-    empty = bcd_convergence_figure({})
+    empty = convergence_figure({})
     assert len(empty.data) == 0 and "No iterations" in empty.layout.annotations[0].text
 
 
@@ -192,20 +195,17 @@ def test_influence_figure_on_a_subset_keeps_item_indices():
     assert "No items to show" in empty.layout.annotations[0].text
 
 
-def test_bcd_convergence_axes_for_a_flat_zero_run():
+def test_convergence_axes_for_a_flat_zero_run():
     t = Trace(solver="km.fast")
     for _ in range(2):
         t.record(objective=0.0, train_rmse=0.0)
-    fig = bcd_convergence_figure({"run": t})
+    fig = convergence_figure({"run": t})
     assert fig.layout.yaxis.rangemode == "nonnegative"
     assert fig.layout.xaxis.dtick == 1
 
 
 def test_graph_nodes_carry_their_first_item_for_clicks():
-    try:
-        from kmviz.ui.km import clicked_item
-    except ImportError:  # before the UI's per-family split
-        from kmviz.ui.analysis import clicked_item
+    from kmviz.ui.families.km import clicked_item
 
     fig = implication_graph_figure(_graph())
     nodes = [tr for tr in fig.data if tr.name == "item groups (same support)"][0]
@@ -221,7 +221,7 @@ def test_each_family_names_its_own_iteration_on_the_generic_figures():
     from kmviz.viz import phase_time_figure
 
     fam = families.get("ocmf")
-    fig = bcd_convergence_figure({"run": _trace(3)}, **fam.figure_options("bcd_convergence"))
+    fig = convergence_figure({"run": _trace(3)}, **fam.figure_options("convergence"))
     assert fig.layout.title.text == "Convergence per outer iteration"
     assert fig.layout.xaxis.title.text == "outer iteration"
     for log_y in (False, True):

@@ -11,7 +11,7 @@ import kmviz.viz._theme as theme
 from kmviz.km import telemetry
 from kmviz.trace import Trace
 from kmviz.viz import (
-    bcd_convergence_figure,
+    convergence_figure,
     dual_gap_figure,
     evd_savings_figure,
     phase_share_figure,
@@ -53,7 +53,7 @@ def test_telemetry_phases_match_the_solver():
 
 
 @pytest.mark.parametrize("name, func", [
-    ("bcd_convergence", bcd_convergence_figure), ("dual_gap", dual_gap_figure),
+    ("convergence", convergence_figure), ("dual_gap", dual_gap_figure),
     ("phase_share", phase_share_figure), ("phase_time", phase_time_figure),
     ("evd_savings", evd_savings_figure)])
 def test_figure_options_are_keywords_of_their_figure(name, func):
@@ -157,7 +157,7 @@ def _metric_trace(column="validation_nrmse"):
 
 @pytest.mark.parametrize("column", ["validation_nrmse", "val_nrmse"])
 def test_convergence_draws_the_mean_predictor_per_panel(column):
-    fig = bcd_convergence_figure({"run": _metric_trace(column)},
+    fig = convergence_figure({"run": _metric_trace(column)},
                                  baselines={"train_rmse": 0.31, "validation_nrmse": 0.3,
                                             "test_rmse": 9.0})
     assert [a.text for a in fig.layout.annotations] == [
@@ -176,18 +176,18 @@ def test_convergence_baseline_key_alias_and_new_column_wins():
     t = Trace(solver="x")
     t.record(objective=1.0, val_nrmse=0.9, validation_nrmse=0.2)
     t.record(objective=0.5, val_nrmse=0.8)
-    fig = bcd_convergence_figure({"old+new": t}, baselines={"val_nrmse": 0.4})
+    fig = convergence_figure({"old+new": t}, baselines={"val_nrmse": 0.4})
     val = [tr for tr in fig.data if tr.name == "old+new" and tr.xaxis == "x2"][0]
     assert list(val.y) == pytest.approx([0.2, 0.8])  # validation_nrmse first, then val_nrmse
     assert [tr.y[0] for tr in fig.data if tr.name == "mean predictor"] == [0.4]
-    none = bcd_convergence_figure({"a": _metric_trace()})
+    none = convergence_figure({"a": _metric_trace()})
     assert not [tr for tr in none.data if tr.name == "mean predictor"]
 
 
 def test_convergence_labels_from_the_family():
-    fig = bcd_convergence_figure({"r": _metric_trace()},
-                                 labels={"objective": ("Objective of (2)", "SSE"),
-                                         "train_rmse": "RMSE on p"})
+    fig = convergence_figure({"r": _metric_trace()},
+                             labels={"objective": ("Objective of (2)", "SSE"),
+                                     "train_rmse": "RMSE on p"})
     assert [a.text for a in fig.layout.annotations] == [
         "RMSE on p", "Objective of (2)", "Validation NRMSE"]
     assert fig.layout.yaxis2.title.text == "SSE"

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.io as pio
 
 from kmviz.trace import Trace
-from kmviz.viz import (bcd_convergence_figure, dual_gap_figure, implication_graph_figure,
-                       influence_figure)
+from kmviz.km.figures import implication_graph_figure, influence_figure
+from kmviz.viz import convergence_figure, dual_gap_figure
 from kmviz.viz._theme import plain
 
 EVIL = '<a href="http://z">y</a> <b>x</b> %{x} &amp; $\\alpha$'
@@ -41,7 +41,7 @@ def test_run_labels_name_the_convergence_legend_and_hover_as_text():
     t = Trace(solver="km.fast")
     t.record(objective=1.0, train_nrmse=0.3)
     t.record(objective=0.5, train_nrmse=0.2)
-    fig = bcd_convergence_figure({EVIL: t, "plain run": t})
+    fig = convergence_figure({EVIL: t, "plain run": t})
     text = _assert_inert(fig)
     lines = [tr for tr in fig.data if tr.showlegend]
     assert [tr.name for tr in lines] == [plain(EVIL), "plain run"]  # the legend: run labels

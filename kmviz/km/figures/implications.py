@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
 
-from ._theme import color, empty_figure, plain, styled
+from ...viz._theme import color, empty_figure, plain, styled
 
 MAX_ARROWS = 300  # beyond this many edges, draw plain lines (annotations get slow)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._theme import color, empty_figure, styled
+from ...viz._theme import color, empty_figure, styled
 
 #: Canonical columns of a Lanczos diagnostics frame and how they are drawn.
 CURVES = {

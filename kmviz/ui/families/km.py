@@ -14,7 +14,7 @@ from kmviz.km.interpret import influence_scores
 from kmviz.km.telemetry import PHASE_COUNT_LABELS
 from kmviz.viz.phases import phase_shares
 
-from .state import StateKeys
+from ..state import StateKeys
 
 
 def item_problem(run, item: int):
