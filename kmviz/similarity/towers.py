@@ -67,6 +67,13 @@ def tower_input(n_rows, features=None, ids=True):
     return as_input(sp.hstack(blocks, format="csr"))
 
 
+def take_rows(X, index):
+    """The input of the rows ``index``: ids for an identity tower's None input, the rows of
+    a dense or CSR matrix otherwise."""
+    index = np.asarray(index, dtype=np.int64)
+    return index if X is None else X[index]
+
+
 def _matmul(X, W):
     out = X @ W
     return np.ascontiguousarray(out)
@@ -103,11 +110,12 @@ def activate_derivative(name, Z, A):
 
 # ----------------------------------------------------------------------------- towers
 class IdentityTower:
-    """An embedding table: ``P = Theta`` (n_rows x k); the input is ignored (ids 0..n-1).
+    """An embedding table: ``P = Theta`` (n_rows x k). Its input is None (every id, in
+    order) or an int array of ids (the rows of a subsample, for the stochastic solvers).
 
-    ``vjp`` is ``vec(M)`` and ``jvp`` is ``reshape(d)``: with two identity towers the model
-    is plain matrix factorization and the all-pairs Gauss-Newton method is a joint Newton
-    method over both factor matrices.
+    ``vjp`` is ``vec(M)`` (scattered onto the given ids) and ``jvp`` the rows of ``d``: with
+    two identity towers the model is plain matrix factorization and the all-pairs
+    Gauss-Newton method is a joint Newton method over both factor matrices.
     """
 
     kind = "identity"
@@ -123,13 +131,20 @@ class IdentityTower:
         return rng.normal(0.0, self.init_scale, size=self.n_params)
 
     def forward(self, theta, X=None, cache=None):
-        return theta.reshape(self.n_rows, self.k)
+        table = theta.reshape(self.n_rows, self.k)
+        return table if X is None else table[X]
 
     def vjp(self, theta, X, cache, M):
-        return np.ascontiguousarray(M, dtype=np.float64).ravel()
+        M = np.asarray(M, dtype=np.float64)
+        if X is None:
+            return np.ascontiguousarray(M).ravel()
+        out = np.zeros((self.n_rows, self.k))
+        np.add.at(out, X, M)
+        return out.ravel()
 
     def jvp(self, theta, X, cache, d):
-        return d.reshape(self.n_rows, self.k)
+        table = d.reshape(self.n_rows, self.k)
+        return table if X is None else table[X]
 
     def layers(self, theta):
         return [("table", theta.reshape(self.n_rows, self.k), None)]

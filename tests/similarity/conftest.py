@@ -30,10 +30,12 @@ def make_tower(kind, n_rows, k, rng):
 
 
 def tiny_problem(loss="logistic", tower="mlp_elu", *, m=6, n=5, k=3, seed=0, omega=0.3,
-                 lam=0.2, imputed=-1.0, weights=False, prior=False):
+                 lam=0.2, imputed=-1.0, weights=False, prior=False, cover=False):
     rng = np.random.default_rng(seed)
     Y = rng.random((m, n)) < 0.35
     Y[0, :2] = True
+    if cover:    # every row and column has an observed pair
+        Y[np.arange(max(m, n)) % m, np.arange(max(m, n)) % n] = True
     rows, cols = np.nonzero(Y)
     labels = np.ones(rows.size) if loss == "logistic" else rng.uniform(0.5, 1.5, rows.size)
     pairs = ObservedPairs(rows, cols, m, n, labels)
