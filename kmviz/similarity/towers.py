@@ -53,10 +53,17 @@ def as_input(X):
 
 
 def tower_input(n_rows, features=None, ids=True):
-    """``[I | F]`` as CSR: one-hot id columns (when ``ids``) then the feature columns."""
+    """``[I | F]`` as CSR: one-hot id columns then the feature columns.
+
+    ``ids``: True (a column per row), False (none) or an int array of the rows that get
+    an id column (the others, cold rows, are described by their features alone)."""
     blocks = []
-    if ids:
+    if ids is True:
         blocks.append(sp.identity(n_rows, format="csr", dtype=np.float64))
+    elif ids is not False and ids is not None:
+        rows = np.asarray(ids, dtype=np.int64)
+        blocks.append(sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
+                                    shape=(n_rows, rows.size)))
     if features is not None:
         F = features if sp.issparse(features) else np.asarray(features, dtype=np.float64)
         if F.shape[0] != n_rows:

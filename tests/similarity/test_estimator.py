@@ -1,0 +1,152 @@
+"""SimilarityLearning: recovery on planted data, the loop contract, inputs and persistence."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from kmviz import metrics
+from kmviz._base import clone
+from kmviz._params import docstring_mismatches
+from kmviz.exceptions import DataError, InvalidParameterError, NotFittedError
+from kmviz.ocmf import make_planted_pu, popularity_scores
+from kmviz.similarity import SOLVERS, SimilarityLearning, relative_objective_difference
+
+QUICK = dict(k=8, max_iter=8, omega=0.1, lambda_=1.0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def planted():
+    ratings, truth = make_planted_pu(300, 200, 4, n_user_features=6, n_item_features=4,
+                                     feature_share=0.8, density=0.06, random_state=0)
+    train, test = ratings.split(0.1, random_state=1)
+    return ratings, train, test
+
+
+@pytest.fixture(scope="module")
+def fitted(planted):
+    _, train, test = planted
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return SimilarityLearning(**QUICK).fit(train, validation=test)
+
+
+def _popularity_p5(train, test):
+    return metrics.ranking_metrics(popularity_scores(train), test.csr, ks=(5,),
+                                   exclude=train.csr)["precision@5"]
+
+
+def test_docstring_agrees_with_the_declarations():
+    assert docstring_mismatches(SimilarityLearning) == []
+
+
+def test_planted_recovery_beats_popularity(planted, fitted):
+    _, train, test = planted
+    scores = fitted.evaluate(test)
+    assert scores["precision_at_5"] > 1.3 * _popularity_p5(train, test)
+    assert set(scores) >= {"precision_at_1", "precision_at_5", "map_at_5", "ndcg_at_5"}
+    # the paper's MAP@5 is the mean of P@K, K = 1..5
+    assert min(scores[f"precision_at_{k}"] for k in (1, 3, 5)) - 1e-12 <= scores["map_at_5"]
+    assert fitted.score(test) == scores["map_at_5"]
+
+
+def test_trace_rows(fitted):
+    tr = fitted.trace_
+    assert tr.solver == "similarity.newton"
+    row = tr.rows[0]
+    for name in ("objective", "relative_decrease", "grad_norm", "n_cg", "n_line_search",
+                 "step_size", "cg_seconds", "line_search_seconds", "t_tower_forward_s",
+                 "t_vjp_s", "t_jvp_s", "t_gramians_s", "t_observed_pairs_s",
+                 "validation_map_at_5"):
+        assert name in row, name
+    obj = tr.column("objective")
+    assert np.all(np.diff(obj) <= 1e-9 * np.abs(obj[:-1]))
+    assert math.isclose(fitted.objective_, obj[-1])
+    rel = relative_objective_difference(obj)
+    assert rel[-1] == 0 and (rel >= 0).all()
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_every_solver_fits(planted, solver):
+    _, train, _ = planted
+    model = SimilarityLearning(k=4, max_iter=2, omega=0.1, lambda_=1.0, solver=solver,
+                               sample_ratio=0.05, random_state=0, tol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train)
+    assert model.trace_.n_iter >= 1 and np.isfinite(model.objective_)
+
+
+def test_mlp_towers_with_features(planted):
+    ratings, train, test = planted
+    model = SimilarityLearning(k=6, user_tower="mlp:16", item_tower="linear",
+                               side_features="both", max_iter=4, omega=0.1, lambda_=1.0,
+                               random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train)
+    assert model.user_factors_.shape == (train.n_users, 6)
+    assert model.evaluate(test)["precision_at_5"] > _popularity_p5(train, test)
+
+
+def test_cold_items_are_scored_from_features(planted):
+    ratings, train, _ = planted
+    model = SimilarityLearning(k=4, item_tower="linear", item_ids="known",
+                               side_features="item", max_iter=2, random_state=0, tol=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train)
+    assert np.isfinite(model.item_factors_).all()
+
+
+def test_seed_reproducibility_and_clone(planted):
+    _, train, _ = planted
+    a = SimilarityLearning(k=4, max_iter=2, random_state=3, tol=0)
+    b = clone(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a.fit(train)
+        b.fit(train)
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    assert a.trace_.column("objective").tolist() == b.trace_.column("objective").tolist()
+
+
+def test_callback_stops(planted):
+    _, train, _ = planted
+    model = SimilarityLearning(k=4, max_iter=10, random_state=0)
+    model.fit(train, callback=lambda row: row["iteration"] < 2)
+    assert model.trace_.n_iter == 2 and model.trace_.stop_reason == "callback"
+
+
+def test_predict_recommend_and_round_trip(fitted, planted):
+    _, train, test = planted
+    users, items = np.array([0, 1, 2]), np.array([3, 4, 5])
+    np.testing.assert_allclose(fitted.predict(users, items),
+                               np.sum(fitted.user_factors_[users] * fitted.item_factors_[items],
+                                      axis=1))
+    rec = fitted.recommend([0, 1], k=5)
+    assert rec.shape == (2, 5)
+    seen = set(train.items[train.users == 0].tolist())
+    assert not seen & set(rec[0].tolist())
+    assert fitted.recommend(0, k=3).shape == (3,)
+    arrays = fitted._fitted_arrays()
+    assert all(isinstance(v, np.ndarray) and v.dtype != object for v in arrays.values())
+    again = SimilarityLearning._from_fitted_arrays(arrays, fitted.get_params(), fitted.trace_)
+    assert again.evaluate(test) == fitted.evaluate(test)
+    np.testing.assert_array_equal(again.recommend([0, 1], k=5), rec)
+
+
+def test_bad_inputs(planted):
+    _, train, _ = planted
+    with pytest.raises(InvalidParameterError, match="unknown tower"):
+        SimilarityLearning(user_tower="cnn").fit(train)
+    with pytest.raises(InvalidParameterError):
+        SimilarityLearning(solver="adam").fit(train)
+    with pytest.raises(DataError, match="item_ids='none'"):
+        SimilarityLearning(item_tower="linear", item_ids="none").fit(train)
+    with pytest.raises(NotFittedError):
+        SimilarityLearning().predict([0], [0])
+    with pytest.raises(ValueError, match="out of range"):
+        model = SimilarityLearning(k=2, max_iter=1, random_state=0, tol=0).fit(train)
+        model.predict([10**6], [0])
