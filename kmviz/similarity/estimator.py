@@ -42,8 +42,9 @@ class TowerParam(Param):
             try:
                 parse_tower(value)
             except ValueError as exc:
-                raise InvalidParameterError(f"The {name!r} parameter of {owner}: {exc}") \
-                    from None
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {owner} must be 'identity', 'linear', "
+                    f"'mlp:h1,h2,...' or a tower object; {exc}") from None
             return value
         missing = [m for m in ("forward", "vjp", "jvp", "init", "n_params")
                    if not hasattr(value, m)]
@@ -72,7 +73,7 @@ class SimilarityLearning(IterativeEstimator):
     Gauss-Newton product costs O(|O| k + (m + n) k^2 + tower passes)
     (:mod:`kmviz.similarity.allpairs`). With two identity towers this is one-class MF
     (:class:`kmviz.ocmf.OneClassMF` with ``rho = omega / 2``, ``a_bar = imputed``,
-    ``lambda_w = lambda_h = lambda_ / 2``, trained jointly instead of alternately).
+    ``lambda_w = lambda_h = lambda_theta / 2``, trained jointly instead of alternately).
 
     Parameters
     ----------
@@ -90,10 +91,11 @@ class SimilarityLearning(IterativeEstimator):
         ``0.5 (y - Yhat)^2``, with y = 1 on positives.
     omega : float, default=0.25
         Weight of the squared loss on every unobserved pair (the paper grids log2 omega in
-        -10..-4). The defaults of omega and lambda_ are one-class MF's tuned MovieLens-100K
+        -10..-4). The defaults of omega and lambda_theta are one-class MF's tuned MovieLens-100K
         setting mapped to this objective (rho = 0.125, lambda = 4).
-    lambda_ : float, default=8.0
-        L2 weight: ``0.5 lambda ||theta||^2`` over both towers.
+    lambda_theta : float, default=8.0
+        The paper's lambda: the L2 term ``0.5 lambda ||theta||^2`` over both towers. (Not
+        ``lambda_``: a trailing underscore marks fitted attributes in kmviz.)
     imputed : float, default=-1.0
         The imputed label Ytilde of unobserved pairs (-1 in the paper, 0 for SQ-SQ); a prior
         model's factors can be given to ``fit`` instead (``imputed_factors``).
@@ -151,7 +153,8 @@ class SimilarityLearning(IterativeEstimator):
         The objective L(theta) at the end.
     n_iter_ : int
     trace_ : Trace
-        One row per iteration: ``objective`` (and ``l_plus``, ``l_minus``, ``regularizer``),
+        One row per iteration: ``objective`` (and its split ``l_plus``, ``l_minus`` (omega
+        L-) and ``regularizer``),
         ``relative_decrease``, ``grad_norm`` (at the iteration's start), Newton's ``n_cg``
         and ``cg_residual_ratio``, ``n_line_search``, ``step_size``, the solver's totals
         ``cg_seconds`` / ``line_search_seconds``, and the disjoint phase times
@@ -166,7 +169,8 @@ class SimilarityLearning(IterativeEstimator):
     """
 
     score_metric = "map_at_5"
-    _numerical_hint = "lower omega or the learning rate, raise lambda_, or scale the features."
+    _numerical_hint = ("lower omega or the learning rate, raise lambda_theta, or scale the "
+                       "features.")
     _parameter_constraints = {
         "k": Param(int, low=1, form_high=256, label="k (embedding size)",
                    help="Output width k of both towers; Yhat = f(u)ᵀ g(v)."),
@@ -181,7 +185,7 @@ class SimilarityLearning(IterativeEstimator):
                       help="The convex loss on observed pairs (the paper: logistic)."),
         "omega": Param(float, low=0, closed="neither", step=0.01, label="ω (omega)",
                        help="Weight of the squared loss on every unobserved pair, eq. (7)."),
-        "lambda_": Param(float, low=0, closed="neither", step=0.5, label="λ (lambda)",
+        "lambda_theta": Param(float, low=0, closed="neither", step=0.5, label="λ (lambda)",
                          help="L2 weight, 0.5 λ‖θ‖²."),
         "imputed": Param(float, low=-1e6, high=1e6, step=0.5, label="imputed label Ỹ",
                          help="Target of the unobserved pairs (the paper: −1)."),
@@ -239,8 +243,8 @@ class SimilarityLearning(IterativeEstimator):
     }
 
     def __init__(self, k=32, *, user_tower="identity", item_tower="identity",
-                 activation="elu", loss="logistic", omega=0.25, lambda_=8.0, imputed=-1.0,
-                 solver="newton", max_iter=30, tol=1e-6, max_cg=30, cg_tol=0.1,
+                 activation="elu", loss="logistic", omega=0.25, lambda_theta=8.0,
+                 imputed=-1.0, solver="newton", max_iter=30, tol=1e-6, max_cg=30, cg_tol=0.1,
                  max_line_search=30, sample_ratio=0.01, gram_alpha=0.1, learning_rate=None,
                  adagrad_mu=1e-8, user_ids="all", item_ids="all", side_features="none",
                  threshold=None, init_scale=0.1, random_state=None):
@@ -250,7 +254,7 @@ class SimilarityLearning(IterativeEstimator):
         self.activation = activation
         self.loss = loss
         self.omega = omega
-        self.lambda_ = lambda_
+        self.lambda_theta = lambda_theta
         self.imputed = imputed
         self.solver = solver
         self.max_iter = max_iter
@@ -347,7 +351,7 @@ class SimilarityLearning(IterativeEstimator):
         else:
             Pt, Qt = constant_imputation(prm["imputed"], m, n)
         problem = AllPairsProblem(pairs, fu, fv, U, V, prm["loss"], prm["omega"],
-                                  prm["lambda_"], None, None, Pt, Qt)
+                                  prm["lambda_theta"], None, None, Pt, Qt)
         rng = check_random_state(self.random_state)
         theta = problem.init(rng)
         settings = Settings(max_line_search=prm["max_line_search"], max_cg=prm["max_cg"],

@@ -13,7 +13,7 @@ from kmviz.exceptions import DataError, InvalidParameterError, NotFittedError
 from kmviz.ocmf import make_planted_pu, popularity_scores
 from kmviz.similarity import SOLVERS, SimilarityLearning, relative_objective_difference
 
-QUICK = dict(k=8, max_iter=8, omega=0.1, lambda_=1.0, random_state=0)
+QUICK = dict(k=8, max_iter=8, omega=0.1, lambda_theta=1.0, random_state=0)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_trace_rows(fitted):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_every_solver_fits(planted, solver):
     _, train, _ = planted
-    model = SimilarityLearning(k=4, max_iter=2, omega=0.1, lambda_=1.0, solver=solver,
+    model = SimilarityLearning(k=4, max_iter=2, omega=0.1, lambda_theta=1.0, solver=solver,
                                sample_ratio=0.05, random_state=0, tol=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -81,7 +81,7 @@ def test_every_solver_fits(planted, solver):
 def test_mlp_towers_with_features(planted):
     ratings, train, test = planted
     model = SimilarityLearning(k=6, user_tower="mlp:16", item_tower="linear",
-                               side_features="both", max_iter=4, omega=0.1, lambda_=1.0,
+                               side_features="both", max_iter=4, omega=0.1, lambda_theta=1.0,
                                random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -150,3 +150,20 @@ def test_bad_inputs(planted):
     with pytest.raises(ValueError, match="out of range"):
         model = SimilarityLearning(k=2, max_iter=1, random_state=0, tol=0).fit(train)
         model.predict([10**6], [0])
+
+
+def test_family_entry_is_ready_to_register():
+    from kmviz.similarity.family import FAMILY
+
+    cls = FAMILY.estimator_class()
+    assert cls is SimilarityLearning and FAMILY.name == "similarity"
+    assert set(FAMILY.quick_params) <= set(cls._parameter_constraints)
+    assert FAMILY.metric_labels() and FAMILY.phase_labels()
+    model = FAMILY.make(FAMILY.quick_params)
+    assert model.get_params()["k"] == FAMILY.quick_params["k"]
+
+
+def test_warmup_compiles():
+    from kmviz.similarity.warmup import compile_kernels
+
+    assert compile_kernels() >= 0

@@ -90,8 +90,10 @@ def step(problem, st) -> Step:
 
 
 def _objective_values(problem, ev):
-    return {"objective": problem.objective(ev), "l_plus": ev.l_plus,
-            "l_minus": problem.l_minus(ev), "regularizer": ev.reg}
+    """The objective and its split L = L+ + (omega L-) + regularizer, for a trace row."""
+    objective = problem.objective(ev)
+    return {"objective": objective, "l_plus": ev.l_plus,
+            "l_minus": objective - ev.l_plus - ev.reg, "regularizer": ev.reg}
 
 
 def publish(st):
