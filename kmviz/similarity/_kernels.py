@@ -182,3 +182,61 @@ def gn_pairs(pairs, cplus, P, Q, W, H):
     fn = _gn_pairs_par if _parallel(pairs.nnz, P.shape[1]) else _gn_pairs_seq
     fn(pairs.row_ptr, pairs.cols, cplus, P, Q, W, H, z, out)
     return z, out
+
+
+# ----------------------------------------------------------------------------- ranking
+@njit(**JIT)
+def _top_k_row(r, P, Q, excl_ptr, excl_idx, kk, out_idx, out_score, scores):
+    n, k = Q.shape[0], Q.shape[1]
+    for j in range(n):
+        s = 0.0
+        for f in range(k):
+            s += P[r, f] * Q[j, f]
+        scores[j] = s
+    for t in range(excl_ptr[r], excl_ptr[r + 1]):
+        scores[excl_idx[t]] = -np.inf
+    filled = 0
+    for j in range(n):
+        s = scores[j]
+        if s == -np.inf:
+            continue
+        if filled == kk and not s > out_score[r, kk - 1]:
+            continue     # ties keep the lower index, which came first
+        pos = filled if filled < kk else kk - 1
+        while pos > 0 and s > out_score[r, pos - 1]:
+            if pos < kk:
+                out_score[r, pos] = out_score[r, pos - 1]
+                out_idx[r, pos] = out_idx[r, pos - 1]
+            pos -= 1
+        out_score[r, pos] = s
+        out_idx[r, pos] = j
+        if filled < kk:
+            filled += 1
+    for t in range(filled, kk):
+        out_idx[r, t] = -1
+        out_score[r, t] = -np.inf
+
+
+@njit(**PJIT)
+def _top_k_par(P, Q, excl_ptr, excl_idx, kk, out_idx, out_score):
+    for r in prange(P.shape[0]):
+        scores = np.empty(Q.shape[0])
+        _top_k_row(r, P, Q, excl_ptr, excl_idx, kk, out_idx, out_score, scores)
+
+
+@njit(**JIT)
+def _top_k_seq(P, Q, excl_ptr, excl_idx, kk, out_idx, out_score):
+    scores = np.empty(Q.shape[0])
+    for r in range(P.shape[0]):
+        _top_k_row(r, P, Q, excl_ptr, excl_idx, kk, out_idx, out_score, scores)
+
+
+def top_k(P, Q, excl_ptr, excl_idx, kk):
+    """Top-``kk`` columns of each row of ``P Q^T`` without the excluded ones (CSR over the
+    rows of P), best first, ties to the lower index; -1 pads. No rows x n matrix is kept."""
+    out_idx = np.empty((P.shape[0], kk), dtype=np.int64)
+    out_score = np.empty((P.shape[0], kk))
+    fn = _top_k_par if _parallel(P.shape[0] * Q.shape[0], P.shape[1]) else _top_k_seq
+    fn(np.ascontiguousarray(P), np.ascontiguousarray(Q), excl_ptr, excl_idx, int(kk), out_idx,
+       out_score)
+    return out_idx

@@ -479,26 +479,32 @@ class SimilarityLearning(IterativeEstimator):
         idx = self._indices(users, "users")
         return self.user_factors_[idx] @ self.item_factors_.T
 
-    def _top(self, users, k, drop=None, exclude_seen=True, chunk=1024):
-        """Top-k items of each user (training positives left out except ``drop`` keys)."""
-        from .. import metrics
+    def _exclusion(self, users, drop=None):
+        """CSR (over ``users``) of their training positives, minus the keys in ``drop``."""
+        ptr, idx = self._seen_ptr, self._seen_idx
+        counts = ptr[users + 1] - ptr[users]
+        take = np.repeat(ptr[users] - (np.cumsum(counts) - counts), counts) + \
+            np.arange(int(counts.sum()), dtype=np.int64)
+        out_idx = idx[take]
+        row_of = np.repeat(np.arange(users.size), counts)
+        if drop is not None and out_idx.size:
+            keep = ~np.isin(users[row_of] * self.item_factors_.shape[0] + out_idx, drop)
+            out_idx, row_of = out_idx[keep], row_of[keep]
+        out_ptr = np.zeros(users.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_of, minlength=users.size), out=out_ptr[1:])
+        return out_ptr, np.ascontiguousarray(out_idx, dtype=np.int64)
 
-        n = self.item_factors_.shape[0]
-        kk = min(int(k), n)
-        out = np.empty((users.size, kk), dtype=np.int64)
-        for start in range(0, users.size, chunk):
-            block = users[start:start + chunk]
-            S = self.user_factors_[block] @ self.item_factors_.T
-            exclude = None
-            if exclude_seen:
-                exclude = []
-                for u in block:
-                    seen = self._seen_idx[self._seen_ptr[u]:self._seen_ptr[u + 1]]
-                    if drop is not None and seen.size:
-                        seen = seen[~np.isin(u * n + seen, drop)]
-                    exclude.append(seen.tolist())
-            out[start:start + block.size] = metrics.rank_items(S, kk, exclude=exclude)
-        return out
+    def _top(self, users, k, drop=None, exclude_seen=True):
+        """Top-k items of each user (training positives left out except ``drop`` keys),
+        by a Numba kernel that never holds the users x items score matrix."""
+        from . import _kernels as K
+
+        kk = min(int(k), self.item_factors_.shape[0])
+        if exclude_seen:
+            ptr, ex = self._exclusion(users, drop)
+        else:
+            ptr, ex = np.zeros(users.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return K.top_k(self.user_factors_[users], self.item_factors_, ptr, ex, kk)
 
     def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
         """The top-k item indices per user, best first (ties: lower index first).
@@ -552,9 +558,13 @@ class SimilarityLearning(IterativeEstimator):
         bounds = np.append(start, users.size)
         relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
                     for r in range(eval_users.size)]
-        out = {f"precision_at_{k}": metrics.precision_at_k(top, relevant, k) for k in EVAL_KS}
-        out["map_at_5"] = float(np.mean([metrics.precision_at_k(top, relevant, k)
-                                         for k in range(1, 6)]))
+        # hits[r, t]: the t-th recommendation of user r is a held-out positive; P@K is
+        # hits / K as kmviz.metrics.precision_at_k defines it (-1 padding is a miss)
+        hits = np.isin(eval_users[:, None] * n + top, users * n + items) & (top >= 0)
+        cum = np.cumsum(hits, axis=1)
+        p_at = {K: float(np.mean(cum[:, min(K, top.shape[1]) - 1] / K)) for K in range(1, 6)}
+        out = {f"precision_at_{k}": p_at[k] for k in EVAL_KS}
+        out["map_at_5"] = float(np.mean([p_at[K] for K in range(1, 6)]))
         out["ndcg_at_5"] = metrics.ndcg_at_k(top, relevant, 5)
         out["recall_at_5"] = metrics.recall_at_k(top, relevant, 5)
         return out
