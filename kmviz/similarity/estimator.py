@@ -131,7 +131,10 @@ class SimilarityLearning(IterativeEstimator):
     user_ids, item_ids : {"all", "known", "none"}, default="all"
         Which users (items) get a one-hot id column in the input of a linear or MLP tower,
         beside their features: all, those with training positives (the others are cold,
-        embedded from their features alone), or none (a purely feature-based tower).
+        embedded from their features alone), or none (a purely feature-based tower). To
+        rank NEW items, use "none": with "known" the warm items' id embeddings lift them
+        above every cold item (cold-item p@5 0.00 against 0.16 with "none" on a planted
+        300 x 200 set, tests/similarity/test_synthetic.py).
     side_features : {"none", "user", "item", "both"}, default="none"
         Which of the interactions' own side features to use when ``fit`` gets none.
     threshold : float or None, default=None
@@ -302,6 +305,14 @@ class SimilarityLearning(IterativeEstimator):
 
     def _solver_name(self, prm):
         return f"similarity.{prm['solver']}"
+
+    def _fit_context(self, prm):
+        # the D-vector operations of CG and the tower products are small; with OpenBLAS's
+        # threads next to the other processes of a shared 2-core box, a CG of 8 steps on a
+        # 300 x 200 set with MLP towers took 0.22-0.36 s, and 0.020-0.026 s with one thread
+        from .._threads import single_blas_thread
+
+        return single_blas_thread()
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         policy = super()._loop_policy(params, state)
