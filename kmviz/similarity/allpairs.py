@@ -4,7 +4,8 @@ The model scores pair (i, j) by ``Yhat_ij = f(theta_u; u_i)^T g(theta_v; v_j) = 
 and minimizes (4)-(7)
 
     L(theta) = sum_{(i,j) in O} l(Y_ij, Yhat_ij)
-               + sum_{(i,j) not in O} 0.5 omega a_i b_j (Ytilde_ij - Yhat_ij)^2 + 0.5 lambda ||theta||^2
+               + sum_{(i,j) not in O} 0.5 omega a_i b_j (Ytilde_ij - Yhat_ij)^2
+               + 0.5 lambda ||theta||^2
 
 with a convex loss l on the observed pairs O, rank-one weights ``a_i b_j`` and a low-rank
 imputation ``Ytilde = Ptilde Qtilde^T`` on all other pairs. The split (10)-(11),
@@ -17,10 +18,12 @@ Gramians of the per-theta cache (Alg. 2)
 make every evaluation cost O(|O| k + (m + n) k^2 + tower passes), never O(mn):
 
 - gradient (Alg. 1, (27)): ``[<J^u, M_u>; <J^v, M_v>] + lambda theta`` with
-  ``M_u = X Q + omega A (P Q_c - Ptilde Qhat_c)``, ``M_v = X^T P + omega B (Q P_c - Qtilde Phat_c)``;
+  ``M_u = X Q + omega A (P Q_c - Ptilde Qhat_c)`` and
+  ``M_v = X^T P + omega B (Q P_c - Qtilde Phat_c)``;
 - Gauss-Newton product (29)-(40): ``W, H`` = tower JVPs of d, ``W_c = W^T A P``,
   ``H_c = H^T B Q``, ``Z_ij = c_ij (w_i^T q_j + p_i^T h_j)`` on O and
-  ``G d = [<J^u, Z Q + omega A (W Q_c + P H_c)>; <J^v, Z^T P + omega B (H P_c + Q W_c)>] + lambda d``.
+  ``G d = [<J^u, Z Q + omega A (W Q_c + P H_c)>; <J^v, Z^T P + omega B (H P_c + Q W_c)>]
+  + lambda d``.
 
 The constant ``0.5 omega <Ptilde_c, Qtilde_c>`` (about 0.5 omega m n for Ytilde = -1) is kept
 apart from the variable part (:attr:`Evaluation.f_var`) that the line searches compare, so

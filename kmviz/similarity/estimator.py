@@ -9,54 +9,24 @@ Gauss-Newton products never touch the m x n matrix.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
-from ..exceptions import DataError, EmptyDataError, InvalidParameterError
+from ..exceptions import DataError, EmptyDataError
 from ..trace import Trace
 from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
+from .inputs import IDS, SIDE_FEATURES, TOWER_PRESETS, TowerParam, build_tower, side_features
 from .solvers import MONOTONE, SOLVER_LABELS, SOLVERS, Settings, solver_module
-from .towers import ACTIVATIONS, make_tower, parse_tower, tower_input
+from .towers import ACTIVATIONS
 
 LOSSES = ("logistic", "squared")
-IDS = ("all", "known", "none")
-SIDE_FEATURES = ("none", "user", "item", "both")
-TOWER_PRESETS = ("identity", "linear", "mlp:64", "mlp:256,256")
 #: The cut-offs ``evaluate`` reports.
 EVAL_KS = (1, 3, 5)
-
-
-@dataclass(frozen=True)
-class TowerParam(Param):
-    """A tower setting: a spec string (``"identity"``, ``"linear"``, ``"mlp:h1,h2"``) or an
-    object with the tower protocol. ``options`` are presets for forms only."""
-
-    def check(self, owner, name, value):
-        if isinstance(value, str):
-            try:
-                parse_tower(value)
-            except ValueError as exc:
-                raise InvalidParameterError(
-                    f"The {name!r} parameter of {owner} must be 'identity', 'linear', "
-                    f"'mlp:h1,h2,...' or a tower object; {exc}") from None
-            return value
-        missing = [m for m in ("forward", "vjp", "jvp", "init", "n_params")
-                   if not hasattr(value, m)]
-        if missing:
-            raise InvalidParameterError(
-                f"The {name!r} parameter of {owner} must be 'identity', 'linear', "
-                f"'mlp:h1,h2,...' or a tower object (forward, vjp, jvp, init, n_params); "
-                f"got {value!r}.")
-        return value
-
-    def describe(self):
-        return "identity, linear, mlp:h1,h2,... or a tower object"
 
 
 class SimilarityLearning(IterativeEstimator):
@@ -351,11 +321,11 @@ class SimilarityLearning(IterativeEstimator):
                                 f"{validation.n_items}) but the interactions have ({m}, {n})",
                                 fix="split one Ratings so both parts share the index space")
         known_u, known_v = pairs.row_counts() > 0, pairs.col_counts() > 0
-        Fu = self._features(data, user_features, "user", m, prm, events)
-        Fv = self._features(data, item_features, "item", n, prm, events)
-        fu, U = self._tower(prm["user_tower"], m, Fu, known_u, prm["user_ids"], "user", prm,
+        Fu = side_features(data, user_features, "user", m, prm, events)
+        Fv = side_features(data, item_features, "item", n, prm, events)
+        fu, U = build_tower(prm["user_tower"], m, Fu, known_u, prm["user_ids"], "user", prm,
                             events)
-        fv, V = self._tower(prm["item_tower"], n, Fv, known_v, prm["item_ids"], "item", prm,
+        fv, V = build_tower(prm["item_tower"], n, Fv, known_v, prm["item_ids"], "item", prm,
                             events)
         if imputed_factors is not None:
             Pt, Qt = (np.asarray(x, dtype=np.float64) for x in imputed_factors)
@@ -376,47 +346,6 @@ class SimilarityLearning(IterativeEstimator):
             solver_state.objective_row["objective"]
         return SimpleNamespace(prm=prm, problem=problem, module=module, solver=solver_state,
                                events=events, m=m, n=n, pairs=pairs, previous=start)
-
-    def _features(self, data, given, who, n_rows, prm, events):
-        from ..ocmf.features import check_feature_matrix, encode_features
-
-        what = f"{who}_features"
-        if given is not None:
-            F, _ = check_feature_matrix(given, n_rows, what, n_users_word=f"{who}s")
-            return F
-        if prm["side_features"] not in (who, "both"):
-            return None
-        df = getattr(data, what, None)
-        if df is None:
-            raise DataError(f"side_features={prm['side_features']!r} asks for the {who} "
-                            "features of the interactions, but they have none",
-                            fix=f"pass {what}= to fit, or choose side_features without "
-                                f"'{who}'")
-        if not isinstance(df, pd.DataFrame):
-            F, _ = check_feature_matrix(df, n_rows, what, n_users_word=f"{who}s")
-            return F
-        F, _, info = encode_features(df, missing="zero", what=what)
-        if info["n_missing_filled"]:
-            events.append(("info", f"{what}: {info['n_missing_filled']} missing number(s) "
-                                   "set to the column mean"))
-        return F
-
-    def _tower(self, spec, n_rows, F, known, ids, who, prm, events):
-        k = prm["k"]
-        if isinstance(spec, str) and parse_tower(spec)[0] == "identity":
-            if F is not None:
-                events.append(("warning", f"the {who} tower is an identity (embedding "
-                                          f"table): the {who} features are not used"))
-            return make_tower(spec, n_rows, 0, k, prm["activation"], prm["init_scale"]), None
-        has_features = F is not None and F.shape[1] > 0
-        if ids == "none" and not has_features:
-            raise DataError(f"{who}_ids='none' leaves the {who} tower without input: there "
-                            f"are no {who} features",
-                            fix=f"give {who} features or set {who}_ids to 'all' or 'known'")
-        rows = {"all": True, "known": np.flatnonzero(known), "none": False}[ids]
-        X = tower_input(n_rows, F if has_features else None, ids=rows)
-        tower = make_tower(spec, n_rows, X.shape[1], k, prm["activation"], prm["init_scale"])
-        return tower, X
 
     # ------------------------------------------------------------------ one iteration
     def _fit_step(self, st, trace, it):

@@ -195,3 +195,27 @@ def test_evaluate_agrees_with_kmviz_metrics(fitted, planted):
         assert got[f"precision_at_{k}"] == pytest.approx(metrics.precision_at_k(top, relevant, k))
     paper_map = np.mean([metrics.precision_at_k(top, relevant, k) for k in range(1, 6)])
     assert got["map_at_5"] == pytest.approx(paper_map)
+
+
+def test_a_tower_object_and_prior_imputation(planted):
+    from kmviz.similarity import LinearTower
+
+    _, train, test = planted
+    m = train.n_users
+    # a user-supplied tower gets the same input as "linear": here one-hot ids only, so a
+    # linear tower on them is an embedding table
+    custom = SimilarityLearning(k=4, user_tower=LinearTower(m, 4), max_iter=3, tol=0,
+                                random_state=0)
+    table = SimilarityLearning(k=4, max_iter=3, tol=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        custom.fit(train)
+        table.fit(train)
+    np.testing.assert_allclose(custom.objective_, table.objective_, rtol=1e-10)
+    # Ytilde from a prior model's factors: a constant -1 written as factors is the default
+    Pt, Qt = -np.ones((m, 1)), np.ones((train.n_items, 1))
+    prior = clone(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prior.fit(train, imputed_factors=(Pt, Qt))
+    np.testing.assert_allclose(prior.theta_, table.theta_, rtol=1e-10, atol=1e-12)
