@@ -78,7 +78,8 @@ class SimilarityLearning(IterativeEstimator):
         each for the stochastic solvers).
     tol : float, default=1e-6
         Stop when the objective's relative decrease in one iteration is below tol (0: run
-        max_iter iterations).
+        max_iter iterations). Line-search solvers only: the stochastic ones run max_iter
+        iterations (their objective is noisy).
     max_cg : int, default=30
         CG steps per Newton iteration at most (the paper's 30).
     cg_tol : float, default=0.1
@@ -168,6 +169,7 @@ class SimilarityLearning(IterativeEstimator):
         "max_iter": Param(int, low=1, form_high=500, label="iterations",
                           help="Outer iterations at most."),
         "tol": Param(float, low=0, step=1e-6, label="tol",
+                     when={"solver": MONOTONE},
                      help="Stop when the objective's relative decrease is below this."),
         "max_cg": Param(int, low=1, form_high=200, label="CG steps", advanced=True,
                         when={"solver": ("newton",)},
@@ -286,7 +288,11 @@ class SimilarityLearning(IterativeEstimator):
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         policy = super()._loop_policy(params, state)
-        return replace(policy, monotone=params["solver"] in MONOTONE)
+        if params["solver"] not in MONOTONE:
+            # a stochastic solver's objective is noisy: one rise would read as convergence
+            return replace(policy, tol=None, budget=None,
+                           end_message=f"all {policy.max_iter} iterations done")
+        return replace(policy, monotone=True)
 
     @staticmethod
     def _check_interactions(ratings, what="interactions"):

@@ -219,3 +219,10 @@ def test_a_tower_object_and_prior_imputation(planted):
         warnings.simplefilter("ignore")
         prior.fit(train, imputed_factors=(Pt, Qt))
     np.testing.assert_allclose(prior.theta_, table.theta_, rtol=1e-10, atol=1e-12)
+
+
+def test_stochastic_solvers_ignore_tol(planted):
+    _, train, _ = planted
+    model = SimilarityLearning(k=4, max_iter=3, solver="sampling-diag", sample_ratio=0.1,
+                               tol=0.5, random_state=0).fit(train)
+    assert model.trace_.n_iter == 3 and model.trace_.stop_reason == "max_iter"
