@@ -6,7 +6,8 @@
   O(|O| k + (m + n) k^2 + tower passes);
 - :mod:`~kmviz.similarity.solvers`: Gauss-Newton + CG, GD, GD-diag, SOGram, Sampling and
   their -diag variants;
-- :mod:`~kmviz.similarity.synthetic`: one-class data with planted (nonlinear) towers.
+- :mod:`~kmviz.similarity.synthetic`: one-class data with planted (nonlinear) towers;
+- :mod:`~kmviz.similarity.analysis`: embeddings in 2-D, neighbours, tower layers, cold scores.
 """
 
 from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation

@@ -125,6 +125,11 @@ class SimilarityLearning(IterativeEstimator):
         The embeddings P = f(theta_u; U) and Q = g(theta_v; V).
     objective_ : float
         The objective L(theta) at the end.
+    user_tower_, item_tower_ : towers
+        The towers (for :mod:`kmviz.similarity.analysis`; absent on a model loaded from
+        fitted arrays).
+    user_input_, item_input_ : CSR matrix or None
+        The towers' inputs ``[ids | features]`` (None for an identity tower).
     n_iter_ : int
     trace_ : Trace
         One row per iteration: ``objective`` (and its split ``l_plus``, ``l_minus`` (omega
