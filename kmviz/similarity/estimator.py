@@ -380,9 +380,13 @@ class SimilarityLearning(IterativeEstimator):
     def _fit_publish(self, st, n_iter, trace):
         problem = st.problem
         theta = np.array(st.module.publish(st.solver), dtype=np.float64)
-        tu, tv = problem.split(theta)
-        P = problem.fu.forward(tu, problem.U)
-        Q = problem.fv.forward(tv, problem.V)
+        ev = getattr(st.solver, "evaluation", None)
+        if ev is not None and ev.theta is st.module.publish(st.solver):
+            P, Q = ev.P, ev.Q          # the line search already embedded theta
+        else:
+            tu, tv = problem.split(theta)
+            P = problem.fu.forward(tu, problem.U)
+            Q = problem.fv.forward(tv, problem.V)
         obj = trace.rows[-1]["objective"] if trace.rows else math.nan
         self._set_fitted(theta, problem.Du, P, Q, st.pairs.row_ptr, st.pairs.cols, obj,
                          n_iter, trace)
