@@ -8,13 +8,31 @@
   their -diag variants;
 - :mod:`~kmviz.similarity.synthetic`: one-class data with planted (nonlinear) towers;
 - :mod:`~kmviz.similarity.analysis`: embeddings in 2-D, neighbours, tower layers, cold scores.
+
+Names are imported on first use, so that ``kmviz.similarity.family`` (read by the registry
+at start-up) does not import Numba.
 """
 
-from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
-from .estimator import SimilarityLearning, relative_objective_difference
-from .solvers import SOLVERS
-from .towers import IdentityTower, LinearTower, MLPTower, make_tower, tower_input
+from importlib import import_module
 
-__all__ = ["AllPairsProblem", "IdentityTower", "LinearTower", "MLPTower", "ObservedPairs",
-           "SOLVERS", "SimilarityLearning", "constant_imputation", "make_tower",
-           "relative_objective_difference", "tower_input"]
+_EXPORTS = {
+    "AllPairsProblem": "allpairs", "ObservedPairs": "allpairs",
+    "constant_imputation": "allpairs", "SimilarityLearning": "estimator",
+    "relative_objective_difference": "estimator", "SOLVERS": "solvers",
+    "IdentityTower": "towers", "LinearTower": "towers", "MLPTower": "towers",
+    "make_tower": "towers", "tower_input": "towers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -226,3 +226,15 @@ def test_stochastic_solvers_ignore_tol(planted):
     model = SimilarityLearning(k=4, max_iter=3, solver="sampling-diag", sample_ratio=0.1,
                                tol=0.5, random_state=0).fit(train)
     assert model.trace_.n_iter == 3 and model.trace_.stop_reason == "max_iter"
+
+
+def test_family_module_imports_without_numba():
+    import subprocess
+    import sys
+
+    code = ("import sys; import kmviz.similarity.family as f; "
+            "assert 'numba' not in sys.modules, 'numba imported'; print(f.FAMILY.name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "similarity"
