@@ -133,8 +133,9 @@ class SimilarityLearning(IterativeEstimator):
     n_iter_ : int
     trace_ : Trace
         One row per iteration: ``objective`` (and its split ``l_plus``, ``l_minus`` (omega
-        L-) and ``regularizer``),
-        ``relative_decrease``, ``grad_norm`` (at the iteration's start), Newton's ``n_cg``
+        L-) and ``regularizer``), ``relative_decrease`` (from the previous row),
+        ``relative_objective_difference`` ((L - L*) / L* with L* this run's lowest, filled in
+        after the fit), ``grad_norm`` (at the iteration's start), Newton's ``n_cg``
         and ``cg_residual_ratio``, ``n_line_search``, ``step_size``, the solver's totals
         ``cg_seconds`` / ``line_search_seconds``, and the disjoint phase times
         ``t_<phase>_s`` for tower_forward, vjp, jvp, gramians, observed_pairs, dense_terms
@@ -375,6 +376,15 @@ class SimilarityLearning(IterativeEstimator):
             if math.isfinite(prev) else math.nan
         st.previous = obj
         return replace(step, values=values)
+
+    def _fit_finish(self, state, trace, validation) -> None:
+        # the paper's convergence measure, (L - L*) / L* (Sec. 4.3), against the lowest
+        # objective of this run; compare runs with relative_objective_difference(objectives,
+        # best=the lowest over all of them)
+        if trace.rows:
+            rel = relative_objective_difference([r["objective"] for r in trace.rows])
+            for row, value in zip(trace.rows, rel):
+                row["relative_objective_difference"] = float(value)
 
     # ------------------------------------------------------------------ publish
     def _fit_publish(self, st, n_iter, trace):

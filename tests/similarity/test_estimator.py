@@ -57,6 +57,7 @@ def test_trace_rows(fitted):
     row = tr.rows[0]
     for name in ("objective", "relative_decrease", "grad_norm", "n_cg", "n_line_search",
                  "step_size", "cg_seconds", "line_search_seconds", "t_tower_forward_s",
+                 "relative_objective_difference",
                  "t_vjp_s", "t_jvp_s", "t_gramians_s", "t_observed_pairs_s",
                  "validation_map_at_5"):
         assert name in row, name
