@@ -12,11 +12,11 @@ import time
 
 def compile_kernels() -> float:
     """Fit tiny models through every kernel; returns seconds."""
-    from ..ocmf.synthetic import make_planted_pu
     from .estimator import SimilarityLearning
+    from .synthetic import make_planted_towers
 
     start = time.perf_counter()
-    data, _ = make_planted_pu(30, 20, 2, density=0.2, random_state=0)
+    data, _ = make_planted_towers(30, 20, 2, density=0.2, random_state=0)
     for params in (dict(solver="newton"), dict(solver="newton", item_tower="mlp:4",
                                                side_features="item"),
                    dict(solver="sogram", sample_ratio=0.2)):
