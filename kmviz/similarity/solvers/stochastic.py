@@ -24,7 +24,8 @@ unbiased estimate (60). Rows or columns without any observed pair drop out of (4
 all-pairs terms are not seen by SOGram.
 
 One outer iteration is ``ceil(1 / rho)`` steps (about one pass over O for SOGram); the
-trace row's objective is then evaluated on all pairs (timed as ``objective``).
+trace row's objective is then evaluated on all pairs (its time is the row's
+``objective_seconds``, outside the phase times).
 """
 
 from __future__ import annotations
