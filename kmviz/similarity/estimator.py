@@ -1,0 +1,568 @@
+"""Similarity learning with nonlinear embeddings over all m x n pairs (the fifth family).
+
+``SimilarityLearning`` runs the shared outer loop of :class:`kmviz._base.IterativeEstimator`;
+one outer iteration is one iteration of the chosen solver (:mod:`kmviz.similarity.solvers`)
+on :class:`kmviz.similarity.allpairs.AllPairsProblem`, whose function, gradient and
+Gauss-Newton products never touch the m x n matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+
+from .._base import IterativeEstimator, LoopPolicy
+from .._params import RANDOM_STATE, Param
+from .._validation import check_random_state
+from ..exceptions import DataError, EmptyDataError
+from ..trace import Trace
+from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
+from .inputs import IDS, SIDE_FEATURES, TOWER_PRESETS, TowerParam, build_tower, side_features
+from .solvers import MONOTONE, SOLVER_LABELS, SOLVERS, Settings, solver_module
+from .towers import ACTIVATIONS
+
+LOSSES = ("logistic", "squared")
+#: The cut-offs ``evaluate`` reports.
+EVAL_KS = (1, 3, 5)
+
+
+class SimilarityLearning(IterativeEstimator):
+    """Two-tower similarity learning over all m x n pairs (Yuan, Li, Quan & Lin, KDD 2021).
+
+    Pair (i, j) is scored ``Yhat_ij = f(theta_u; u_i)^T g(theta_v; v_j)`` by a user tower f
+    and an item tower g (embedding tables, linear maps or MLPs over ids and side features),
+    and training minimizes (4)-(7)
+
+        sum_{(i,j) in O} l(Y_ij, Yhat_ij) + 0.5 omega sum_{(i,j) not in O} (Ytilde_ij - Yhat_ij)^2
+          + 0.5 lambda ||theta||^2
+
+    over every pair, never forming the m x n matrix: each function, gradient or
+    Gauss-Newton product costs O(|O| k + (m + n) k^2 + tower passes)
+    (:mod:`kmviz.similarity.allpairs`). With two identity towers this is one-class MF
+    (:class:`kmviz.ocmf.OneClassMF` with ``rho = omega / 2``, ``a_bar = imputed``,
+    ``lambda_w = lambda_h = lambda_theta / 2``, trained jointly instead of alternately).
+
+    Parameters
+    ----------
+    k : int, default=32
+        Embedding dimension k (the towers' output width).
+    user_tower, item_tower : str or tower object, default="identity"
+        "identity" (an embedding table: one row per id), "linear" (``X Theta`` on
+        ``X = [ids | features]``), "mlp:h1,h2,..." (hidden sizes; the paper's network is
+        "mlp:256,256") or an object with ``forward``, ``vjp``, ``jvp``, ``init`` and
+        ``n_params`` (:mod:`kmviz.similarity.towers`), given the same input X.
+    activation : {"elu", "tanh", "relu"}, default="elu"
+        Activation after each hidden layer of the MLP towers (the paper: ELU).
+    loss : {"logistic", "squared"}, default="logistic"
+        l on the observed pairs: ``log(1 + exp(-y Yhat))`` (the paper's) or
+        ``0.5 (y - Yhat)^2``, with y = 1 on positives.
+    omega : float, default=0.25
+        Weight of the squared loss on every unobserved pair (the paper grids log2 omega in
+        -10..-4). The defaults of omega and lambda_theta are one-class MF's tuned MovieLens-100K
+        setting mapped to this objective (rho = 0.125, lambda = 4).
+    lambda_theta : float, default=8.0
+        The paper's lambda: the L2 term ``0.5 lambda ||theta||^2`` over both towers. (Not
+        ``lambda_``: a trailing underscore marks fitted attributes in kmviz.)
+    imputed : float, default=-1.0
+        The imputed label Ytilde of unobserved pairs (-1 in the paper, 0 for SQ-SQ); a prior
+        model's factors can be given to ``fit`` instead (``imputed_factors``).
+    solver : {"newton", "gd", "gd-diag", "sogram", "sampling", "sogram-diag", "sampling-diag"}, default="newton"
+        The optimizer (:mod:`kmviz.similarity.solvers`): Gauss-Newton + CG with backtracking
+        (Alg. 3-4), gradient descent with backtracking, GD with AdaGrad scaling, or the
+        stochastic SOGram and Sampling (and their AdaGrad variants).
+    max_iter : int, default=30
+        Outer iterations (Newton / GD iterations; ceil(1 / sample_ratio) stochastic steps
+        each for the stochastic solvers).
+    tol : float, default=1e-6
+        Stop when the objective's relative decrease in one iteration is below tol (0: run
+        max_iter iterations). Line-search solvers only: the stochastic ones run max_iter
+        iterations (their objective is noisy).
+    max_cg : int, default=30
+        CG steps per Newton iteration at most (the paper's 30).
+    cg_tol : float, default=0.1
+        CG stops at ``||r|| <= cg_tol ||grad L||`` (the paper's xi = 0.1).
+    max_line_search : int, default=30
+        Backtracking trials per iteration; when none decreases the objective enough, the
+        step is rejected and the fit ends.
+    sample_ratio : float, default=0.01
+        rho of the stochastic solvers: |O^1| = |O^2| = rho |O| (SOGram), m^ = rho m and
+        n^ = rho n (Sampling).
+    gram_alpha : float, default=0.1
+        SOGram's averaging weight alpha of the Gramian estimates (64).
+    learning_rate : float or None, default=None
+        Fixed step of the stochastic solvers; None: 0.01 for the -diag ones (the paper's),
+        for the plain ones GD's smallest step over 5 iterations divided by 1 + r^2, r the
+        measured relative error of the stochastic gradient (the paper takes GD's most used
+        step, at which both diverged on small data).
+    adagrad_mu : float, default=1e-8
+        mu of the AdaGrad scaling ``(mu I + M)^(-1/2)`` (51) of the -diag solvers.
+    user_ids, item_ids : {"all", "known", "none"}, default="all"
+        Which users (items) get a one-hot id column in the input of a linear or MLP tower,
+        beside their features: all, those with training positives (the others are cold,
+        embedded from their features alone), or none (a purely feature-based tower). To
+        rank NEW items, use "none": with "known" the warm items' id embeddings lift them
+        above every cold item (cold-item p@5 0.00 against 0.16 with "none" on a planted
+        300 x 200 set, tests/similarity/test_synthetic.py).
+    side_features : {"none", "user", "item", "both"}, default="none"
+        Which of the interactions' own side features to use when ``fit`` gets none.
+    threshold : float or None, default=None
+        Entries with value >= threshold are the positives (r >= 4 on MovieLens); None:
+        every entry is a positive.
+    init_scale : float, default=0.1
+        Standard deviation of the Gaussian initial embedding tables and linear maps (MLP
+        layers use Glorot-uniform weights).
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the initialization and the stochastic solvers' draws.
+
+    Attributes
+    ----------
+    theta_ : ndarray
+        All variables, ``[theta_u; theta_v]``.
+    user_factors_, item_factors_ : ndarray (n_users, k), (n_items, k)
+        The embeddings P = f(theta_u; U) and Q = g(theta_v; V).
+    objective_ : float
+        The objective L(theta) at the end.
+    user_tower_, item_tower_ : towers
+        The towers (for :mod:`kmviz.similarity.analysis`; absent on a model loaded from
+        fitted arrays).
+    user_input_, item_input_ : CSR matrix or None
+        The towers' inputs ``[ids | features]`` (None for an identity tower).
+    n_iter_ : int
+    trace_ : Trace
+        One row per iteration: ``objective`` (and its split ``l_plus``, ``l_minus`` (omega
+        L-) and ``regularizer``), ``relative_decrease`` (from the previous row),
+        ``relative_objective_difference`` ((L - L*) / L* with L* this run's lowest, filled in
+        after the fit), ``grad_norm`` (at the iteration's start), Newton's ``n_cg``
+        and ``cg_residual_ratio``, ``n_line_search``, ``step_size``, the solver's totals
+        ``cg_seconds`` / ``line_search_seconds``, and the disjoint phase times
+        ``t_<phase>_s`` for tower_forward, vjp, jvp, gramians, observed_pairs, dense_terms
+        (the paper's cost terms (15), (28), (40)); with validation, the metrics of
+        :meth:`evaluate` as ``validation_<metric>``.
+
+    References
+    ----------
+    B. Yuan, Y.-S. Li, P. Quan, C.-J. Lin, "Efficient Optimization Methods for Extreme
+    Similarity Learning with Nonlinear Embeddings", KDD 2021 (Sec. 2-4, Alg. 1-4, App. A).
+    """
+
+    score_metric = "map_at_5"
+    _numerical_hint = ("lower omega or the learning rate, raise lambda_theta, or scale the "
+                       "features.")
+    _parameter_constraints = {
+        "k": Param(int, low=1, form_high=256, label="k (embedding size)",
+                   help="Output width k of both towers; Yhat = f(u)ᵀ g(v)."),
+        "user_tower": TowerParam(str, options=TOWER_PRESETS, label="user tower",
+                                 help="identity (embedding table), linear, or mlp:h1,h2 "
+                                      "(hidden sizes; the paper: mlp:256,256)."),
+        "item_tower": TowerParam(str, options=TOWER_PRESETS, label="item tower",
+                                 help="identity (embedding table), linear, or mlp:h1,h2."),
+        "activation": Param(str, options=ACTIVATIONS, label="activation",
+                            help="After each hidden layer of the MLP towers (paper: ELU)."),
+        "loss": Param(str, options=LOSSES, label="loss on O",
+                      help="The convex loss on observed pairs (the paper: logistic)."),
+        "omega": Param(float, low=0, closed="neither", step=0.01, label="ω (omega)",
+                       help="Weight of the squared loss on every unobserved pair, eq. (7)."),
+        "lambda_theta": Param(float, low=0, closed="neither", step=0.5, label="λ (lambda)",
+                         help="L2 weight, 0.5 λ‖θ‖²."),
+        "imputed": Param(float, low=-1e6, high=1e6, step=0.5, label="imputed label Ỹ",
+                         help="Target of the unobserved pairs (the paper: −1)."),
+        "solver": Param(str, options=SOLVERS, option_labels=SOLVER_LABELS, label="solver",
+                        help="Optimizer: Gauss-Newton (the paper's fastest), GD, GD-diag, "
+                             "SOGram, Sampling and their AdaGrad variants."),
+        "max_iter": Param(int, low=1, form_high=500, label="iterations",
+                          help="Outer iterations at most."),
+        "tol": Param(float, low=0, step=1e-6, label="tol",
+                     when={"solver": MONOTONE},
+                     help="Stop when the objective's relative decrease is below this."),
+        "max_cg": Param(int, low=1, form_high=200, label="CG steps", advanced=True,
+                        when={"solver": ("newton",)},
+                        help="CG steps per Newton iteration at most (paper: 30)."),
+        "cg_tol": Param(float, low=0, high=1, closed="neither", label="CG tolerance ξ",
+                        advanced=True, when={"solver": ("newton",)},
+                        help="CG stops at ‖r‖ ≤ ξ‖∇L‖ (paper: 0.1)."),
+        "max_line_search": Param(int, low=1, form_high=100, label="line-search trials",
+                                 advanced=True,
+                                 when={"solver": ("newton", "gd", "gd-diag")},
+                                 help="Backtracking trials per iteration at most."),
+        "sample_ratio": Param(float, low=0, high=1, closed="right", label="sample ratio ρ",
+                              advanced=True,
+                              when={"solver": ("sogram", "sampling", "sogram-diag",
+                                               "sampling-diag")},
+                              help="Fraction of O (SOGram) or of users and items "
+                                   "(Sampling) per stochastic step (paper: 0.01)."),
+        "gram_alpha": Param(float, low=0, high=1, closed="right", label="SOGram α",
+                            advanced=True, when={"solver": ("sogram", "sogram-diag")},
+                            help="Averaging weight of SOGram's Gramian estimates (0.1)."),
+        "learning_rate": Param(float, low=0, closed="neither", none_ok=True,
+                               label="step size δ", advanced=True,
+                               when={"solver": ("sogram", "sampling", "sogram-diag",
+                                                "sampling-diag")},
+                               help="Fixed step of the stochastic solvers (empty: 0.01 for "
+                                    "-diag, else GD's step shrunk by the gradient noise)."),
+        "adagrad_mu": Param(float, low=0, closed="neither", label="AdaGrad μ",
+                            advanced=True,
+                            when={"solver": ("gd-diag", "sogram-diag", "sampling-diag")},
+                            help="μ of the scaling (μI + M)^(-1/2), eq. (51)."),
+        "user_ids": Param(str, options=IDS, label="user id columns", advanced=True,
+                          help="Which users get a one-hot id column in a linear/MLP tower's "
+                               "input: all, known (with positives), none."),
+        "item_ids": Param(str, options=IDS, label="item id columns", advanced=True,
+                          help="Which items get a one-hot id column: all, known, none "
+                               "(known/none: new items are scored from features)."),
+        "side_features": Param(str, options=SIDE_FEATURES, label="side features",
+                               help="Which of the dataset's own side features to use."),
+        "threshold": Param(float, none_ok=True, step=0.5, label="positive threshold",
+                           help="Entries with value ≥ threshold are positives."),
+        "init_scale": Param(float, low=0, closed="neither", label="init scale",
+                            advanced=True,
+                            help="Std of the initial embedding tables and linear maps."),
+        "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
+                              help="Seed of the initialization and the stochastic draws."),
+    }
+
+    def __init__(self, k=32, *, user_tower="identity", item_tower="identity",
+                 activation="elu", loss="logistic", omega=0.25, lambda_theta=8.0,
+                 imputed=-1.0, solver="newton", max_iter=30, tol=1e-6, max_cg=30, cg_tol=0.1,
+                 max_line_search=30, sample_ratio=0.01, gram_alpha=0.1, learning_rate=None,
+                 adagrad_mu=1e-8, user_ids="all", item_ids="all", side_features="none",
+                 threshold=None, init_scale=0.1, random_state=None):
+        self.k = k
+        self.user_tower = user_tower
+        self.item_tower = item_tower
+        self.activation = activation
+        self.loss = loss
+        self.omega = omega
+        self.lambda_theta = lambda_theta
+        self.imputed = imputed
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_cg = max_cg
+        self.cg_tol = cg_tol
+        self.max_line_search = max_line_search
+        self.sample_ratio = sample_ratio
+        self.gram_alpha = gram_alpha
+        self.learning_rate = learning_rate
+        self.adagrad_mu = adagrad_mu
+        self.user_ids = user_ids
+        self.item_ids = item_ids
+        self.side_features = side_features
+        self.threshold = threshold
+        self.init_scale = init_scale
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, interactions, *, user_features=None, item_features=None,
+            imputed_factors=None, validation=None, callback=None):
+        """Fit on ``interactions`` (a Ratings); see the class docstring.
+
+        Parameters
+        ----------
+        interactions : kmviz.data.Ratings
+            Training data; its positives are every entry, or those >= ``threshold``.
+        user_features, item_features : DataFrame, array or sparse matrix, optional
+            Side features, one row per user (item) index; override ``side_features``.
+        imputed_factors : (Ptilde, Qtilde), optional
+            A prior model's factors (m x kt, n x kt): Ytilde = Ptilde Qtilde^T instead of
+            the constant ``imputed``.
+        validation : Ratings, optional
+            Held-out interactions in the same index space (``validation_<metric>``).
+        callback : callable, optional
+            ``callback(row)`` after each iteration; False or StopIteration stops.
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(interactions, callback=callback, validation=validation,
+                           user_features=user_features, item_features=item_features,
+                           imputed_factors=imputed_factors)
+
+    def _solver_name(self, prm):
+        return f"similarity.{prm['solver']}"
+
+    def _fit_context(self, prm):
+        # the D-vector operations of CG and the tower products are small; with OpenBLAS's
+        # threads next to the other processes of a shared 2-core box, a CG of 8 steps on a
+        # 300 x 200 set with MLP towers took 0.22-0.36 s, and 0.020-0.026 s with one thread
+        from .._threads import single_blas_thread
+
+        return single_blas_thread()
+
+    def _loop_policy(self, params, state) -> LoopPolicy:
+        policy = super()._loop_policy(params, state)
+        if params["solver"] not in MONOTONE:
+            # a stochastic solver's objective is noisy: one rise would read as convergence
+            return replace(policy, tol=None, budget=None,
+                           end_message=f"all {policy.max_iter} iterations done")
+        return replace(policy, monotone=True)
+
+    @staticmethod
+    def _check_interactions(ratings, what="interactions"):
+        for attr in ("users", "items", "values", "n_users", "n_items"):
+            if not hasattr(ratings, attr):
+                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
+                                f"{type(ratings).__name__} (no {attr!r}).")
+
+    def _positives(self, ratings, threshold):
+        users = np.asarray(ratings.users, dtype=np.int64)
+        items = np.asarray(ratings.items, dtype=np.int64)
+        if threshold is not None:
+            keep = np.asarray(ratings.values, dtype=np.float64) >= threshold
+            users, items = users[keep], items[keep]
+        return users, items
+
+    def _fit_start(self, data, prm, *, validation=None, user_features=None,
+                   item_features=None, imputed_factors=None):
+        self._check_interactions(data)
+        m, n = int(data.n_users), int(data.n_items)
+        events = []
+        users, items = self._positives(data, prm["threshold"])
+        if users.size == 0:
+            raise EmptyDataError("the interactions hold no positives",
+                                 expected="at least one positive (user, item) pair",
+                                 fix="lower threshold or check the data")
+        pairs = ObservedPairs(users, items, m, n)
+        if validation is not None:
+            self._check_interactions(validation, "validation")
+            if (int(validation.n_users), int(validation.n_items)) != (m, n):
+                raise DataError(f"validation has shape ({validation.n_users}, "
+                                f"{validation.n_items}) but the interactions have ({m}, {n})",
+                                fix="split one Ratings so both parts share the index space")
+        known_u, known_v = pairs.row_counts() > 0, pairs.col_counts() > 0
+        Fu = side_features(data, user_features, "user", m, prm, events)
+        Fv = side_features(data, item_features, "item", n, prm, events)
+        fu, U = build_tower(prm["user_tower"], m, Fu, known_u, prm["user_ids"], "user", prm,
+                            events)
+        fv, V = build_tower(prm["item_tower"], n, Fv, known_v, prm["item_ids"], "item", prm,
+                            events)
+        if imputed_factors is not None:
+            Pt, Qt = (np.asarray(x, dtype=np.float64) for x in imputed_factors)
+        else:
+            Pt, Qt = constant_imputation(prm["imputed"], m, n)
+        problem = AllPairsProblem(pairs, fu, fv, U, V, prm["loss"], prm["omega"],
+                                  prm["lambda_theta"], None, None, Pt, Qt)
+        rng = check_random_state(self.random_state)
+        theta = problem.init(rng)
+        settings = Settings(max_line_search=prm["max_line_search"], max_cg=prm["max_cg"],
+                            xi=prm["cg_tol"], mu=prm["adagrad_mu"], rho=prm["sample_ratio"],
+                            alpha=prm["gram_alpha"], learning_rate=prm["learning_rate"],
+                            diag=prm["solver"].endswith("-diag"))
+        module = solver_module(prm["solver"])
+        solver_state = module.start(problem, theta, settings, rng, name=prm["solver"])
+        ev = getattr(solver_state, "evaluation", None)
+        start = problem.objective(ev) if ev is not None else \
+            solver_state.objective_row["objective"]
+        return SimpleNamespace(prm=prm, problem=problem, module=module, solver=solver_state,
+                               events=events, m=m, n=n, pairs=pairs, previous=start)
+
+    # ------------------------------------------------------------------ one iteration
+    def _fit_step(self, st, trace, it):
+        for kind, message in st.events:
+            trace.event(kind, message)
+        st.events = []
+        problem = st.problem
+        problem.timer = {}
+        step = st.module.step(problem, st.solver)
+        for name, seconds in problem.timer.items():
+            trace.add_time(name, seconds)
+        values = dict(step.values)
+        obj = values["objective"]
+        prev = st.previous
+        values["relative_decrease"] = (prev - obj) / max(abs(prev), 1e-300) \
+            if math.isfinite(prev) else math.nan
+        st.previous = obj
+        return replace(step, values=values)
+
+    def _fit_finish(self, state, trace, validation) -> None:
+        # the paper's convergence measure, (L - L*) / L* (Sec. 4.3), against the lowest
+        # objective of this run; compare runs with relative_objective_difference(objectives,
+        # best=the lowest over all of them)
+        if trace.rows:
+            rel = relative_objective_difference([r["objective"] for r in trace.rows])
+            for row, value in zip(trace.rows, rel):
+                row["relative_objective_difference"] = float(value)
+
+    # ------------------------------------------------------------------ publish
+    def _fit_publish(self, st, n_iter, trace):
+        problem = st.problem
+        theta = np.array(st.module.publish(st.solver), dtype=np.float64)
+        ev = getattr(st.solver, "evaluation", None)
+        if ev is not None and ev.theta is st.module.publish(st.solver):
+            P, Q = ev.P, ev.Q          # the line search already embedded theta
+        else:
+            tu, tv = problem.split(theta)
+            P = problem.fu.forward(tu, problem.U)
+            Q = problem.fv.forward(tv, problem.V)
+        obj = trace.rows[-1]["objective"] if trace.rows else math.nan
+        self._set_fitted(theta, problem.Du, P, Q, st.pairs.row_ptr, st.pairs.cols, obj,
+                         n_iter, trace)
+        self.user_tower_, self.item_tower_ = problem.fu, problem.fv
+        self.user_input_, self.item_input_ = problem.U, problem.V
+
+    def _set_fitted(self, theta, n_user_params, P, Q, seen_ptr, seen_idx, objective, n_iter,
+                    trace):
+        self.theta_ = np.array(theta, dtype=np.float64)
+        self.n_user_params_ = int(n_user_params)
+        self.user_factors_ = np.ascontiguousarray(P, dtype=np.float64)
+        self.item_factors_ = np.ascontiguousarray(Q, dtype=np.float64)
+        self._seen_ptr = np.ascontiguousarray(seen_ptr, dtype=np.int64)
+        self._seen_idx = np.ascontiguousarray(seen_idx, dtype=np.int64)
+        self.objective_ = float(objective)
+        self.n_iter_ = int(n_iter)
+        self.trace_ = trace
+
+    def _check_fitted(self):
+        super()._check_fitted("user_factors_")
+
+    # ------------------------------------------------------------------ prediction
+    def _indices(self, values, what):
+        arr = np.asarray(values)
+        n = self.user_factors_.shape[0] if what == "users" else self.item_factors_.shape[0]
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"{what} must be integer indices; got dtype {arr.dtype}.")
+        flat = arr.reshape(-1)
+        if flat.size and (flat.min() < 0 or flat.max() >= n):
+            bad = int(flat[(flat < 0) | (flat >= n)][0])
+            raise ValueError(f"{what[:-1]} index {bad} is out of range; the model was fitted "
+                             f"on {n} {what} (indices 0..{n - 1}).")
+        return arr.astype(np.int64)
+
+    def predict(self, users, items) -> np.ndarray:
+        """Scores ``Yhat_ij = p_i^T q_j`` of (user, item) pairs, broadcast together."""
+        self._check_fitted()
+        u, i = np.broadcast_arrays(self._indices(users, "users"),
+                                   self._indices(items, "items"))
+        return np.einsum("...k,...k->...", self.user_factors_[u], self.item_factors_[i])
+
+    def score_items(self, users) -> np.ndarray:
+        """Scores of every item for the given users (a row per user; 1-D for one int)."""
+        self._check_fitted()
+        idx = self._indices(users, "users")
+        return self.user_factors_[idx] @ self.item_factors_.T
+
+    def _exclusion(self, users, drop=None):
+        """CSR (over ``users``) of their training positives, minus the keys in ``drop``."""
+        ptr, idx = self._seen_ptr, self._seen_idx
+        counts = ptr[users + 1] - ptr[users]
+        take = np.repeat(ptr[users] - (np.cumsum(counts) - counts), counts) + \
+            np.arange(int(counts.sum()), dtype=np.int64)
+        out_idx = idx[take]
+        row_of = np.repeat(np.arange(users.size), counts)
+        if drop is not None and out_idx.size:
+            keep = ~np.isin(users[row_of] * self.item_factors_.shape[0] + out_idx, drop)
+            out_idx, row_of = out_idx[keep], row_of[keep]
+        out_ptr = np.zeros(users.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_of, minlength=users.size), out=out_ptr[1:])
+        return out_ptr, np.ascontiguousarray(out_idx, dtype=np.int64)
+
+    def _top(self, users, k, drop=None, exclude_seen=True):
+        """Top-k items of each user (training positives left out except ``drop`` keys),
+        by a Numba kernel that never holds the users x items score matrix."""
+        from . import _kernels as K
+
+        kk = min(int(k), self.item_factors_.shape[0])
+        if exclude_seen:
+            ptr, ex = self._exclusion(users, drop)
+        else:
+            ptr, ex = np.zeros(users.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return K.top_k(self.user_factors_[users], self.item_factors_, ptr, ex, kk)
+
+    def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
+        """The top-k item indices per user, best first (ties: lower index first).
+
+        Parameters
+        ----------
+        users : int or array of int
+        k : int, default=10
+        exclude_seen : bool, default=True
+            Leave out each user's training positives.
+
+        Returns
+        -------
+        ndarray of int64 (len(users), min(k, n_items)), 1-D for one int user; -1 pads a row
+        when fewer than k items are left.
+        """
+        self._check_fitted()
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive int; got {k!r}.")
+        idx = self._indices(users, "users")
+        out = self._top(idx.reshape(-1), k, exclude_seen=exclude_seen)
+        return out[0] if idx.ndim == 0 else out
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, ratings) -> dict:
+        """Ranking metrics on held-out interactions (same index space).
+
+        Every entry of ``ratings`` (those >= ``threshold`` when set) is a held-out positive.
+        Each user with one is ranked over the items, leaving out the user's TRAINING
+        positives except the pairs evaluated; averaged over those users:
+        ``precision_at_{1,3,5}``, ``map_at_5`` -- the paper's MAP@5, eq. (52): the mean of
+        P@K over K = 1..5 (not the textbook average precision of
+        :func:`kmviz.metrics.map_at_k`) --, ``ndcg_at_5`` and ``recall_at_5``.
+        """
+        from .. import metrics
+
+        self._check_fitted()
+        self._check_interactions(ratings, "ratings")
+        m, n = self.user_factors_.shape[0], self.item_factors_.shape[0]
+        if (int(ratings.n_users), int(ratings.n_items)) != (m, n):
+            raise ValueError(f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but "
+                             f"the model was fitted on ({m}, {n}).")
+        users, items = self._positives(ratings, self.threshold)
+        if users.size == 0:
+            raise EmptyDataError("the ratings to evaluate hold no positives",
+                                 expected="at least one held-out positive")
+        order = np.lexsort((items, users))
+        users, items = users[order], items[order]
+        eval_users, start = np.unique(users, return_index=True)
+        top = self._top(eval_users, max(EVAL_KS), drop=users * n + items)
+        bounds = np.append(start, users.size)
+        relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
+                    for r in range(eval_users.size)]
+        # hits[r, t]: the t-th recommendation of user r is a held-out positive; P@K is
+        # hits / K as kmviz.metrics.precision_at_k defines it (-1 padding is a miss)
+        hits = np.isin(eval_users[:, None] * n + top, users * n + items) & (top >= 0)
+        cum = np.cumsum(hits, axis=1)
+        p_at = {K: float(np.mean(cum[:, min(K, top.shape[1]) - 1] / K)) for K in range(1, 6)}
+        out = {f"precision_at_{k}": p_at[k] for k in EVAL_KS}
+        out["map_at_5"] = float(np.mean([p_at[K] for K in range(1, 6)]))
+        out["ndcg_at_5"] = metrics.ndcg_at_k(top, relevant, 5)
+        out["recall_at_5"] = metrics.recall_at_k(top, relevant, 5)
+        return out
+
+    # ------------------------------------------------------------------ runs
+    def _fitted_arrays(self) -> dict:
+        """theta, the embeddings and the training positives (for ``exclude_seen``)."""
+        self._check_fitted()
+        return {"theta": self.theta_, "n_user_params": np.array([self.n_user_params_]),
+                "user_factors": self.user_factors_, "item_factors": self.item_factors_,
+                "seen_indptr": self._seen_ptr, "seen_indices": self._seen_idx,
+                "objective": np.array([self.objective_])}
+
+    @classmethod
+    def _from_fitted_arrays(cls, arrays, params, trace, train=None):
+        model = cls(**params)
+        model._validate_params()
+        model._set_fitted(arrays["theta"], int(np.asarray(arrays["n_user_params"])[0]),
+                          arrays["user_factors"], arrays["item_factors"],
+                          arrays["seen_indptr"], arrays["seen_indices"],
+                          float(np.asarray(arrays["objective"])[0]), trace.n_iter, trace)
+        return model
+
+    @classmethod
+    def from_fitted_arrays(cls, arrays, params=None, trace=None):
+        """A fitted model from :meth:`_fitted_arrays` (and its params) without refitting."""
+        trace = trace if trace is not None else Trace(solver="similarity.newton")
+        return cls._from_fitted_arrays(arrays, dict(params or {}), trace)
+
+
+def relative_objective_difference(objectives, best=None) -> np.ndarray:
+    """``(L - L*) / |L*|`` per iteration, the paper's convergence measure (Sec. 4.3);
+    ``L*`` is ``best`` or the lowest objective in ``objectives``."""
+    obj = np.asarray(objectives, dtype=np.float64)
+    ref = float(np.nanmin(obj)) if best is None else float(best)
+    return (obj - ref) / max(abs(ref), 1e-300)

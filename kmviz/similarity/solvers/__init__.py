@@ -1,0 +1,60 @@
+"""The seven optimizers of the extreme-similarity paper (Sec. 4, 6.1.3, App. A), one module each.
+
+Every solver module has the same three functions over a state object:
+
+- ``start(problem, theta, settings, rng) -> state``: the first evaluation and the solver's
+  own set-up (a step size, AdaGrad's accumulator, SOGram's running Gramians);
+- ``step(problem, state) -> kmviz._base.Step``: one outer iteration, its trace row values
+  and whether the solver's own criterion ended the fit;
+- ``publish(state) -> theta``: the current variables.
+
+:func:`solver_module` maps the ``solver=`` names of
+:class:`~kmviz.similarity.SimilarityLearning` to a module; ``start`` gets the name and
+sets up the variant (``-diag``: AdaGrad scaling, ``Settings.diag``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SOLVERS = ("newton", "gd", "gd-diag", "sogram", "sampling", "sogram-diag", "sampling-diag")
+SOLVER_LABELS = {
+    "newton": "Gauss-Newton + CG (Alg. 3-4)",
+    "gd": "gradient descent + line search",
+    "gd-diag": "GD-diag (AdaGrad scaling) + line search",
+    "sogram": "SOGram (stochastic, online Gramians)",
+    "sampling": "Sampling (stochastic, U x V blocks)",
+    "sogram-diag": "SOGram-diag (AdaGrad scaling)",
+    "sampling-diag": "Sampling-diag (AdaGrad scaling)",
+}
+#: Solvers whose accepted steps never raise the objective (they line-search on it).
+MONOTONE = ("newton", "gd", "gd-diag")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the solvers read (the estimator's parameters, by the paper's names)."""
+
+    eta: float = 1e-4            # Armijo constant (43)
+    max_line_search: int = 30    # backtracking trials per iteration at most
+    warm_start_every: int = 5    # delta_init doubles every this many iterations (6.1.3)
+    max_cg: int = 30             # CG steps per Newton iteration at most
+    xi: float = 0.1              # CG stops at ||r|| <= xi ||grad L||
+    mu: float = 1e-8             # AdaGrad's mu (51)
+    rho: float = 0.01            # SOGram / Sampling sampling ratio
+    alpha: float = 0.1           # SOGram's averaging weight (64)
+    learning_rate: float | None = None   # fixed delta of the stochastic solvers
+    diag: bool = False
+
+
+def solver_module(name):
+    """The module of a solver name; ``module.start(..., name=name)`` picks the variant."""
+    from . import gd, newton, stochastic
+
+    if name == "newton":
+        return newton
+    if name in ("gd", "gd-diag"):
+        return gd
+    if name in ("sogram", "sampling", "sogram-diag", "sampling-diag"):
+        return stochastic
+    raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}.")

@@ -1,0 +1,100 @@
+"""Gauss-Newton with CG and backtracking ("Newton" in the paper): Alg. 3 and 4.
+
+Each iteration solves ``G s = -grad L(theta)`` (49) inexactly by CG (Alg. 3; stop at
+``||r|| <= xi ||grad L||`` or ``max_cg`` steps), with G only through Gauss-Newton products
+(:meth:`~kmviz.similarity.allpairs.AllPairsProblem.gnvp`, which reuse the cache of theta:
+P, Q, the Gramians, the c_ij and the towers' activations). A backtracking line search
+starting from the previous step (doubled every 5 iterations, at most 1: Sec. 6.1.3) then
+takes the step; if it fails, the step is rejected and the fit ends
+(:mod:`._line_search`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..._base import Step
+from ._line_search import armijo, initial_step
+
+
+@dataclass
+class NewtonState:
+    settings: object
+    evaluation: object
+    iteration: int = 0
+    delta: float | None = None
+    grad_norm0: float = math.nan
+    extra: dict = field(default_factory=dict)
+
+
+def conjugate_gradient(problem, ev, g, xi, max_cg):
+    """Alg. 3: (s, #CG, final relative residual ||r|| / ||g||)."""
+    r = -g
+    d = r.copy()
+    s = np.zeros_like(g)
+    gamma = float(r @ r)
+    gamma0 = gamma
+    if gamma0 == 0.0:
+        return s, 0, 0.0
+    n_cg = 0
+    while n_cg < max_cg:
+        n_cg += 1
+        Gd = problem.gnvp(ev, d)
+        curvature = float(d @ Gd)
+        if curvature <= 0:            # G is PD in exact arithmetic; guard rounding
+            break
+        t = gamma / curvature
+        s += t * d
+        r -= t * Gd
+        gamma_new = float(r @ r)
+        if math.sqrt(gamma_new) <= xi * math.sqrt(gamma0):
+            gamma = gamma_new
+            break
+        d = r + (gamma_new / gamma) * d
+        gamma = gamma_new
+    return s, n_cg, math.sqrt(gamma / gamma0)
+
+
+def start(problem, theta, settings, rng, name=""):
+    return NewtonState(settings, problem.evaluate(theta))
+
+
+def step(problem, st) -> Step:
+    cfg = st.settings
+    st.iteration += 1
+    ev = st.evaluation
+    g = problem.gradient(ev)
+    gnorm = float(np.linalg.norm(g))
+    if st.iteration == 1:
+        st.grad_norm0 = gnorm
+    t0 = time.perf_counter()
+    s, n_cg, ratio = conjugate_gradient(problem, ev, g, cfg.xi, cfg.max_cg)
+    cg_seconds = time.perf_counter() - t0
+    delta0 = initial_step(st.delta, st.iteration, cfg.warm_start_every, cap=1.0)
+    ls = armijo(problem, ev, g, s, delta0, cfg.eta, cfg.max_line_search)
+    values = {"grad_norm": gnorm, "n_cg": n_cg, "cg_residual_ratio": ratio,
+              "n_line_search": ls.trials, "step_size": ls.delta,
+              "cg_seconds": cg_seconds, "line_search_seconds": ls.seconds}
+    if not ls.accepted:
+        values.update(_objective_values(problem, ev))
+        return Step(values, converged=True,
+                    reason=f"the line search found no decrease in {ls.trials} trial(s); the "
+                           "step is rejected (theta and its cache unchanged)")
+    st.evaluation, st.delta = ls.evaluation, ls.delta
+    values.update(_objective_values(problem, ls.evaluation))
+    return Step(values)
+
+
+def _objective_values(problem, ev):
+    """The objective and its split L = L+ + (omega L-) + regularizer, for a trace row."""
+    objective = problem.objective(ev)
+    return {"objective": objective, "l_plus": ev.l_plus,
+            "l_minus": objective - ev.l_plus - ev.reg, "regularizer": ev.reg}
+
+
+def publish(st):
+    return st.evaluation.theta
