@@ -39,7 +39,7 @@ class KernelMatrixCompletion(IterativeEstimator):
     Parameters
     ----------
     method : {"kkmcex", "rrmcex", "online_rrmcex", "als", "sgd", "pg"}, default="kkmcex"
-        The estimator (module docstring).
+        The method (above); each has its solver module in :mod:`kmviz.kmc.solvers`.
     mu : float > 0, default=0.01
         Regularization weight: the ridge mu of (3.40)/(3.58) (KKMCEX, RRMCEX), the kernel
         weight of (3.28) (ALS, SGD), the nuclear-norm weight mu_bar of (2.15) (PG; its scale
@@ -54,11 +54,11 @@ class KernelMatrixCompletion(IterativeEstimator):
         KKMCEX only, its CG path: ``diag(K_OO) + mu``, or ``Phi Phi^T + mu I`` with the
         ``n_components`` leading Kronecker eigen features (Woodbury, O(s d) per iteration).
     row_prior, col_prior : {"auto", "graph", "features", "identity"}, default="auto"
-        Kernel methods (all but PG). Where a side's kernel comes from when it is not
-        passed to ``fit``: the ratings'
-        ``user_graph``/``item_graph`` (a graph-Laplacian kernel), their
-        ``user_features``/``item_features`` (a feature kernel), or nothing (the identity,
-        which cannot extrapolate). ``auto``: graph, else features, else identity.
+        Kernel methods (all but PG): where a side's kernel comes from when it is not
+        passed to ``fit``: the ratings' ``user_graph``/``item_graph`` (a graph-Laplacian
+        kernel), their ``user_features``/``item_features`` (a feature kernel), or nothing
+        (the identity, which cannot extrapolate). ``auto``: graph, else features, else
+        identity.
     graph_kernel : {"diffusion", "regularized_laplacian", "bandlimited"}, default="diffusion"
         Kernel methods (all but PG): kernel of a graph (3.65)-(3.66).
     eta : float > 0, default=1.0
@@ -71,17 +71,16 @@ class KernelMatrixCompletion(IterativeEstimator):
         Kernel methods (all but PG): kernel of feature vectors (§3.5.2).
     gamma : float > 0, optional
         Kernel methods (all but PG): width of the Gaussian feature kernel
-        ``exp(-gamma ||x - x'||^2)``; default
-        ``1 / n_features``.
+        ``exp(-gamma ||x - x'||^2)``; default ``1 / n_features``.
     jitter : float >= 0, optional
         Kernel methods (all but PG): added to the diagonal of every kernel before the PSD
-        check. Without it a kernel that
-        is not PSD within rounding is refused. ALS and SGD invert the kernels (3.28):
-        diffusion kernels are numerically singular (cond ~1e15), and there a jitter of about
-        1e-4 turns NMSE ~1 into ~0.01 (the trace logs a warning above cond 1e10).
+        check. Without it a kernel that is not PSD within rounding is refused. ALS and SGD
+        invert the kernels (3.28): diffusion kernels are numerically singular (cond
+        ~1e15), and there a jitter of about 1e-4 turns NMSE ~1 into ~0.01 (the trace logs a
+        warning above cond 1e10).
     factor_kernels : bool, default=True
-        KKMCEX only: keep a side kernel that has an exact low-rank form as that form and never
-        build it: the identity, a linear (or Pearson) kernel on fewer features than
+        KKMCEX only: keep a side kernel that has an exact low-rank form as that form and
+        never build it: the identity, a linear (or Pearson) kernel on fewer features than
         entities (``K = X X^T``), any feature kernel whose entities take few distinct feature
         rows (``K = E K_u E^T``: MovieLens users by age, items by genres and year), a
         bandlimited graph kernel, or a factor passed to ``fit``. Each CG product then costs
@@ -96,7 +95,8 @@ class KernelMatrixCompletion(IterativeEstimator):
         is off by default; exact factors of lower rank are kept as they are.
     add_constant : bool, default=False
         Kernel methods (all but PG): add the all-ones kernel to each side's kernel
-        (``K + 1 1^T``; with an identity prior, ``I + 1 1^T``). The Kronecker kernel ``(K_r + J) ⊗ (K_c + J)`` then also holds
+        (``K + 1 1^T``; with an identity prior, ``I + 1 1^T``). The Kronecker kernel
+        ``(K_r + J) ⊗ (K_c + J)`` then also holds
         a global term, a term per row shared over columns and a term per column shared over
         rows (the biases of rating data) next to the kernels' own. Factors stay factors
         (one more column, or a shifted identity).
@@ -127,18 +127,20 @@ class KernelMatrixCompletion(IterativeEstimator):
     schedule : {"pg", "fpc", "spg", "vpg"}, default="fpc"
         PG only: the mu schedule (Table 2.1).
     mu0_factor : float >= 1, optional
-        PG only: the starting mu_0 = mu0_factor * mu (Table 2.2: 10, or 5 with the graph init).
+        PG only: the starting mu_0 = mu0_factor * mu (Table 2.2: 10, or 5 with the graph
+        init).
     decay : float in (0, 1), optional
         PG only: the schedule's eta (Table 2.2: FPC 0.75, SPG 0.65, VPG 0.85).
     switch_tol : float > 0, optional
         PG only: the schedule's eps (Table 2.2: FPC 1e-4, SPG 0.06).
     pg_init : {"zero", "graph"}, default="zero"
-        PG only: start from zero, or the graph-based initialization (2.42) from the row graph.
+        PG only: start from zero, or the graph-based initialization (2.42) from the row
+        graph.
     lap_weight : float >= 0, default=0.0
         PG only: alpha of the Laplacian-regularized PG (2.51) on the row graph.
     step : float > 0, optional
-        PG only: the step t (default ``1 / (1 + 2 alpha lambda_max(L))``, the inverse Lipschitz
-        constant).
+        PG only: the step t (default ``1 / (1 + 2 alpha lambda_max(L))``, the inverse
+        Lipschitz constant).
     random_state : None, int or Generator
         Seeds the factor initialization, the SGD orders and the online stream.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -118,6 +119,12 @@ def test_cg_path_equals_the_direct_solve_and_records_its_residual(preconditioner
     assert cg.trace_.rows[-1]["objective"] == pytest.approx(
         direct.trace_.rows[-1]["objective"], rel=1e-8)
     assert any("CG converged" in e["message"] for e in cg.trace_.events)
+    # the trace says the real reason: the CG residual, not the objective's decrease
+    msg = cg.trace_.stop_message
+    assert re.fullmatch(r"CG converged: relative residual \S+ <= tol 1e-12 after "
+                        rf"{cg.n_iter_} iterations", msg), msg
+    assert float(msg.split("residual ")[1].split(" ")[0]) == pytest.approx(res[-1], rel=1e-2)
+    assert direct.trace_.stop_message == "closed-form solution"
     assert not any(e["message"] == "stopped by the user" for e in cg.trace_.events)
 
 

@@ -66,6 +66,8 @@ def test_corrected_als_reaches_a_stationary_point():
     m = KernelMatrixCompletion(method="als", mu=0.1, rank=4, max_iter=5000, tol=1e-10,
                                random_state=0).fit(ratings)
     assert m.trace_.stop_reason == "converged"
+    assert m.trace_.stop_message.startswith("relative objective change ")
+    assert m.trace_.stop_message.endswith(" below tol 1e-10")
 
 
 def test_als_with_identity_kernels_is_regularized_als():
@@ -139,6 +141,9 @@ def test_pg_schedules_reach_the_final_mu_and_converge(schedule):
     m = KernelMatrixCompletion(method="pg", schedule=schedule, mu=0.01 * scale, max_iter=3000,
                                tol=1e-6).fit(ratings)
     assert m.trace_.stop_reason == "converged"
+    last = m.trace_.rows[-1]  # the real reason: the change at the final mu
+    assert m.trace_.stop_message == (f"PG converged at mu = {last['mu']:g}: relative change "
+                                     f"{last['rel_change']:.3g} < tol 1e-06")
     mus = m.trace_.column("mu")
     assert mus[-1] == pytest.approx(0.01 * scale)
     if schedule != "pg":
