@@ -21,7 +21,10 @@ from ..trace import Trace
 from . import krr
 from . import problem as pb
 from .params import METHODS, PARAMETERS
-from .solvers import SOLVERS
+from .params import (DIRECT_MAX_S, KERNEL_METHODS, METHOD_LABELS, PG_INITS,  # noqa: F401
+                     PRECONDITIONERS, PRIORS, RR_FEATURES, SOLVERS)  # (their old home)
+from .solvers import MODULES
+from .solvers._common import ILL_CONDITIONED  # noqa: F401
 
 __all__ = ["METHODS", "KernelMatrixCompletion"]
 
@@ -96,10 +99,9 @@ class KernelMatrixCompletion(IterativeEstimator):
     add_constant : bool, default=False
         Kernel methods (all but PG): add the all-ones kernel to each side's kernel
         (``K + 1 1^T``; with an identity prior, ``I + 1 1^T``). The Kronecker kernel
-        ``(K_r + J) ⊗ (K_c + J)`` then also holds
-        a global term, a term per row shared over columns and a term per column shared over
-        rows (the biases of rating data) next to the kernels' own. Factors stay factors
-        (one more column, or a shifted identity).
+        ``(K_r + J) ⊗ (K_c + J)`` then also holds a global term, a term per row shared over
+        columns and a term per column shared over rows (the biases of rating data) next to
+        the kernels' own. Factors stay factors (one more column, or a shifted identity).
     n_components : int >= 1, default=100
         KKMCEX, RRMCEX and online RRMCEX: d, the RRMCEX features, and the rank of the
         KKMCEX CG's eigen preconditioner.
@@ -293,7 +295,7 @@ class KernelMatrixCompletion(IterativeEstimator):
     def _fit_start(self, ratings, prm, *, validation=None, **inputs):
         rng = check_random_state(self.random_state)
         st = pb.start(ratings, prm, rng, validation=validation, **inputs)
-        SOLVERS[st.method].start(st, rng)
+        MODULES[st.method].start(st, rng)
         if validation is not None:  # fail now, not at iteration 1, on unpredictable pairs
             pb.check_predictable(np.asarray(validation.users), np.asarray(validation.items),
                                  st.predictable_rows, st.predictable_cols, st.method,
@@ -313,7 +315,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                           budget="max_iter" if state.tol > 0 else None)
 
     def _fit_step(self, st, trace, it):
-        solver = SOLVERS[st.method]
+        solver = MODULES[st.method]
         if it == 1:
             trace.solver = solver.name(st)
         for name, sec in st.pending.items():
@@ -334,26 +336,22 @@ class KernelMatrixCompletion(IterativeEstimator):
                   "offset": np.array([st.offset]), "known_rows": st.known_rows,
                   "known_cols": st.known_cols, "predictable_rows": st.predictable_rows,
                   "predictable_cols": st.predictable_cols}
-        arrays.update(SOLVERS[st.method].publish(st))
+        arrays.update(MODULES[st.method].publish(st))
         self._set_fitted(arrays, n_iter, trace)
 
     def _fit_finish(self, st, trace, validation):
         pb.compare_with_mean(st, trace, validation)
 
-    _ARRAY_ATTRS = {"coef": "coef_", "train_rows": "train_rows_", "train_cols": "train_cols_",
-                    "row_kernel_factor": "row_kernel_factor_",
-                    "col_kernel_factor": "col_kernel_factor_",
-                    "row_factors": "row_factors_", "col_factors": "col_factors_",
-                    "feature_pairs": "feature_pairs_",
-                    "feature_eigenvalues": "feature_eigenvalues_", "matrix": "matrix_",
-                    "known_rows": "known_rows_", "known_cols": "known_cols_",
-                    "predictable_rows": "predictable_rows_",
-                    "predictable_cols": "predictable_cols_"}
+    #: Fitted arrays published as attributes of the same name plus "_" (``coef_`` ...).
+    _ARRAY_ATTRS = ("coef", "train_rows", "train_cols", "row_kernel_factor",
+                    "col_kernel_factor", "row_factors", "col_factors", "feature_pairs",
+                    "feature_eigenvalues", "matrix", "known_rows", "known_cols",
+                    "predictable_rows", "predictable_cols")
 
     def _set_fitted(self, arrays, n_iter, trace):
         self._arrays = dict(arrays)
-        for key, attr in self._ARRAY_ATTRS.items():
-            setattr(self, attr, arrays.get(key))
+        for key in self._ARRAY_ATTRS:
+            setattr(self, f"{key}_", arrays.get(key))
         self.method_ = str(arrays["method"])
         self.solver_ = str(arrays["solver"])
         self.offset_ = float(np.asarray(arrays["offset"]).ravel()[0])
@@ -420,14 +418,14 @@ class KernelMatrixCompletion(IterativeEstimator):
                              self.method_)
         if u.size == 0:
             return np.zeros(shape)
-        out = SOLVERS[self.method_].predict(self._arrays, u, i)
+        out = MODULES[self.method_].predict(self._arrays, u, i)
         return (np.asarray(out, dtype=np.float64) + self.offset_).reshape(shape)
 
     def completed_matrix(self) -> np.ndarray:
         """The whole estimate ``F_hat`` (N x L; unpredictable rows/columns are NaN)."""
         self._check_fitted()
         if self._matrix_cache is None:
-            F = SOLVERS[self.method_].completed(self._arrays) + self.offset_
+            F = MODULES[self.method_].completed(self._arrays) + self.offset_
             F[~self.predictable_rows_] = np.nan
             F[:, ~self.predictable_cols_] = np.nan
             F.setflags(write=False)
@@ -445,7 +443,7 @@ class KernelMatrixCompletion(IterativeEstimator):
         if self.method_ != "kkmcex":
             raise ValueError(f"predict_new needs the kernel form of KKMCEX; this model is "
                              f"method={self.method_!r}.")
-        return SOLVERS["kkmcex"].predict_new(
+        return MODULES["kkmcex"].predict_new(
             self._arrays, self.side_kernel("row"), self.side_kernel("col"), self.n_rows_,
             self.n_cols_, row_kernel_rows, col_kernel_rows) + self.offset_
 

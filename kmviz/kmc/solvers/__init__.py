@@ -1,7 +1,7 @@
 """The Kernel MC methods, one solver module each, behind one interface.
 
 Every module offers, for :class:`~kmviz.kmc.KernelMatrixCompletion`'s single dispatch
-(:data:`SOLVERS`, method -> module):
+(:data:`MODULES`, method -> module):
 
 ``start(st, rng)``
     Set up the method's work arrays in the fit's state ``st`` (built by
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from . import als, kkmcex, online_rrmcex, pg, rrmcex, sgd
 
-SOLVERS = {"kkmcex": kkmcex, "rrmcex": rrmcex, "online_rrmcex": online_rrmcex, "als": als,
+MODULES = {"kkmcex": kkmcex, "rrmcex": rrmcex, "online_rrmcex": online_rrmcex, "als": als,
            "sgd": sgd, "pg": pg}
 
-__all__ = ["SOLVERS"]
+__all__ = ["MODULES"]
