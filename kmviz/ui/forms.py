@@ -68,7 +68,8 @@ def _widget(name: str, spec, key: str) -> None:
 
 def form_params(family) -> dict:
     """The settings in ``family``'s form as estimator parameters (the widgets' values,
-    converted to the declared kinds; defaults for those not shown)."""
+    converted to the declared kinds; for a setting not shown now, the value it was last
+    given, else its default)."""
     constraints = family.constraints()
     prefix = f"train_{family.name}_"
     remembered = st.session_state.get(f"kmviz_params_{family.name}") or {}
