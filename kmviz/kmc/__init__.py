@@ -5,7 +5,8 @@ columns (Giménez-Febrer, PhD thesis, UPC 2020): KKMCEX, the closed-form Kroneck
 regression (3.46) with a matrix-free conjugate-gradient path; RRMCEX on Kronecker eigen
 features (3.59) and its online SGD (3.63); the baselines ALS / SGD on kernel MC (3.28) and
 nuclear-norm proximal gradient with the FPC / SPG / VPG schedules (Ch. 2). Rows and columns
-without observations are extrapolated through the kernels.
+without observations are extrapolated through the kernels. Each method is a solver module of
+:mod:`kmviz.kmc.solvers`; the estimator holds the shared settings and dispatches once.
 
 :mod:`kmviz.kmc.kernels` builds kernels from prior information (graph-Laplacian kernels,
 Gaussian / linear / Pearson feature kernels, graph builders) and refuses kernels that are not

@@ -80,48 +80,12 @@ def _kron_parts(model):
     """``(K_row, K_col, rows, cols, coef)`` of a KKMCEX model, or None for other methods."""
     if getattr(model, "method_", None) != "kkmcex" or getattr(model, "coef_", None) is None:
         return None
-    if any(sk is not None and sk.kind != "dense" for sk in (model._side("row"),
-                                                            model._side("col"))):
+    if any(sk is not None and sk.kind != "dense" for sk in (model.side_kernel("row"),
+                                                            model.side_kernel("col"))):
         return None  # kept as factors: the model's own predictions never form the kernels
     return (np.asarray(model.row_kernel_), np.asarray(model.col_kernel_),
             np.asarray(model.train_rows_, np.int64), np.asarray(model.train_cols_, np.int64),
             np.asarray(model.coef_, np.float64))
-
-
-def predict_pairs(model, users, items) -> np.ndarray:
-    """``model.predict(users, items)`` for many pairs at once, cheaper for KKMCEX.
-
-    KKMCEX's ``sum_k K_row[u, a_k] K_col[i, b_k] c_k`` per pair costs s products each; here
-    ``B = Gamma K_col`` (N x L, O(s L)) is formed once and each pair costs N: ``K_row[u] .
-    B[:, i]`` (or the mirror image when that is cheaper), so that the errors of 100,000
-    MovieLens ratings take seconds instead of minutes. Other methods call ``predict``.
-    """
-    import scipy.sparse as sp
-
-    parts = _kron_parts(model)
-    users = np.asarray(users, np.int64).ravel()
-    items = np.asarray(items, np.int64).ravel()
-    if parts is None or users.size == 0:
-        return np.asarray(model.predict(users, items), dtype=np.float64).ravel()
-    model._check_predictable(users, items, model.predictable_rows_, model.predictable_cols_,
-                             model.method_)
-    Kr, Kc, a, b, c = parts
-    N, L = Kr.shape[0], Kc.shape[0]
-    G = sp.csr_matrix((c, (a, b)), shape=(N, L))
-    out = np.empty(users.shape[0])
-    if a.shape[0] * L + users.shape[0] * N <= a.shape[0] * N + users.shape[0] * L:
-        B = np.asarray(G @ Kc)  # Kc symmetric: (Gamma K_col)[a, i]
-        step = max(1, _CHUNK // max(N, 1))
-        for lo in range(0, users.shape[0], step):
-            u, i = users[lo:lo + step], items[lo:lo + step]
-            out[lo:lo + step] = np.einsum("pn,np->p", Kr[u], B[:, i])
-    else:
-        A = np.asarray((G.T @ Kr).T)  # K_row Gamma, N x L
-        step = max(1, _CHUNK // max(L, 1))
-        for lo in range(0, users.shape[0], step):
-            u, i = users[lo:lo + step], items[lo:lo + step]
-            out[lo:lo + step] = np.einsum("pl,pl->p", A[u], Kc[i])
-    return out + model.offset_
 
 
 def block_estimate(model, rows, cols) -> np.ndarray:
@@ -238,7 +202,7 @@ def error_table(model, split) -> pd.DataFrame:
         ok = pr[u] & pc[i]
         pred = np.full(y.shape[0], np.nan)
         if ok.any():
-            pred[ok] = predict_pairs(model, u[ok], i[ok])
+            pred[ok] = model.predict(u[ok], i[ok])
         mixed = bool(cold.any() and (~cold).any())
         everything = "all" if mixed or not cold.any() else "all (every one cold start)"
         for which, sel in ((everything, np.ones_like(cold)), ("warm", ~cold),
@@ -362,7 +326,7 @@ def cold_start_refit(model, split, *, n_rows=5, n_cols=0, max_train=40_000, rand
                       test_size=split.test_size, by="hidden rows", seed=int(random_state))
     params = model.get_params()
     kernels = {}
-    sides = {side: model._side(side) for side in ("row", "col")}
+    sides = {side: model.side_kernel(side) for side in ("row", "col")}
     if all(sk is not None for sk in sides.values()):
         # the kept kernels already carry the run's jitter; linear RRMCEX features become the
         # eigen features of the same (linear) kernels; factors stay factors
@@ -941,6 +905,6 @@ __all__ = [
     "cold_start_refit", "completion_view", "default_alpha", "draw_landmarks", "error_bands",
     "error_table", "fraction_observed_curve", "known_matrix", "kron_alpha_grid",
     "kron_scores", "leverage_scores", "nystrom_error_curve", "nystrom_features",
-    "points_data", "predict_pairs", "run_kernel_data", "sample_landmarks", "score_agreement",
+    "points_data", "run_kernel_data", "sample_landmarks", "score_agreement",
     "singular_value_spectra", "sklearn_available", "sub_problem",
 ]

@@ -68,12 +68,15 @@ def _widget(name: str, spec, key: str) -> None:
 
 def form_params(family) -> dict:
     """The settings in ``family``'s form as estimator parameters (the widgets' values,
-    converted to the declared kinds; defaults for those not shown)."""
+    converted to the declared kinds; for a setting not shown now, the value it was last
+    given, else its default)."""
     constraints = family.constraints()
     prefix = f"train_{family.name}_"
+    remembered = st.session_state.get(f"kmviz_params_{family.name}") or {}
     params = {}
     for k, v in family.default_params().items():
-        value = st.session_state.get(prefix + k, v)
+        # a setting the form does not show now keeps the value it was last given
+        value = st.session_state.get(prefix + k, remembered.get(k, v))
         spec = constraints.get(k)
         if spec is not None and value is not None:
             if spec.kind is int or (spec.kind == RANDOM_STATE):
@@ -82,6 +85,21 @@ def form_params(family) -> dict:
                 value = float(value)
         params[k] = value
     return params
+
+
+def form_layout(constraints: dict, values: dict) -> dict:
+    """Which declared parameters a settings form draws, and where, for the current
+    ``values``: ``controls``, the settings others depend on (named in some ``Param.when``),
+    drawn first and outside the form, since a widget inside a form changes nothing until
+    the form is submitted; then ``main`` and ``more`` (advanced), the other settings whose
+    ``when`` holds for ``values`` (:meth:`kmviz._params.Param.applies`). A setting of
+    another method is left out; it keeps its value."""
+    depended_on = {name for spec in constraints.values() for name in spec.when}
+    shown = [k for k, spec in constraints.items() if spec.applies(values)]
+    return {"controls": [k for k in shown if k in depended_on],
+            "main": [k for k in shown if k not in depended_on
+                     and not constraints[k].advanced],
+            "more": [k for k in shown if k not in depended_on and constraints[k].advanced]}
 
 
 def params_form(family, *, overrides: dict | None = None, on_submit=None) -> tuple[dict, bool]:
@@ -108,8 +126,15 @@ def params_form(family, *, overrides: dict | None = None, on_submit=None) -> tup
                 v = float(v)
             st.session_state[prefix + k] = v
 
-    main = [k for k, spec in constraints.items() if not spec.advanced]
-    more = [k for k, spec in constraints.items() if spec.advanced]
+    # a widget's new value is in the session state before the page runs
+    layout = form_layout(constraints, {k: st.session_state.get(prefix + k, v)
+                                       for k, v in values.items()})
+    if layout["controls"]:  # outside the form: a change redraws the form at once
+        cols = st.columns(min(3, len(layout["controls"])))
+        for n, name in enumerate(layout["controls"]):
+            with cols[n % len(cols)]:
+                _widget(name, constraints[name], prefix + name)
+    main, more = layout["main"], layout["more"]
     with st.form(f"train_form_{family.name}", border=True):
         cols = st.columns(3)
         per_col = -(-len(main) // 3)

@@ -82,6 +82,36 @@ def test_train_kmc_from_the_train_page_and_open_its_pages():
     assert any(m.label == "d_eff(α)" for m in at.metric)
 
 
+def test_the_train_form_shows_only_the_chosen_methods_settings():
+    """Method-only settings (``Param(when={"method": ...})``) appear with their method:
+    KKMCEX's solver but no PG schedule; choosing PG (outside the form, so at once) swaps
+    them, and a PG fit trains from there with the PG settings it was given."""
+    at = goto(new_session(), DATA)
+    at.selectbox(key="data_builtin").set_value("planted-lowrank").run()
+    at.number_input(key="data_planted-lowrank_n_users").set_value(30)
+    at.number_input(key="data_planted-lowrank_n_items").set_value(20)
+    at.button(key="data_load_builtin").click().run()
+    goto(at, TRAIN)
+    at.selectbox(key="train_family").set_value("kmc").run()
+    _no_errors(at)
+    keys = {w.key for w in list(at.selectbox) + list(at.number_input)}
+    assert {"train_kmc_solver", "train_kmc_graph_kernel"} <= keys
+    assert not {"train_kmc_schedule", "train_kmc_lap_weight"} & keys
+    at.selectbox(key="train_kmc_method").set_value("pg").run()
+    _no_errors(at)
+    keys = {w.key for w in list(at.selectbox) + list(at.number_input)}
+    assert {"train_kmc_schedule", "train_kmc_lap_weight", "train_kmc_max_iter"} <= keys
+    assert not {"train_kmc_solver", "train_kmc_graph_kernel", "train_kmc_n_components"} & keys
+    at.selectbox(key="train_kmc_schedule").set_value("spg")
+    at.number_input(key="train_kmc_max_iter").set_value(20)
+    train_button(at).click().run()
+    _no_errors(at)
+    wait_job(at)
+    run = next(iter(at.session_state[StateKeys.RUNS].values()))
+    assert run.params["method"] == "pg" and run.params["schedule"] == "spg"
+    assert run.trace.solver == "kmc.pg.spg"
+
+
 def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     at = goto(new_session(), COMPLETION)
     _no_errors(at)

@@ -11,6 +11,7 @@ from kmviz.data.ratings import Ratings
 from kmviz.data.splits import Split
 from kmviz.kmc import KernelMatrixCompletion, gaussian_kernel
 from kmviz.kmc import analysis as an
+from kmviz.kmc import krr
 from kmviz.kmc import figures as fg
 from kmviz.kmc.nystrom import nystrom_approximation, ridge_leverage_scores
 
@@ -62,21 +63,25 @@ def test_completion_view_matches_the_model_and_marks_cold_start(problem):
     assert np.flatnonzero(view.cold_cols).tolist() == [COLD_COL]
 
 
-def test_predict_pairs_and_block_estimate_equal_predict(problem):
+def test_batch_predict_and_block_estimate_equal_the_per_pair_sums(problem):
+    """``predict`` (the batch formula that replaced ``analysis.predict_pairs``) equals the
+    per-pair sums of KKMCEX and the whole estimate."""
     _, _, _, split, model = problem
     rng = np.random.default_rng(1)
     u, i = rng.integers(0, N, 500), rng.integers(0, L, 500)
-    np.testing.assert_allclose(an.predict_pairs(model, u, i), model.predict(u, i), rtol=1e-10)
+    per_pair = krr.kkmcex_predict(model.row_kernel_, model.col_kernel_, model.train_rows_,
+                                  model.train_cols_, model.coef_, u, i, route="pairs")
+    np.testing.assert_allclose(model.predict(u, i), per_pair + model.offset_, rtol=1e-10)
     # both association orders: few pairs (per pair N) and many (per pair L)
     uu, ii = np.meshgrid(np.arange(N), np.arange(L), indexing="ij")
-    np.testing.assert_allclose(an.predict_pairs(model, uu, ii), model.completed_matrix().ravel(),
-                               rtol=1e-10)
+    np.testing.assert_allclose(model.predict(uu, ii).ravel(),
+                               model.completed_matrix().ravel(), rtol=1e-10)
     rows, cols = np.array([0, COLD_ROW, 7]), np.array([COLD_COL, 2])
     np.testing.assert_allclose(an.block_estimate(model, rows, cols),
                                model.completed_matrix()[np.ix_(rows, cols)], rtol=1e-10)
     rr = KernelMatrixCompletion(method="rrmcex", n_components=30).fit(
         split.train, row_kernel=model.row_kernel_, col_kernel=model.col_kernel_)
-    np.testing.assert_allclose(an.predict_pairs(rr, u, i), rr.predict(u, i))
+    np.testing.assert_allclose(rr.predict(u, i), rr.completed_matrix()[u, i], rtol=1e-10)
     np.testing.assert_allclose(an.block_estimate(rr, rows, cols),
                                rr.completed_matrix()[np.ix_(rows, cols)], rtol=1e-10)
 
@@ -92,9 +97,9 @@ def test_factored_kernels_are_never_formed_by_the_page_helpers(problem):
         split.train, row_kernel=xr @ xr.T, col_kernel=xc @ xc.T)
     factored = KernelMatrixCompletion(mu=1e-2, center=True, solver="direct").fit(
         split.train, row_kernel_factor=xr, col_kernel_factor=xc)
-    assert factored._side("row").kind == "factor" == factored._side("col").kind
+    assert factored.side_kernel("row").kind == "factor" == factored.side_kernel("col").kind
     u, i = rng.integers(0, N, 300), rng.integers(0, L, 300)
-    np.testing.assert_allclose(an.predict_pairs(factored, u, i), dense.predict(u, i),
+    np.testing.assert_allclose(factored.predict(u, i), dense.predict(u, i),
                                rtol=1e-8, atol=1e-8)
     rows, cols = np.array([0, COLD_ROW, 7]), np.array([COLD_COL, 2])
     np.testing.assert_allclose(an.block_estimate(factored, rows, cols),
@@ -102,7 +107,7 @@ def test_factored_kernels_are_never_formed_by_the_page_helpers(problem):
                                atol=1e-8)
     an.error_table(factored, split)
     refit = an.cold_start_refit(factored, split, n_rows=2)[0]
-    assert refit._side("row").kind == "factor" == refit._side("col").kind
+    assert refit.side_kernel("row").kind == "factor" == refit.side_kernel("col").kind
     dense_refit = an.cold_start_refit(dense, split, n_rows=2)[0]
     np.testing.assert_allclose(refit.predict(u, i), dense_refit.predict(u, i), rtol=1e-8,
                                atol=1e-8)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -118,15 +119,21 @@ def test_cg_path_equals_the_direct_solve_and_records_its_residual(preconditioner
     assert cg.trace_.rows[-1]["objective"] == pytest.approx(
         direct.trace_.rows[-1]["objective"], rel=1e-8)
     assert any("CG converged" in e["message"] for e in cg.trace_.events)
+    # the trace says the real reason: the CG residual, not the objective's decrease
+    msg = cg.trace_.stop_message
+    assert re.fullmatch(r"CG converged: relative residual \S+ <= tol 1e-12 after "
+                        rf"{cg.n_iter_} iterations", msg), msg
+    assert float(msg.split("residual ")[1].split(" ")[0]) == pytest.approx(res[-1], rel=1e-2)
+    assert direct.trace_.stop_message == "closed-form solution"
     assert not any(e["message"] == "stopped by the user" for e in cg.trace_.events)
 
 
 def test_solver_auto_switches_to_cg_above_the_direct_limit(monkeypatch):
-    from kmviz.kmc import estimator
+    from kmviz.kmc import params
 
     ratings, truth = make_kernel_mc(20, 20, edge_prob=0.2, observed=0.2, random_state=0)
     assert KernelMatrixCompletion().fit(ratings).trace_.solver == "kmc.kkmcex.direct"
-    monkeypatch.setattr(estimator, "DIRECT_MAX_S", 10)
+    monkeypatch.setattr(params, "DIRECT_MAX_S", 10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert KernelMatrixCompletion().fit(ratings).trace_.solver == "kmc.kkmcex.cg"
@@ -314,9 +321,29 @@ def test_missing_side_information_is_named():
 ])
 def test_out_of_range_settings_are_refused_with_the_template(name, value):
     K_row, K_col, F, rows, cols = _tiny()
+    # a method-only setting is checked with a method that uses it
+    when = KernelMatrixCompletion._parameter_constraints[name].when
+    method = {"method": when["method"][-1]} if "method" in when else {}
     with pytest.raises(InvalidParameterError,
                        match=f"The '{name}' parameter of KernelMatrixCompletion must be"):
-        KernelMatrixCompletion(**{name: value}).fit(_ratings(rows, cols, F[rows, cols], 6, 5))
+        KernelMatrixCompletion(**{**method, name: value}).fit(
+            _ratings(rows, cols, F[rows, cols], 6, 5))
+
+
+def test_settings_of_another_method_are_not_checked():
+    """A setting whose ``when`` does not hold is not read, so validation does not refuse it
+    (the Train form hides it); the method that uses it does."""
+    K_row, K_col, F, rows, cols = _tiny()
+    r = _ratings(rows, cols, F[rows, cols], 6, 5)
+    KernelMatrixCompletion(schedule="apg", rank=0, batch_size=-1).fit(r)  # KKMCEX: unused
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        KernelMatrixCompletion(method="pg", solver="lu", eta=0.0, max_iter=3).fit(r)
+        KernelMatrixCompletion(method="rrmcex", max_iter=0, n_components=5).fit(r)
+    with pytest.raises(InvalidParameterError, match="The 'schedule' parameter"):
+        KernelMatrixCompletion(method="pg", schedule="apg").fit(r)
+    with pytest.raises(InvalidParameterError, match="The 'max_iter' parameter"):
+        KernelMatrixCompletion(method="sgd", max_iter=0).fit(r)
 
 
 def test_graph_and_feature_priors_come_from_the_ratings():
@@ -412,7 +439,7 @@ def test_evaluate_and_the_mean_yardstick():
     assert ev["rmse"] == pytest.approx(float(np.sqrt(np.mean(e * e))))
     base = m.mean_predictor_metrics(train, test)
     assert ev["rmse"] < base["rmse"]
-    assert m.score(test) == -ev["rmse"]
+    assert m.score(test) == -ev["nmse"]  # the headline metric (was -RMSE)
 
 
 def test_observe_holds_out_whole_rows_and_columns():

@@ -66,6 +66,8 @@ def test_corrected_als_reaches_a_stationary_point():
     m = KernelMatrixCompletion(method="als", mu=0.1, rank=4, max_iter=5000, tol=1e-10,
                                random_state=0).fit(ratings)
     assert m.trace_.stop_reason == "converged"
+    assert m.trace_.stop_message.startswith("relative objective change ")
+    assert m.trace_.stop_message.endswith(" below tol 1e-10")
 
 
 def test_als_with_identity_kernels_is_regularized_als():
@@ -139,6 +141,9 @@ def test_pg_schedules_reach_the_final_mu_and_converge(schedule):
     m = KernelMatrixCompletion(method="pg", schedule=schedule, mu=0.01 * scale, max_iter=3000,
                                tol=1e-6).fit(ratings)
     assert m.trace_.stop_reason == "converged"
+    last = m.trace_.rows[-1]  # the real reason: the change at the final mu
+    assert m.trace_.stop_message == (f"PG converged at mu = {last['mu']:g}: relative change "
+                                     f"{last['rel_change']:.3g} < tol 1e-06")
     mus = m.trace_.column("mu")
     assert mus[-1] == pytest.approx(0.01 * scale)
     if schedule != "pg":
@@ -189,3 +194,29 @@ def test_warmup_compiles_every_kernel():
     from kmviz.kmc import warmup
 
     assert warmup.compile_kernels() >= 0.0
+
+
+@pytest.mark.parametrize("method", ["kkmcex", "rrmcex", "online_rrmcex", "als", "sgd", "pg"])
+def test_each_method_is_a_solver_module_and_leaves_no_fit_state_on_the_estimator(method):
+    """One dispatch, method -> solver module (start / step / estimate / publish / predict);
+    the estimate a step reports (truth_nmse) is the published model's; nothing of the fit
+    but the fitted arrays stays on the estimator."""
+    from kmviz.kmc.solvers import MODULES
+
+    solver = MODULES[method]
+    for name in ("start", "name", "step", "estimate", "publish", "predict", "completed"):
+        assert callable(getattr(solver, name)), name
+    ratings, truth = make_kernel_mc(20, 15, edge_prob=0.3, observed=0.5, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = KernelMatrixCompletion(method=method, max_iter=5, jitter=1e-4, random_state=0,
+                                   n_components=50).fit(ratings, truth=truth.matrix)
+    F = m.completed_matrix()
+    assert np.isfinite(F).all()
+    assert m.trace_.rows[-1]["truth_nmse"] == pytest.approx(nmse(F, truth.matrix), rel=1e-9)
+    assert m.trace_.solver.startswith(f"kmc.{method}")
+    assert m.trace_.stop_message
+    private = {k for k in vars(m) if k.startswith("_")}
+    assert private == {"_arrays", "_matrix_cache", "_kernel_cache"}, private
+    params = set(m.get_params())
+    assert all(k in params or k.endswith("_") or k in private for k in vars(m))
