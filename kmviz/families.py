@@ -426,3 +426,7 @@ register(Family(
     reference=("Lin, Ye, *A non-convex one-pass framework for generalized factorization "
                "machine and rank-one matrix sensing*, NIPS 2016"),
 ))
+
+from .similarity.family import FAMILY as _SIMILARITY  # noqa: E402 (needs Family above)
+
+register(_SIMILARITY)

@@ -1,9 +1,5 @@
-"""The registry entry of the similarity-learning family, ready to register.
-
-``kmviz/families.py`` is being rewritten in parallel, so this module only defines
-:data:`FAMILY`; registering it is one line there (``register(FAMILY)`` after
-``from .similarity.family import FAMILY``, or the same fields typed in place).
-"""
+"""The registry entry of the similarity-learning family (registered by
+:mod:`kmviz.families`; importing it loads no Numba kernel)."""
 
 from __future__ import annotations
 
