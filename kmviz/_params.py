@@ -139,12 +139,17 @@ class Param:
 
 
 def validate_params(estimator) -> dict:
-    """Every declared parameter of ``estimator`` checked and converted (name -> value)."""
-    owner = type(estimator).__name__
-    out = {}
-    for name, spec in type(estimator)._parameter_constraints.items():
-        out[name] = spec.check(owner, name, getattr(estimator, name))
-    return out
+    """Every declared parameter of ``estimator`` checked and converted (name -> value),
+    except those whose ``when`` does not hold for the others: a setting that is not read
+    (another method's) is passed through as given, not refused."""
+    owner, specs = type(estimator).__name__, type(estimator)._parameter_constraints
+    out = {name: spec.check(owner, name, getattr(estimator, name))
+           for name, spec in specs.items() if not spec.when}
+    for name, spec in specs.items():
+        if spec.when:
+            value = getattr(estimator, name)
+            out[name] = spec.check(owner, name, value) if spec.applies(out) else value
+    return {name: out[name] for name in specs}
 
 
 def parse_assignments(estimator_cls, pairs) -> dict:

@@ -280,18 +280,6 @@ class KernelMatrixCompletion(IterativeEstimator):
                            row_kernel_factor=row_kernel_factor,
                            col_kernel_factor=col_kernel_factor)
 
-    def _validate_params(self) -> dict:
-        """Every declared setting checked, except those whose ``when`` does not hold for the
-        others (the settings of another method are not read, so not refused)."""
-        owner, specs = type(self).__name__, type(self)._parameter_constraints
-        out = {name: spec.check(owner, name, getattr(self, name))
-               for name, spec in specs.items() if not spec.when}
-        for name, spec in specs.items():
-            if spec.when:
-                value = getattr(self, name)
-                out[name] = spec.check(owner, name, value) if spec.applies(out) else value
-        return {name: out[name] for name in specs}
-
     def _fit_start(self, ratings, prm, *, validation=None, **inputs):
         rng = check_random_state(self.random_state)
         st = pb.start(ratings, prm, rng, validation=validation, **inputs)
@@ -302,8 +290,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                                  "validation ratings")
         return st
 
-    def _solver_name(self, params):  # KKMCEX's solver is resolved at the first step
-        return f"kmc.{params['method']}"
+    def _solver_name(self, params, state):
+        return MODULES[state.method].name(state)  # KKMCEX's solver is resolved by start
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         """One step for the closed-form methods (KKMCEX direct, RRMCEX), else max_iter; the
@@ -316,8 +304,6 @@ class KernelMatrixCompletion(IterativeEstimator):
 
     def _fit_step(self, st, trace, it):
         solver = MODULES[st.method]
-        if it == 1:
-            trace.solver = solver.name(st)
         for name, sec in st.pending.items():
             trace.add_time(name, sec)
         for msg in st.events:

@@ -251,8 +251,9 @@ def check_every_declared_parameter_is_validated_with_the_template(c: FamilyCheck
     checked = 0
     for name, param in cls._parameter_constraints.items():
         template = re.escape(f"The '{name}' parameter of {cls.__name__} must be")
+        used = {k: v[0] for k, v in param.when.items()}  # settings under which it is read
         for bad in bad_values(param):
-            model = fam.make({**fam.quick_params, name: bad})
+            model = fam.make({**fam.quick_params, **used, name: bad})
             with _raises(InvalidParameterError, match=template):
                 model.fit(c.split.train)
             assert _public_fitted_attributes(model) == [], (name, bad)
