@@ -127,6 +127,8 @@ class IterativeEstimator(BaseEstimator):
     ``_loop_policy(params, state) -> LoopPolicy``
         Optional: how many iterations, which ``tol``, whether the objective is monotone.
         The default reads ``max_iter`` and ``tol`` when the family declares them.
+    ``_solver_name(params, state)``, ``_trace_metrics(state, validation)``
+        Optional: the trace's solver name; the validation metrics of a row.
     ``_fit_finish(state, trace, validation)``
         Optional: checks after the last row (a fit no better than the mean ...), adding
         events and warnings.
@@ -155,7 +157,9 @@ class IterativeEstimator(BaseEstimator):
     def _fit_finish(self, state, trace, validation) -> None:
         """Checks after the fit (events, warnings); nothing by default."""
 
-    def _solver_name(self, params) -> str:
+    def _solver_name(self, params, state) -> str:
+        """The trace's dotted solver name (``"km.fast"``), from the settings and the fit's
+        state (a choice made from the data, such as "auto", is resolved there)."""
         return type(self).__name__
 
     def _loop_policy(self, params, state) -> LoopPolicy:
@@ -180,7 +184,9 @@ class IterativeEstimator(BaseEstimator):
 
         return contextlib.nullcontext()
 
-    def _trace_metrics(self, validation) -> dict:
+    def _trace_metrics(self, state, validation) -> dict:
+        """The validation metrics of one row (the state may hold ``validation`` already
+        converted by ``_fit_start``); :meth:`evaluate` by default."""
         return self.evaluate(validation)
 
     def score(self, data) -> float:
@@ -227,7 +233,7 @@ class IterativeEstimator(BaseEstimator):
 
         params = self._validate_params()
         state = self._fit_start(data, params, validation=validation, **inputs)
-        trace = Trace(solver=self._solver_name(params), params=json_safe(self.get_params()))
+        trace = Trace(solver=self._solver_name(params, state), params=json_safe(self.get_params()))
         self.trace_ = trace
         policy = self._loop_policy(params, state)
         tol = policy.tol
@@ -256,7 +262,7 @@ class IterativeEstimator(BaseEstimator):
                     values["objective_increase"] = rise
                 if validation is not None:
                     self._fit_publish(state, it, trace)
-                    for name, value in self._trace_metrics(validation).items():
+                    for name, value in self._trace_metrics(state, validation).items():
                         values[f"validation_{name}"] = value
                 row = trace.record(**values)
                 decrease = (prev - obj) / max(abs(prev), 1e-300) if math.isfinite(prev) \

@@ -268,8 +268,7 @@ class GeneralizedFM(IterativeEstimator):
         self
         """
         data = as_fit_data(X, y)
-        held = None if validation is None else _HeldOut(validation)
-        return super().fit(data, callback=callback, validation=held, truth=truth)
+        return super().fit(data, callback=callback, validation=validation, truth=truth)
 
     def planned_iterations(self, data=None) -> int:
         """Outer iterations of a fit: ALS passes, or the batches of Algorithm 1 (with
@@ -297,10 +296,8 @@ class GeneralizedFM(IterativeEstimator):
         return LoopPolicy(max_iter=len(state.batches),
                           end_message=f"all {len(state.batches)} batches used")
 
-    def _solver_name(self, params):
-        """The trace's solver as the settings name it; "auto" depends on the data, so the
-        first step renames the trace after the solver its state resolved."""
-        return f"gfm.{'onepass' if params['solver'] == 'auto' else params['solver']}"
+    def _solver_name(self, params, state):
+        return f"gfm.{state.solver}"  # "auto" resolved from the data by _fit_start
 
     @staticmethod
     def _resolve_solver(solver, data) -> str:
@@ -324,11 +321,9 @@ class GeneralizedFM(IterativeEstimator):
                           check=not isinstance(data, RegressionData))  # arrays: checked whole
             if truth is not None:
                 st.stream.truth = as_truth(truth, d=batching.first_d(st.batches))
-        if validation is not None:
-            given = validation.given if isinstance(validation, _HeldOut) else validation
-            st.validation = batching.as_data(given, st.design, owner).checked("validation X")
-            if isinstance(validation, _HeldOut):
-                validation.data = st.validation
+        if validation is not None:  # converted once, for the metrics of every row
+            st.validation = batching.as_data(validation, st.design, owner).checked(
+                "validation X")
         return st
 
     def _als_start(self, data, params, *, truth=None) -> FitState:
@@ -356,13 +351,11 @@ class GeneralizedFM(IterativeEstimator):
             st.stream.truth = as_truth(truth, d=data.n_features)
         return st
 
-    def _trace_metrics(self, validation):
-        data = validation.data if isinstance(validation, _HeldOut) else validation
-        return self.evaluate(data)
+    def _trace_metrics(self, st, validation):
+        return self.evaluate(st.validation)
 
     def _fit_step(self, st: FitState, trace, it):
         if it == 1:
-            trace.solver = f"gfm.{st.solver}"  # "auto" resolved from the data
             for message, values in st.design_events:
                 trace.event("info", message, **values)
         for name in PHASES[st.solver]:
@@ -578,17 +571,6 @@ class GeneralizedFM(IterativeEstimator):
                                                       params=_json(model))
         model._fit_publish(st, trace.n_iter, trace)
         return model
-
-
-class _HeldOut:
-    """One fit's validation data: as given, and (``data``) checked and through the fit's
-    design, converted once by ``_fit_start`` for the metrics of every row."""
-
-    __slots__ = ("given", "data")
-
-    def __init__(self, given):
-        self.given = given
-        self.data = None
 
 
 def _json(model):

@@ -312,13 +312,13 @@ class KolmogorovModel(IterativeEstimator):
         # every block step minimizes the objective over its block: it can never rise
         return replace(super()._loop_policy(params, state), monotone=True)
 
-    def _solver_name(self, prm):
+    def _solver_name(self, prm, state):
         return f"km.{prm['bqp_solver']}"
 
     def _fit_context(self, prm):
         return single_blas_thread()
 
-    def _trace_metrics(self, validation):
+    def _trace_metrics(self, state, validation):
         return {"nrmse": self.nrmse(validation)}
 
     def _fit_start(self, ratings, prm, *, validation=None):

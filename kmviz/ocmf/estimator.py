@@ -384,11 +384,8 @@ class OneClassMF(IterativeEstimator):
         # every block step minimizes the objective over its block: it can never rise
         return replace(super()._loop_policy(params, state), monotone=True)
 
-    def _solver_name(self, prm):
+    def _solver_name(self, prm, state):
         return f"ocmf.{prm['solver']}"
-
-    def _trace_metrics(self, validation):
-        return self.evaluate(validation)
 
     def _fit_context(self, prm):
         # Numba's threads run the pair sums; BLAS only sees (m x k) x (k x k) products, and a

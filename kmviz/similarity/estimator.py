@@ -281,7 +281,7 @@ class SimilarityLearning(IterativeEstimator):
                            user_features=user_features, item_features=item_features,
                            imputed_factors=imputed_factors)
 
-    def _solver_name(self, prm):
+    def _solver_name(self, prm, state):
         return f"similarity.{prm['solver']}"
 
     def _fit_context(self, prm):
