@@ -6,7 +6,7 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
 - ``"gd"``: Alg. 1, an EVD of C(u) at every gradient and every line-search trial.
 - ``"enhanced"``: Alg. 2, EVD elimination (phases I-A, I-B, II-A, II-B); the same line search,
   so it visits exactly the iterates of Alg. 1 (Remark 2) with fewer EVDs.
-- ``"fast"``: semismooth Newton on the same dual (14) (``_kernels.newton_solve_item``; the
+- ``"fast"``: semismooth Newton on the same dual (14) (``kernels.newton_solve_item``; the
   nearest-correlation method of Qi & Sun), with Alg. 2's EVD elimination, an exact phase-I
   line search from the eigenvalues of -A on cold starts, and the randomization fused into the
   same kernel (the spectrum at u* is reused). Same optimum; MovieLens 100K, D = 8: ~15 EVDs
@@ -16,13 +16,13 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
   near full rank at large D, so usually the few negative ones), certified by Ritz residuals
   and Sylvester inertia, dense for n <= 16; ``lanczos_rule="paper"`` uses Alg. 5 with (20).
   The certified rule gives an item over to the dense EVD when a run has not certified after
-  max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``_kernels.LZ_CAP_DIV``,
+  max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``kernels.LZ_CAP_DIV``,
   ``LZ_SWITCH_ITER``): at D = 100 on MovieLens the split of C(u*) at 0 is interior to a dense
   eigenvalue cluster on warm starts (Lanczos needs m ~ n) and the one-sided Hessian costs
   Newton steps, so Lanczos only pays on the first steps of cold starts; warm-started items
   (u_prev given, n > 24) therefore use the dense EVD from the start, and need only the
   eigenvalues of -A. From n = 48 on, the Newton systems are solved matrix-free by PCG
-  (``_kernels._newton_pcg``) instead of forming the O(n^2 r_+ r_-) Hessian.
+  (``kernels.newton_hessian._newton_pcg``) instead of forming the O(n^2 r_+ r_-) Hessian.
 - ``"exact"`` (enumeration, D <= 20), ``"bnb"`` (branch-and-bound), ``"sdr"`` (cvxpy SDP +
   randomization), ``"bfgs"`` (scipy BFGS on the dual + randomization): baselines.
 
@@ -65,7 +65,7 @@ from .._threads import single_blas_thread
 from kmviz._validation import check_number, check_option, check_random_state
 from kmviz.exceptions import InvalidParameterError
 
-from . import _kernels as K
+from . import kernels as K
 from . import baselines
 from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult  # noqa: F401 (MAX_ENUM_D: re-export)
 

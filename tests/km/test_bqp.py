@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from kmviz.exceptions import InvalidParameterError
-from kmviz.km import _kernels as K
+from kmviz.km import kernels as K
+from kmviz.km.kernels import newton_hessian as KH
 from kmviz.km import _reference as R
 from kmviz.km import bqp
 
@@ -377,12 +378,12 @@ def test_newton_pcg_solves_the_formed_newton_system(seed):
     assert 0 < (w > 0).sum() < D + 1  # both sides present: the mixed term is exercised
     n = D + 1
     M = np.empty((n, n))
-    K._newton_matrix(C, gamma, w, V, n, K.SIDE_ALL, M, np.empty((n, n)), np.empty((n, n)))
+    KH._newton_matrix(C, gamma, w, V, n, K.SIDE_ALL, M, np.empty((n, n)), np.empty((n, n)))
     g = rng.standard_normal(n)
     g *= 1e-7 / np.linalg.norm(g)  # eta = ||g||: a tight CG solve
     mu = gamma * (1e-10 + 1e-7)
     d = np.empty(n)
-    n_cg = K._newton_pcg(gamma, w, V, n, mu, g, d, 10 * n)
+    n_cg = KH._newton_pcg(gamma, w, V, n, mu, g, d, 10 * n)
     assert 0 < n_cg < 10 * n
     d_ref = np.linalg.solve(M + mu * np.eye(n), -g)
     np.testing.assert_allclose(d, d_ref, rtol=0, atol=1e-6 * np.abs(d_ref).max())
