@@ -20,9 +20,9 @@ from .common import (  # noqa: F401
     N_STATS, NEWTON, PHASE_IA, PHASE_IB, PHASE_IIA, PHASE_IIB, SIDE_ALL, SIDE_NEG, SIDE_POS,
     ST_ALL_CYC, ST_CG_ITER, ST_EVD_CYC, ST_H, ST_LZ_BETA, ST_LZ_CYC, ST_LZ_M, ST_LZ_N,
     ST_N_EVD, ST_N_ITER, ST_PH_CYC, ST_STATUS, bqp_objective, homogenize, lanczos_start,
-    read_cycle_counter,
+    BatchOutputs, DualOptions, dual_options, read_cycle_counter,
 )
-from .dual import dual_solve_batch, dual_solve_item, dual_value_grad  # noqa: F401
+from .dual import Trajectory, dual_solve_batch, dual_solve_item, dual_value_grad  # noqa: F401
 from .exact import bnb_batch, bnb_bqp, enumerate_batch, enumerate_bqp  # noqa: F401
 from .lanczos import lanczos_positive_pairs, lanczos_threshold, lanczos_tridiag  # noqa: F401
 from .newton import (  # noqa: F401

@@ -11,9 +11,15 @@ Codes shared with ``bqp.py``:
 - side (which eigenpairs of C(u) a spectrum holds, see ``newton.py``): 0 = all, 1 = the
   positive ones, -1 = the negative ones
 - ``stats`` row: see the ``ST_*`` indices below.
+
+The settings of a dual solve travel as one ``DualOptions`` (build it with ``dual_options``);
+a batch's per-item outputs are allocated as one ``BatchOutputs``.
 """
 
 import math
+from typing import NamedTuple
+
+import numpy as np
 
 from llvmlite import ir
 from numba import njit, types
@@ -48,6 +54,54 @@ ST_CG_ITER = 14  # CG steps of the matrix-free Newton systems (``_newton_pcg``)
 N_STATS = 15
 
 MAX_BACKTRACK = 60
+
+
+class DualOptions(NamedTuple):
+    """Settings of a dual solve, the same for every item of a batch (a Numba named tuple)."""
+
+    gamma: float  # regularization gamma of (11)
+    eps: float  # stopping tolerance on the step norm
+    max_iter: int  # dual iterations (Newton steps for NEWTON)
+    method: int  # GD, ENHANCED, FAST or NEWTON
+    evd: int  # EVD_EXACT or EVD_LANCZOS
+    lz_rule: int  # LZ_PAPER or LZ_CERTIFIED (NEWTON only)
+    a: float  # control parameter of the Lanczos threshold (20)
+    initial_step: bool  # Sec. IV-A initial step from a cold start
+    c_armijo: float  # Armijo constant of the line search
+    shrink: float  # backtracking factor of the line search
+    nm_window: int  # FAST: the line search's reference is the max of this many values
+    ls_restart: bool  # GD, ENHANCED: every line search starts at t = 1
+
+
+def dual_options(gamma, eps, max_iter, method, evd, *, lz_rule=LZ_PAPER, a=1.0,
+                 initial_step=True, c_armijo=1e-4, shrink=0.5, nm_window=10,
+                 ls_restart=False):
+    """``DualOptions`` with each field converted to its type, so that every call of a kernel
+    has the same Numba signature (one compilation) whatever numbers the caller passes."""
+    return DualOptions(float(gamma), float(eps), int(max_iter), int(method), int(evd),
+                       int(lz_rule), float(a), bool(initial_step), float(c_armijo),
+                       float(shrink), int(nm_window), bool(ls_restart))
+
+
+class BatchOutputs(NamedTuple):
+    """Per-item outputs of the batch kernels; row i belongs to item i.
+
+    Allocated and read in Python; the kernels take its arrays as separate arguments.
+    """
+
+    psi: np.ndarray  # (n_items, D) float64 0/1, the randomization's psi
+    obj: np.ndarray  # (n_items,) its objective (4)
+    improved: np.ndarray  # (n_items,) bool, better than the incumbent
+    phase: np.ndarray  # (n_items, 4) int64, dual iterations per phase I-A ... II-B
+    st_dual: np.ndarray  # (n_items, N_STATS) stats of the dual solve
+    st_rand: np.ndarray  # (n_items, N_STATS) stats of the randomization
+
+    @classmethod
+    def empty(cls, n_items, D):
+        """Outputs for n_items items of dimension D, statistics and counts at zero."""
+        return cls(np.empty((n_items, D)), np.empty(n_items), np.zeros(n_items, np.bool_),
+                   np.zeros((n_items, 4), np.int64), np.zeros((n_items, N_STATS)),
+                   np.zeros((n_items, N_STATS)))
 
 
 @intrinsic

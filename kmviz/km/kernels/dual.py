@@ -2,6 +2,7 @@
 ("enhanced") and Alg. 2 with Barzilai-Borwein steps ("fast", BB variant)."""
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -14,6 +15,30 @@ from .common import (EVD_EXACT, FAST, GD, MAX_BACKTRACK, N_STATS, PHASE_IA, PHAS
                      ST_LZ_BETA, ST_LZ_CYC, ST_LZ_M, ST_LZ_N, ST_N_EVD, ST_N_ITER, ST_STATUS,
                      _all_equal, _charge_phase, _read_cycles, homogenize, lanczos_start)
 from .lanczos import lanczos_positive_pairs, lanczos_threshold
+
+
+class Trajectory(NamedTuple):
+    """Per-iterate record of ``dual_solve_item``: arrays of length max_iter + 1 (``u``: rows
+    of length D + 1), or of length 0 to record nothing."""
+
+    h: np.ndarray  # h_gamma at the iterate
+    u: np.ndarray  # the iterate
+    step: np.ndarray  # accepted step t (NaN at the last iterate)
+    phase: np.ndarray  # int64, the phase label of Alg. 2
+    n_evd: np.ndarray  # cumulative EVD count
+
+    @classmethod
+    def allocate(cls, max_iter, n):
+        """A record for at most max_iter iterations of an n = D + 1 dual."""
+        return cls(np.full(max_iter + 1, np.nan), np.full((max_iter + 1, n), np.nan),
+                   np.full(max_iter + 1, np.nan), np.zeros(max_iter + 1, dtype=np.int64),
+                   np.zeros(max_iter + 1))
+
+    @classmethod
+    def skip(cls):
+        """An empty record: the solve records nothing."""
+        return cls(np.empty(0), np.empty((0, 0)), np.empty(0), np.empty(0, dtype=np.int64),
+                   np.empty(0))
 
 
 @njit(**JIT)
@@ -32,8 +57,12 @@ def _keep_positive_pairs(w, V, k, out_w, out_V):
 
 
 @njit(**JIT)
-def _positive_spectrum(negA, u, evd, a, p1, C, out_w, out_V, work_P, work_alpha, work_beta, stats):
-    """Positive eigen (or Ritz) pairs of C(u) = -A - diag(u); counts one EVD; returns k."""
+def _positive_spectrum(u, evd, a, work, stats):
+    """Positive eigen (or Ritz) pairs of C(u) = -A - diag(u); counts one EVD; returns k.
+
+    ``work`` is ``_spectrum_workspace``'s tuple; the pairs go to its w[:k], V[:, :k].
+    """
+    negA, C, out_w, out_V, work_P, work_alpha, work_beta, p1 = work
     n = negA.shape[0]
     for i in range(n):
         for j in range(n):
@@ -79,19 +108,19 @@ def _phase_label(u, phase1, wA_max, check_equal):
 
 
 @njit(**JIT)
-def _evaluate(u, method, phase1, negA, wA, VA, gamma, evd, a, p1, C, out_w, out_V,
-              work_P, work_alpha, work_beta, stats):
+def _evaluate(u, phase1, wA, VA, opts, work, stats):
     """h_gamma(u) of (14) with the EVD elimination of Alg. 2; returns (h, phase, k).
 
-    The positive pairs of C(u) are left in out_w[:k], out_V[:, :k] for the gradient (13).
-    Method "gd" always decomposes C(u) (Alg. 1) but still reports Alg. 2's phase label.
+    wA, VA: the eigenpairs of -A. The positive pairs of C(u) are left in work's w[:k],
+    V[:, :k] (``_spectrum_workspace``) for the gradient (13). Method "gd" always decomposes
+    C(u) (Alg. 1) but still reports Alg. 2's phase label.
     """
+    out_w, out_V = work[2], work[3]
     n = u.shape[0]
     phase = _phase_label(u, phase1, wA[n - 1], True)
     k = 0
-    if method == GD or phase == PHASE_IIB:
-        k = _positive_spectrum(negA, u, evd, a, p1, C, out_w, out_V, work_P, work_alpha,
-                               work_beta, stats)
+    if opts.method == GD or phase == PHASE_IIB:
+        k = _positive_spectrum(u, opts.evd, opts.a, work, stats)
     elif phase == PHASE_IB:
         # EVD eliminated: lambda(C(u)) = lambda(-A) - u, eigenvectors of -A (step 4)
         c = u[0]
@@ -108,7 +137,7 @@ def _evaluate(u, method, phase1, negA, wA, VA, gamma, evd, a, p1, C, out_w, out_
     pen = 0.0
     for j in range(k):
         pen += out_w[j] * out_w[j]
-    return h + 0.5 * gamma * pen, phase, k
+    return h + 0.5 * opts.gamma * pen, phase, k
 
 
 @njit(**JIT)
@@ -157,8 +186,9 @@ def _side_h_grad(u, C, gamma, w, V, k, side, out_g):
 @njit(**JIT)
 def dual_value_grad(S, v, u, gamma, out_g):
     """h_gamma(u) of (14) and its gradient (13) by a full EVD of C(u)."""
-    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
-    k = _positive_spectrum(negA, u, EVD_EXACT, 1.0, p1, C, w, V, P, al, be, np.zeros(N_STATS))
+    work = _spectrum_workspace(S, v)
+    k = _positive_spectrum(u, EVD_EXACT, 1.0, work, np.zeros(N_STATS))
+    negA, C, w, V, P, al, be, p1 = work
     return _side_h_grad(u, C, gamma, w, V, k, SIDE_POS, out_g)
 
 
@@ -176,10 +206,11 @@ def _spectrum_workspace(S, v):
 
 
 @njit(**JIT)
-def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
-                    c_armijo, shrink, nm_window, ls_restart, t_first,
-                    out_phase, stats, traj_h, traj_u, traj_step, traj_phase, traj_nevd):
+def dual_solve_item(S, v, u, t_first, opts, out_phase, stats, traj):
     """Minimize h_gamma (14) from u (overwritten with the solution); Algs. 1/2 or BB.
+
+    opts: ``DualOptions`` (method GD, ENHANCED or FAST); t_first: the first trial step;
+    out_phase: iterations per phase (4,); stats: the ``ST_*`` row; traj: a ``Trajectory``.
 
     Line search (all methods): backtracking with shrink factor ``shrink`` until
     h(u - t g) <= ref - c_armijo t ||g||^2, ref = h(u) (Algs. 1, 2) or the max of the last
@@ -187,19 +218,22 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
     step (``t_first`` at i = 0; 1 every iteration if ``ls_restart``); fast starts from the BB1
     step s^T s / s^T y. The spectrum computed at the accepted trial point is reused for the
     next gradient, so an accepted step costs no extra EVD. Stop when ||t g|| <= eps.
-    Trajectory arrays (length max_iter + 1, or 0 to skip) receive h, u, step, phase and the
-    cumulative EVD count at every iterate.
+    The trajectory's arrays (length max_iter + 1, or 0 to skip) receive h, u, step, phase
+    and the cumulative EVD count at every iterate.
     """
     c_start = _read_cycles()
     e_start = stats[ST_EVD_CYC] + stats[ST_LZ_CYC]
+    gamma, eps, max_iter, method = opts.gamma, opts.eps, opts.max_iter, opts.method
+    traj_h, traj_u, traj_step, traj_phase, traj_nevd = traj
     D = S.shape[0]
     n = D + 1
-    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
+    work = _spectrum_workspace(S, v)
+    negA, C, w, V, P, al, be, p1 = work
     g = np.empty(n)
     g_old = np.empty(n)
     u_trial = np.empty(n)
     u_old = np.empty(n)
-    hist = np.full(max(nm_window, 1), -np.inf)
+    hist = np.full(max(opts.nm_window, 1), -np.inf)
     record = traj_h.shape[0] > 0
 
     # EVD of -A once per item (eigenvalues for phases I-A/I-B and the Weyl test)
@@ -211,8 +245,7 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
     stats[ST_N_EVD] += 1.0
 
     phase1 = _all_equal(u)
-    h, phase, k = _evaluate(u, method, phase1, negA, wA, VA, gamma, evd, a, p1, C, w, V,
-                            P, al, be, stats)
+    h, phase, k = _evaluate(u, phase1, wA, VA, opts, work, stats)
     _gradient(n, gamma, w, V, k, g)
     hist[0] = h
     t = t_first
@@ -235,12 +268,12 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
             for j in range(n):
                 traj_u[it, j] = u[j]
         forced = False
-        if it == 0 and initial_step and phase == PHASE_IA:
+        if it == 0 and opts.initial_step and phase == PHASE_IA:
             # Sec. IV-A: t0 > u0 - lambda_max(-A); the margin (D+1)/gamma puts the top
             # eigenvalue of C(u1) where gamma * lambda * |v|^2 ~ 1 for a spread eigenvector.
             t = u[0] - wA[n - 1] + n / gamma
             forced = True
-        elif ls_restart and method != FAST:
+        elif opts.ls_restart and method != FAST:
             t = 1.0
         ref = h
         if method == FAST:
@@ -252,12 +285,11 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
         for _ in range(MAX_BACKTRACK):
             for j in range(n):
                 u_trial[j] = u[j] - t * g[j]
-            h_trial, phase_trial, k = _evaluate(u_trial, method, phase1, negA, wA, VA, gamma,
-                                                evd, a, p1, C, w, V, P, al, be, stats)
-            if forced or h_trial <= ref - c_armijo * t * gg:
+            h_trial, phase_trial, k = _evaluate(u_trial, phase1, wA, VA, opts, work, stats)
+            if forced or h_trial <= ref - opts.c_armijo * t * gg:
                 accepted = True
                 break
-            t *= shrink
+            t *= opts.shrink
         if not accepted:
             status = 2
             break
@@ -305,13 +337,15 @@ def dual_solve_item(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
 
 
 @njit(**PJIT)
-def dual_solve_batch(S, v, u, gamma, eps, max_iter, method, evd, a, initial_step,
-                     c_armijo, shrink, nm_window, ls_restart, t_first, out_phase, out_stats):
-    """dual_solve_item for every item in parallel; u (n_items, D+1) is overwritten."""
+def dual_solve_batch(S, v, u, t_first, opts, out_phase, out_stats):
+    """dual_solve_item for every item in parallel; u (n_items, D+1) is overwritten.
+
+    out_phase, out_stats: ``BatchOutputs.phase`` and ``.st_dual``.
+    Outputs are separate arguments, not a tuple: Numba drops writes made in a ``prange``
+    loop to arrays taken from a tuple argument (numba issues #7135, #10338).
+    """
     for i in prange(S.shape[0]):
         e1 = np.empty(0)
-        e2 = np.empty((0, 0))
-        e3 = np.empty(0, dtype=np.int64)
-        dual_solve_item(S[i], v[i], u[i], gamma, eps, max_iter, method, evd, a, initial_step,
-                        c_armijo, shrink, nm_window, ls_restart, t_first[i],
-                        out_phase[i], out_stats[i], e1, e2, e1, e3, e1)
+        no_record = Trajectory(e1, np.empty((0, 0)), e1, np.empty(0, dtype=np.int64), e1)
+        dual_solve_item(S[i], v[i], u[i], t_first[i], opts, out_phase[i], out_stats[i],
+                        no_record)

@@ -51,16 +51,22 @@ LZ_SWITCH_ITER = 6
 
 
 @njit(**JIT)
-def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, side_prev, C,
-                  out_w, out_V, ws, wm, stats, lz_dense):
+def _ssn_spectrum(u, opts, side_pref, prev, out, work, stats):
     """Spectral data of C(u) = -A - diag(u) at a phase II-B point; returns (k, side).
 
-    evd exact: all pairs (``eigh_into``). Lanczos, certified rule: the pairs on side_pref,
-    warm-started from the previous pairs on that side, at most max(LZ_DENSE_N, n /
-    LZ_CAP_DIV) steps; an uncertified run sets lz_dense[0] and the item uses the dense EVD
-    from then on (also set by ``newton_solve_item`` after LZ_SWITCH_ITER one-sided steps). Lanczos, paper rule: Alg. 5 with the
-    threshold (20), positive Ritz pairs.
+    prev: the spectral data (w, V, k, side) at the previous point; out: (C, w, V, g), C(u)
+    and the pairs are written there (g is ``_ssn_eval``'s); work: ``newton_solve_item``'s
+    (negA, wA, VA, ws, wm, lz_dense). evd exact: all pairs (``eigh_into``). Lanczos,
+    certified rule: the pairs on side_pref, warm-started from the previous pairs on that
+    side, at most max(LZ_DENSE_N, n / LZ_CAP_DIV) steps; an uncertified run sets
+    lz_dense[0] and the item uses the dense EVD from then on (also set by
+    ``newton_solve_item`` after LZ_SWITCH_ITER one-sided steps). Lanczos, paper rule:
+    Alg. 5 with the threshold (20), positive Ritz pairs.
     """
+    evd, lz_rule, a = opts.evd, opts.lz_rule, opts.a
+    w_prev, V_prev, k_prev, side_prev = prev
+    C, out_w, out_V = out[0], out[1], out[2]
+    negA, ws, wm, lz_dense = work[0], work[3], work[4], work[5]
     n = negA.shape[0]
     for i in range(n):
         for j in range(n):
@@ -137,16 +143,19 @@ def _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev, s
 
 
 @njit(**JIT)
-def _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref, w_prev, V_prev,
-              k_prev, side_prev, C, out_w, out_V, out_g, ws, wm, stats, lz_dense):
-    """h, gradient and spectral data at u with Alg. 2's EVD elimination; (h, phase, k, side)."""
+def _ssn_eval(u, phase1, opts, side_pref, prev, out, work, stats):
+    """h, gradient and spectral data at u with Alg. 2's EVD elimination; (h, phase, k, side).
+
+    Arguments as for ``_ssn_spectrum``; the gradient goes to out's g.
+    """
+    C, out_w, out_V, out_g = out
+    negA, wA, VA = work[0], work[1], work[2]
     n = u.shape[0]
     phase = _phase_label(u, phase1, wA[n - 1], True)
     k = 0
     side = SIDE_POS
     if phase == PHASE_IIB:
-        k, side = _ssn_spectrum(negA, u, evd, lz_rule, a, side_pref, w_prev, V_prev, k_prev,
-                                side_prev, C, out_w, out_V, ws, wm, stats, lz_dense)
+        k, side = _ssn_spectrum(u, opts, side_pref, prev, out, work, stats)
     elif phase == PHASE_IB:
         c = u[0]
         for j in range(n):
@@ -160,7 +169,7 @@ def _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref, w_prev
             for j in range(n):
                 C[i, j] = negA[i, j]
             C[i, i] -= u[i]
-    h = _side_h_grad(u, C, gamma, out_w, out_V, k, side, out_g)
+    h = _side_h_grad(u, C, opts.gamma, out_w, out_V, k, side, out_g)
     return h, phase, k, side
 
 
@@ -182,9 +191,11 @@ def _phase1_minimizer(wA, gamma):
 
 
 @njit(**JIT)
-def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_step,
-                      c_armijo, shrink, out_phase, stats, out_w, out_V, out_C):
+def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
     """Minimize h_gamma (14) from u (overwritten) by semismooth Newton; returns (k, side).
+
+    opts: ``DualOptions`` (method NEWTON; nm_window and ls_restart unused); out_phase:
+    iterations per phase (4,); stats: the ``ST_*`` row.
 
     Cold start (all u_i equal, ``initial_step``): the exact minimizer of h along the ones
     direction from the eigenvalues of -A (phase I, no EVD; the Sec. IV-A idea taken to its
@@ -201,6 +212,8 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
     """
     c_start = _read_cycles()
     e_start = stats[ST_EVD_CYC] + stats[ST_LZ_CYC]
+    gamma, eps, max_iter = opts.gamma, opts.eps, opts.max_iter
+    c_armijo, shrink = opts.c_armijo, opts.shrink
     D = S.shape[0]
     n = D + 1
     A = np.empty((n, n))
@@ -245,13 +258,14 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
     if phase1 or n <= SMALL_N:
         stats[ST_EVD_CYC] += float(_read_cycles() - c0)
         stats[ST_N_EVD] += 1.0
+    work = (negA, wA, VA, ws, wm, lz_dense)
 
     w = out_w
     V = out_V
     C = out_C
     n_iter = 0
     ph_run = -1  # label the cycles since c_mark go to (-1: that of the first iterate)
-    if phase1 and initial_step and max_iter > 0:
+    if phase1 and opts.initial_step and max_iter > 0:
         ph_run = _phase_label(u, True, wA[n - 1], True)
         out_phase[ph_run] += 1
         c = _phase1_minimizer(wA, gamma)
@@ -264,8 +278,8 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
         if wA[j] - u[0] > 0.0:
             npos += 1
     side_pref = SIDE_POS if npos <= n - npos else SIDE_NEG
-    h, phase, k, side = _ssn_eval(u, phase1, negA, wA, VA, gamma, evd, lz_rule, a, side_pref,
-                                  w, V, 0, SIDE_ALL, C, w, V, g, ws, wm, stats, lz_dense)
+    h, phase, k, side = _ssn_eval(u, phase1, opts, side_pref, (w, V, 0, SIDE_ALL),
+                                  (C, w, V, g), work, stats)
     if ph_run < 0:
         ph_run = phase
     c_mark = c_start
@@ -320,9 +334,8 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
         for _ in range(MAX_BACKTRACK):
             for j in range(n):
                 u_trial[j] = u[j] + t * d[j]
-            h_t, ph_t, k_t, side_t = _ssn_eval(u_trial, phase1, negA, wA, VA, gamma, evd,
-                                               lz_rule, a, side_pref, w, V, k, side, Ct, wt,
-                                               Vt, gt, ws, wm, stats, lz_dense)
+            h_t, ph_t, k_t, side_t = _ssn_eval(u_trial, phase1, opts, side_pref,
+                                               (w, V, k, side), (Ct, wt, Vt, gt), work, stats)
             if h_t <= h + c_armijo * t * gd:
                 accepted = True
                 break
@@ -335,9 +348,9 @@ def newton_solve_item(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_st
             for _ in range(40):
                 for j in range(n):
                     u_trial[j] = u[j] + 2.0 * t * d[j]
-                h2, ph2, k2, side2 = _ssn_eval(u_trial, phase1, negA, wA, VA, gamma, evd,
-                                               lz_rule, a, side_pref, wt, Vt, k_t, side_t, C,
-                                               w, V, g, ws, wm, stats, lz_dense)
+                h2, ph2, k2, side2 = _ssn_eval(u_trial, phase1, opts, side_pref,
+                                               (wt, Vt, k_t, side_t), (C, w, V, g), work,
+                                               stats)
                 if h2 <= h_t + c_armijo * t * gd:
                     t *= 2.0
                     h_t, ph_t, k_t, side_t = h2, ph2, k2, side2
@@ -402,27 +415,28 @@ def positive_factor(w, V, k, side, C, out_w, out_V):
 
 
 @njit(**PJIT)
-def newton_randomize_batch(S, v, u, gamma, eps, max_iter, evd, lz_rule, a, initial_step,
-                           c_armijo, shrink, xi, psi_prev, has_prev, out_psi, out_obj,
+def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
                            out_improved, out_phase, out_st_dual, out_st_rand):
     """"fast" per item in parallel: Newton dual solve, then Alg. 3 from the same spectrum.
 
     Fusing the two reuses the decomposition at u* for the randomization (one EVD per item
-    fewer than a separate randomization pass).
+    fewer than a separate randomization pass). opts: ``DualOptions``; out_*: the fields of
+    ``BatchOutputs``, in its order (``*outputs``).
+    Outputs are separate arguments, not a tuple: Numba drops writes made in a ``prange``
+    loop to arrays taken from a tuple argument (numba issues #7135, #10338).
     """
     for i in prange(S.shape[0]):
         n = S.shape[1] + 1
         w = np.empty(n)
         V = np.empty((n, n))
         C = np.empty((n, n))
-        k, side = newton_solve_item(S[i], v[i], u[i], gamma, eps, max_iter, evd, lz_rule, a,
-                                    initial_step, c_armijo, shrink, out_phase[i],
-                                    out_st_dual[i], w, V, C)
+        k, side = newton_solve_item(S[i], v[i], u[i], opts, out_phase[i], out_st_dual[i], w, V,
+                                    C)
         c0 = _read_cycles()
         wp = np.empty(n)
         Vp = np.empty((n, n))
         kp = positive_factor(w, V, k, side, C, wp, Vp)
-        f, imp = randomize_from_pairs(S[i], v[i], wp, Vp, kp, gamma, xi[i], psi_prev[i],
+        f, imp = randomize_from_pairs(S[i], v[i], wp, Vp, kp, opts.gamma, xi[i], psi_prev[i],
                                       has_prev, out_psi[i])
         out_obj[i] = f
         out_improved[i] = imp

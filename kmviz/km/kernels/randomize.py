@@ -64,24 +64,32 @@ def randomize_from_pairs(S, v, w, V, k, gamma, xi, psi_prev, has_prev, out_psi):
 
 
 @njit(**JIT)
-def randomize_item(S, v, u, gamma, evd, a, xi, psi_prev, has_prev, out_psi, stats):
-    """Decompose C(u*) (one EVD / Lanczos run, counted) then Alg. 3; returns (obj, improved)."""
+def randomize_item(S, v, u, opts, xi, psi_prev, has_prev, out_psi, stats):
+    """Decompose C(u*) (one EVD / Lanczos run, counted) then Alg. 3; returns (obj, improved).
+
+    opts: ``DualOptions`` (gamma, evd and a are read).
+    """
     c_start = _read_cycles()
-    D = S.shape[0]
-    n = D + 1
-    negA, C, w, V, P, al, be, p1 = _spectrum_workspace(S, v)
-    k = _positive_spectrum(negA, u, evd, a, p1, C, w, V, P, al, be, stats)
-    f, improved = randomize_from_pairs(S, v, w, V, k, gamma, xi, psi_prev, has_prev, out_psi)
+    work = _spectrum_workspace(S, v)
+    k = _positive_spectrum(u, opts.evd, opts.a, work, stats)
+    w, V = work[2], work[3]
+    f, improved = randomize_from_pairs(S, v, w, V, k, opts.gamma, xi, psi_prev, has_prev,
+                                       out_psi)
     stats[ST_ALL_CYC] += float(_read_cycles() - c_start)
     return f, improved
 
 
 @njit(**PJIT)
-def randomize_batch(S, v, u, gamma, evd, a, xi, psi_prev, has_prev, out_psi, out_obj,
-                    out_improved, out_stats):
-    """randomize_item for every item in parallel."""
+def randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj, out_improved,
+                    out_stats):
+    """randomize_item for every item in parallel.
+
+    out_*: ``BatchOutputs.psi``, ``.obj``, ``.improved`` and ``.st_rand``.
+    Outputs are separate arguments, not a tuple: Numba drops writes made in a ``prange``
+    loop to arrays taken from a tuple argument (numba issues #7135, #10338).
+    """
     for i in prange(S.shape[0]):
-        f, imp = randomize_item(S[i], v[i], u[i], gamma, evd, a, xi[i], psi_prev[i], has_prev,
+        f, imp = randomize_item(S[i], v[i], u[i], opts, xi[i], psi_prev[i], has_prev,
                                 out_psi[i], out_stats[i])
         out_obj[i] = f
         out_improved[i] = imp
