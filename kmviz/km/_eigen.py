@@ -20,7 +20,8 @@ from numba import njit
 from kmviz._jit import JIT
 
 # Below this size the dual solvers treat a (D+1) x (D+1) matrix as small: full EVDs at warm
-# starts, loop-form Newton matrices (see _kernels), dense EVDs instead of Lanczos.
+# starts, loop-form Newton matrices (see kernels/newton_hessian.py), dense EVDs instead of
+# Lanczos.
 SMALL_N = 24
 # eigh_into's switch to LAPACK. bench/eig_small.py (2026-11-21, one BLAS thread): sym_eig
 # took 0.45x LAPACK's time at n = 9, 0.80x at n = 48, 0.99-1.03x at n = 64, 1.6x at n = 101.

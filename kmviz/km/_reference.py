@@ -1,4 +1,4 @@
-"""Plain-NumPy twins of the binary-QP kernels in ``_kernels.py`` (slow, obvious, for tests).
+"""Plain-NumPy twins of the binary-QP kernels in ``kernels/`` (slow, obvious, for tests).
 
 Each function computes what its kernel computes, written for clarity rather than speed.
 """

@@ -1,7 +1,7 @@
 """Reference and baseline solvers of the binary QP (4).
 
 - ``exact_bqp``: enumeration of all 2^D psi (Numba, Gray code, D <= 20).
-- ``bnb_bqp``: depth-first branch-and-bound with the bound proved in ``_kernels.bnb_bqp``.
+- ``bnb_bqp``: depth-first branch-and-bound with the bound proved in ``kernels.bnb_bqp``.
 - ``sdr_bqp``: the SDP relaxation (10) solved by cvxpy (Clarabel, else SCS), then the
   randomization of Alg. 3 on X* (the paper's SDRwR baseline). Needs ``pip install kmviz[sdp]``.
 - ``bfgs_bqp``: quasi-Newton (scipy BFGS) on the dual (14), then Alg. 3 (paper Table IV).
@@ -18,7 +18,7 @@ import numpy as np
 from kmviz.exceptions import InvalidParameterError
 
 from .._threads import single_blas_thread
-from . import _kernels as K
+from . import kernels as K
 from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult
 
 

@@ -6,7 +6,7 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
 - ``"gd"``: Alg. 1, an EVD of C(u) at every gradient and every line-search trial.
 - ``"enhanced"``: Alg. 2, EVD elimination (phases I-A, I-B, II-A, II-B); the same line search,
   so it visits exactly the iterates of Alg. 1 (Remark 2) with fewer EVDs.
-- ``"fast"``: semismooth Newton on the same dual (14) (``_kernels.newton_solve_item``; the
+- ``"fast"``: semismooth Newton on the same dual (14) (``kernels.newton_solve_item``; the
   nearest-correlation method of Qi & Sun), with Alg. 2's EVD elimination, an exact phase-I
   line search from the eigenvalues of -A on cold starts, and the randomization fused into the
   same kernel (the spectrum at u* is reused). Same optimum; MovieLens 100K, D = 8: ~15 EVDs
@@ -16,13 +16,13 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
   near full rank at large D, so usually the few negative ones), certified by Ritz residuals
   and Sylvester inertia, dense for n <= 16; ``lanczos_rule="paper"`` uses Alg. 5 with (20).
   The certified rule gives an item over to the dense EVD when a run has not certified after
-  max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``_kernels.LZ_CAP_DIV``,
+  max(16, n/4) steps or after 6 Newton steps on one-sided spectra (``kernels.LZ_CAP_DIV``,
   ``LZ_SWITCH_ITER``): at D = 100 on MovieLens the split of C(u*) at 0 is interior to a dense
   eigenvalue cluster on warm starts (Lanczos needs m ~ n) and the one-sided Hessian costs
   Newton steps, so Lanczos only pays on the first steps of cold starts; warm-started items
   (u_prev given, n > 24) therefore use the dense EVD from the start, and need only the
   eigenvalues of -A. From n = 48 on, the Newton systems are solved matrix-free by PCG
-  (``_kernels._newton_pcg``) instead of forming the O(n^2 r_+ r_-) Hessian.
+  (``kernels.newton_hessian._newton_pcg``) instead of forming the O(n^2 r_+ r_-) Hessian.
 - ``"exact"`` (enumeration, D <= 20), ``"bnb"`` (branch-and-bound), ``"sdr"`` (cvxpy SDP +
   randomization), ``"bfgs"`` (scipy BFGS on the dual + randomization): baselines.
 
@@ -65,7 +65,7 @@ from .._threads import single_blas_thread
 from kmviz._validation import check_number, check_option, check_random_state
 from kmviz.exceptions import InvalidParameterError
 
-from . import _kernels as K
+from . import kernels as K
 from . import baselines
 from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult  # noqa: F401 (MAX_ENUM_D: re-export)
 
@@ -255,38 +255,28 @@ def dual_objective(S, v, u, gamma=100.0):
 # ----------------------------------------------------------------------------- batch
 
 
-def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, code, evd_code, gamma, a,
-                            eps, max_dual_iter, initial_step, c_armijo, shrink, nm_window,
-                            ls_restart, xi, lz_rule=K.LZ_PAPER):
-    n_items, D = v.shape
-    phase = np.zeros((n_items, 4), dtype=np.int64)
-    st_dual = np.zeros((n_items, K.N_STATS))
-    st_rand = np.zeros((n_items, K.N_STATS))
-    psi = np.empty((n_items, D))
-    obj = np.empty(n_items)
-    improved = np.zeros(n_items, dtype=np.bool_)
-    if code == K.NEWTON:
+def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, opts, xi):
+    """The dual solves and Alg. 3 of a batch under ``opts`` (``K.DualOptions``); returns the
+    fields of ``K.BatchOutputs`` (psi, obj, improved, phase, st_dual, st_rand) and the times."""
+    out = K.BatchOutputs.empty(*v.shape)
+    if opts.method == K.NEWTON:
         with single_blas_thread():
             t0 = time.perf_counter()
-            K.newton_randomize_batch(S, v, u, gamma, eps, max_dual_iter, evd_code, lz_rule, a,
-                                     bool(initial_step), c_armijo, shrink, xi, psi_prev,
-                                     has_prev, psi, obj, improved, phase, st_dual, st_rand)
+            K.newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, *out)
             t_all = time.perf_counter() - t0
         # one fused kernel: its wall time is split over the cycles of both stats tables
-        times = _split_times([(t_all, st_dual, st_rand)])
-        return psi, obj, improved, phase, st_dual, st_rand, times
+        times = _split_times([(t_all, out.st_dual, out.st_rand)])
+        return (*out, times)
     with single_blas_thread():
         t0 = time.perf_counter()
-        K.dual_solve_batch(S, v, u, gamma, eps, max_dual_iter, code, evd_code, a,
-                           bool(initial_step), c_armijo, shrink, nm_window, bool(ls_restart),
-                           t_first, phase, st_dual)
+        K.dual_solve_batch(S, v, u, t_first, opts, out.phase, out.st_dual)
         t1 = time.perf_counter()
         c0 = time.perf_counter()
-        K.randomize_batch(S, v, u, gamma, evd_code, a, xi, psi_prev, has_prev, psi, obj,
-                          improved, st_rand)
+        K.randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out.psi, out.obj,
+                          out.improved, out.st_rand)
         t_rand = time.perf_counter() - c0
-    times = _split_times([(t1 - t0, st_dual, None), (t_rand, None, st_rand)])
-    return psi, obj, improved, phase, st_dual, st_rand, times
+    times = _split_times([(t1 - t0, out.st_dual, None), (t_rand, None, out.st_rand)])
+    return (*out, times)
 
 
 def _cycle_parts(st_dual, st_rand):
@@ -439,9 +429,11 @@ def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", 
     u, t_first = _start_points(u_prev, n_items, n, gamma)
     code, lz_rule = _method_code(owner, method, options.get("fast_variant", "newton"),
                                  options.get("lanczos_rule", "certified"))
+    opts = K.dual_options(gamma, eps, max_dual_iter, code, EVDS[evd], lz_rule=lz_rule, a=a,
+                          initial_step=initial_step, c_armijo=c_armijo, shrink=shrink,
+                          nm_window=nm_window, ls_restart=ls_restart)
     psi, obj, improved, phase, st_d, st_r, times = _run_dual_and_randomize(
-        S, v, psi_prev, True, u, t_first, code, EVDS[evd], gamma, a, eps,
-        max_dual_iter, initial_step, c_armijo, shrink, nm_window, ls_restart, xi, lz_rule)
+        S, v, psi_prev, True, u, t_first, opts, xi)
     return _batch_result(psi, u, obj, improved, phase, st_d, st_r, times)
 
 
@@ -556,10 +548,12 @@ def solve_bqp(S, v, *, method="enhanced", evd="exact", gamma=100.0, n_rand=50,
     u_prev = None if opt["u0"] is None else np.asarray(opt["u0"], np.float64).reshape(1, n)
     u, t_first = _start_points(u_prev, 1, n, gamma)
     code, lz_rule = _method_code(owner, method, opt["fast_variant"], opt["lanczos_rule"])
+    opts = K.dual_options(gamma, eps, max_dual_iter, code, EVDS[evd], lz_rule=lz_rule, a=a,
+                          initial_step=opt["initial_step"], c_armijo=c_armijo, shrink=shrink,
+                          nm_window=nm_window, ls_restart=opt["ls_restart"])
     psi, obj, improved, phase, st_d, st_r, times = _run_dual_and_randomize(
-        S[None], v[None], psi_prev[None].copy(), has_prev, u, t_first, code,
-        EVDS[evd], gamma, a, eps, max_dual_iter, opt["initial_step"], c_armijo, shrink,
-        nm_window, bool(opt["ls_restart"]), np.ascontiguousarray(xi[None]), lz_rule)
+        S[None], v[None], psi_prev[None].copy(), has_prev, u, t_first, opts,
+        np.ascontiguousarray(xi[None]))
     b = _batch_result(psi, u, obj, improved, phase, st_d, st_r, times)
     return BQPResult(
         psi=b.psi[0], objective=float(b.objective[0]), n_iter=int(b.n_iter[0]),
@@ -596,24 +590,23 @@ def dual_trajectory(S, v, method="enhanced", gamma=100.0, *, evd="exact", initia
     n = D + 1
     u = np.ones(n) if u0 is None else np.array(u0, dtype=np.float64).reshape(n)
     t_first = 1.0 if u0 is None or np.all(u == u[0]) else 1.0 / gamma
-    traj_h = np.full(max_iter + 1, np.nan)
-    traj_u = np.full((max_iter + 1, n), np.nan)
-    traj_step = np.full(max_iter + 1, np.nan)
-    traj_phase = np.zeros(max_iter + 1, dtype=np.int64)
-    traj_nevd = np.zeros(max_iter + 1)
+    traj = K.Trajectory.allocate(max_iter, n)
     phase = np.zeros(4, dtype=np.int64)
     stats = np.zeros(K.N_STATS)
+    opts = K.dual_options(gamma, eps, max_iter, DUAL_METHODS[method], EVDS[evd], a=a,
+                          initial_step=initial_step, c_armijo=c_armijo, shrink=shrink,
+                          nm_window=nm_window, ls_restart=ls_restart)
+    # u*: a long tight run of the BB variant from the trajectory's last iterate
+    opts_star = K.dual_options(gamma, 1e-12, 100000, K.FAST, K.EVD_EXACT, a=1.0,
+                               initial_step=False, c_armijo=1e-4, shrink=0.5, nm_window=10,
+                               ls_restart=False)
     with single_blas_thread():
-        n_iter = int(K.dual_solve_item(S, v, u, gamma, eps, max_iter, DUAL_METHODS[method],
-                                       EVDS[evd], a, bool(initial_step), c_armijo, shrink,
-                                       nm_window, bool(ls_restart), t_first, phase, stats,
-                                       traj_h, traj_u, traj_step, traj_phase, traj_nevd))
+        n_iter = int(K.dual_solve_item(S, v, u, t_first, opts, phase, stats, traj))
         u_star = u.copy()
         st2 = np.zeros(K.N_STATS)
-        K.dual_solve_item(S, v, u_star, gamma, 1e-12, 100000, K.FAST, K.EVD_EXACT, 1.0, False,
-                          1e-4, 0.5, 10, False, 1.0 / gamma, np.zeros(4, np.int64), st2,
-                          np.empty(0), np.empty((0, 0)), np.empty(0),
-                          np.empty(0, np.int64), np.empty(0))
+        K.dual_solve_item(S, v, u_star, 1.0 / gamma, opts_star, np.zeros(4, np.int64), st2,
+                          K.Trajectory.skip())
+    traj_h, traj_u, traj_step, traj_phase, traj_nevd = traj
     N = n_iter + 1
     h = traj_h[:N]
     h_star = min(float(st2[K.ST_H]), float(np.min(h)))

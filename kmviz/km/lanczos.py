@@ -21,7 +21,7 @@ import numpy as np
 
 from kmviz._validation import check_number
 
-from . import _kernels as K
+from . import kernels as K
 
 
 @dataclass
@@ -77,7 +77,7 @@ def _ritz_pairs(alpha, beta, P):
 def _threshold_terms(C, a):
     """delta of eq. (20) with the trace bounds sigma_UB, sigma_LB, sigma_Minkowski of Lemma 3.
 
-    The same quantities as ``_kernels.lanczos_threshold``, which returns delta only.
+    The same quantities as ``kernels.lanczos_threshold``, which returns delta only.
     """
     n = C.shape[0]
     D = n - 1

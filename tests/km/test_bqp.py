@@ -2,11 +2,13 @@
 
 import re
 
+import numba
 import numpy as np
 import pytest
 
 from kmviz.exceptions import InvalidParameterError
-from kmviz.km import _kernels as K
+from kmviz.km import kernels as K
+from kmviz.km.kernels import newton_hessian as KH
 from kmviz.km import _reference as R
 from kmviz.km import bqp
 
@@ -327,9 +329,39 @@ def test_dual_matrix_helper():
 
 
 def test_kernels_compiled():
+    # the default "fast" runs the fused Newton kernel; "enhanced" the dual + Alg. 3 pair
+    # (this test alone used to rely on an earlier test having compiled the latter)
     S, v = km_instance(3, 0)
-    bqp.solve_bqp_batch(S[None], v[None], np.zeros((1, 3)), rng=0)
+    for method in ("fast", "enhanced"):
+        bqp.solve_bqp_batch(S[None], v[None], np.zeros((1, 3)), method=method, rng=0)
     assert K.dual_solve_batch.signatures and K.randomize_batch.signatures
+    assert K.newton_randomize_batch.signatures
+
+
+@pytest.mark.parametrize("method", ["fast", "enhanced"])
+def test_batch_kernels_write_every_output(method):
+    """The batch kernels take their output arrays one by one, not as a tuple: Numba drops
+    writes made in a prange loop to arrays taken from a tuple (numba issues #7135, #10338)."""
+    D, n_items = 5, 6
+    data = [km_instance(D, 30 + i) for i in range(n_items)]
+    S = np.array([d[0] for d in data])
+    v = np.array([d[1] for d in data])
+    res = bqp.solve_bqp_batch(S, v, np.zeros((n_items, D)), method=method, n_rand=5, rng=0)
+    for i in range(n_items):
+        assert res.objective[i] == pytest.approx(R.bqp_objective(S[i], v[i], res.psi[i]))
+    # the incumbent psi = 0 has objective 0: improved exactly where a candidate beat it
+    np.testing.assert_array_equal(res.improved, res.objective < 0.0)
+    assert (res.n_evd >= 1).all() and (res.phase_counts.sum(axis=1) >= 1).all()
+
+
+def test_dual_options_fix_each_fields_type():
+    """Ints, floats or NumPy scalars give one DualOptions type, so one compiled signature."""
+    a = K.dual_options(100, 1e-6, np.int32(50), K.FAST, K.EVD_EXACT, initial_step=1, a=2)
+    b = K.dual_options(100.0, 1e-6, 50, K.FAST, K.EVD_EXACT, initial_step=True, a=2.0)
+    assert a == b
+    types = [float, float, int, int, int, int, float, bool, float, float, int, bool]
+    assert [type(x) for x in a] == [type(x) for x in b] == types
+    assert numba.typeof(a) == numba.typeof(b)
 
 
 @pytest.mark.parametrize("D, seed", [(20, 0), (20, 1), (40, 2)])
@@ -377,12 +409,12 @@ def test_newton_pcg_solves_the_formed_newton_system(seed):
     assert 0 < (w > 0).sum() < D + 1  # both sides present: the mixed term is exercised
     n = D + 1
     M = np.empty((n, n))
-    K._newton_matrix(C, gamma, w, V, n, K.SIDE_ALL, M, np.empty((n, n)), np.empty((n, n)))
+    KH._newton_matrix(C, gamma, w, V, n, K.SIDE_ALL, M, np.empty((n, n)), np.empty((n, n)))
     g = rng.standard_normal(n)
     g *= 1e-7 / np.linalg.norm(g)  # eta = ||g||: a tight CG solve
     mu = gamma * (1e-10 + 1e-7)
     d = np.empty(n)
-    n_cg = K._newton_pcg(gamma, w, V, n, mu, g, d, 10 * n)
+    n_cg = KH._newton_pcg(gamma, w, V, n, mu, g, d, 10 * n)
     assert 0 < n_cg < 10 * n
     d_ref = np.linalg.solve(M + mu * np.eye(n), -g)
     np.testing.assert_allclose(d, d_ref, rtol=0, atol=1e-6 * np.abs(d_ref).max())

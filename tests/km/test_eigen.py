@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from kmviz.km import _eigen as E
-from kmviz.km import _kernels as K
+from kmviz.km import kernels as K
+from kmviz.km.kernels import newton_hessian as KH
 from kmviz.km import bqp
 
 from tests.km.instances import km_instance, random_symmetric
@@ -171,6 +172,6 @@ def test_newton_matrix_all_matches_einsum(n, shift):
     Z = np.einsum("ki,kj->kij", V, V).reshape(n, -1)
     ref = 2.0 * (Z * Om.reshape(-1)) @ Z.T
     M = np.empty((n, n))
-    K._newton_matrix(C, 2.0, lam.copy(), V.copy(), n, K.SIDE_ALL, M, np.empty((n, n)),
+    KH._newton_matrix(C, 2.0, lam.copy(), V.copy(), n, K.SIDE_ALL, M, np.empty((n, n)),
                      np.empty((n, n)))
     np.testing.assert_allclose(M, ref, atol=1e-12)

@@ -1,5 +1,5 @@
-"""Import structure of ``kmviz.km``: the test twins stay out of production, and ``bqp`` and
-``baselines`` do not import each other.
+"""Import structure of ``kmviz.km`` (its subpackage ``kernels`` included): the test twins stay
+out of production, and ``bqp`` and ``baselines`` do not import each other.
 
 The modules are parsed with ``ast`` (not imported), so imports inside functions count too.
 """
@@ -18,7 +18,25 @@ from tests.km.instances import random_symmetric
 
 PKG = "kmviz.km"
 PKG_DIR = Path(kmviz.km.__file__).resolve().parent
-MODULES = {f"{PKG}.{p.stem}": p for p in sorted(PKG_DIR.glob("*.py")) if p.stem != "__init__"}
+
+
+def _package_of(path):
+    """The package a file's relative imports start from: its folder under kmviz/km as a dotted
+    name (kmviz.km for a file outside the package, as the resolver test's own)."""
+    try:
+        rel = path.resolve().relative_to(PKG_DIR)
+    except ValueError:
+        return PKG
+    return ".".join([PKG, *rel.parent.parts])
+
+
+def _module_name(path):
+    rel = path.resolve().relative_to(PKG_DIR).with_suffix("")
+    return ".".join([PKG, *(part for part in rel.parts if part != "__init__")])
+
+
+MODULES = {_module_name(p): p for p in sorted(PKG_DIR.rglob("*.py"))
+           if p != PKG_DIR / "__init__.py"}
 REFERENCE = f"{PKG}._reference"
 
 
@@ -27,12 +45,13 @@ def _imported_modules(path):
     included) may bind, as absolute dotted names. For ``from X import a`` both X and X.a are
     listed, since ``a`` may be a submodule."""
     out = set()
+    package = _package_of(path)
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                parts = PKG.split(".")  # every parsed file sits directly in kmviz/km
+                parts = package.split(".")
                 base = ".".join(parts[: len(parts) - (node.level - 1)])
                 mod = f"{base}.{node.module}" if node.module else base
             else:
@@ -49,7 +68,10 @@ def _km_imports(name):
 
 def test_parser_sees_the_package():
     assert {f"{PKG}.lanczos", f"{PKG}.bqp", f"{PKG}.baselines", REFERENCE} <= set(MODULES)
-    assert f"{PKG}._kernels" in _km_imports(f"{PKG}.lanczos")
+    assert f"{PKG}.kernels" in _km_imports(f"{PKG}.lanczos")
+    assert f"{PKG}.kernels.newton" in MODULES
+    # relative imports inside the subpackage resolve against it
+    assert {f"{PKG}.kernels.dual", f"{PKG}._eigen"} <= _km_imports(f"{PKG}.kernels.newton")
 
 
 def test_resolver_handles_every_import_form(tmp_path):

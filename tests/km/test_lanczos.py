@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kmviz.km import _kernels as K
+from kmviz.km import kernels as K
 from kmviz.km import _reference as R
 from kmviz.km import bqp
 from kmviz.km.lanczos import lanczos, lanczos_diagnostics
