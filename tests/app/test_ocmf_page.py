@@ -1,11 +1,15 @@
 """The OCMF family in the app: chosen on Train, trained on the default data, explored."""
 
 import numpy as np
+import pytest
 
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
 from .apphelpers import goto, new_session, pick_family, plotly_specs, submit_train
+
+#: Both train through the Train page (each waits for the OCMF warm-up child).
+pytestmark = pytest.mark.slow
 
 OCMF_PAGE = "app_pages/ocmf.py"
 
