@@ -34,7 +34,6 @@ def _gfm_session():
     return pick_family(at, "gfm")
 
 
-@pytest.mark.slow
 def test_train_gfm_and_explore_its_interactions():
     at = _gfm_session()
     # the form is gFM's; its optional parameters start empty ("automatic")

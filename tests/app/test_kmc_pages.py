@@ -83,7 +83,6 @@ def test_train_kmc_from_the_train_page_and_open_its_pages():
     assert any(m.label == "d_eff(α)" for m in at.metric)
 
 
-@pytest.mark.slow
 def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     at = goto(new_session(), COMPLETION)
     _no_errors(at)

@@ -8,12 +8,10 @@ from kmviz.ui.state import StateKeys
 
 from .apphelpers import goto, new_session, pick_family, plotly_specs, submit_train
 
-#: Both train through the Train page (each waits for the OCMF warm-up child).
-pytestmark = pytest.mark.slow
-
 OCMF_PAGE = "app_pages/ocmf.py"
 
 
+@pytest.mark.slow
 def test_train_ocmf_from_the_train_page_and_explore_it():
     at = pick_family(new_session(), "ocmf")
     # the form is OCMF's, built from its declared parameters

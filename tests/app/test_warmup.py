@@ -272,7 +272,6 @@ def fake_server_warm_up(monkeypatch):
     fake.let(*[f"mod.{n}" for n in NAMES])
 
 
-@pytest.mark.slow
 def test_train_page_says_the_chosen_family_compiles_and_its_fit_waits_only_for_it(
         fake_server_warm_up):
     warm, fake = fake_server_warm_up
@@ -303,7 +302,6 @@ def test_train_page_says_the_chosen_family_compiles_and_its_fit_waits_only_for_i
     assert any(t.startswith("Result:") for t in texts(at))
 
 
-@pytest.mark.slow
 def test_a_pending_train_request_is_started_once_by_the_next_run(fake_server_warm_up):
     warm, fake = fake_server_warm_up
     fake.let(*[f"mod.{n}" for n in NAMES])
@@ -352,7 +350,6 @@ def test_compile_in_child_reports_a_failing_module_and_stops_on_cancel(tmp_path,
     assert outcome == INTERRUPTED and message == ""
 
 
-@pytest.mark.slow
 def test_a_second_click_while_the_fit_waits_and_a_refused_request(fake_server_warm_up):
     warm, fake = fake_server_warm_up
     at = goto(new_session(), TRAIN)            # KM picked: KM compiles, held by the test
@@ -395,7 +392,6 @@ def test_compile_message_names_the_family_what_comes_before_and_after():
     assert compile_message(dict(base, state=READY)) == "The Numba kernels of gFM are compiled."
 
 
-@pytest.mark.slow
 def test_while_a_fit_waits_the_last_result_is_headed_as_the_previous_one(
         fake_server_warm_up):
     """A finished gFM run, then an OCMF fit waiting for its kernels: the gFM result under
