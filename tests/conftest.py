@@ -3,6 +3,7 @@
 The fast loop is ``pytest -m "not slow"`` (see the ``slow`` marker in pyproject.toml)."""
 
 import os
+import threading
 
 import pytest
 
@@ -15,8 +16,9 @@ def _isolated_run_store(tmp_path, monkeypatch):
 
 
 class KernelCalls:
-    """The Numba kernels (dispatchers) called from Python while the fixture is active, in the
-    order of their first call; calls made from inside other kernels are not seen."""
+    """The Numba kernels (dispatchers) called from Python by the test's thread while the
+    fixture is active, in the order of their first call; calls made from inside other kernels,
+    and calls from other threads (such as the app's background warm-up), are not seen."""
 
     def __init__(self):
         self.dispatchers = []
@@ -40,9 +42,11 @@ def kernel_calls(monkeypatch):
 
     calls = KernelCalls()
     call = CPUDispatcher.__call__
+    thread = threading.get_ident()
 
     def spy(self, *args, **kwargs):
-        calls.record(self)
+        if threading.get_ident() == thread:
+            calls.record(self)
         return call(self, *args, **kwargs)
 
     monkeypatch.setattr(CPUDispatcher, "__call__", spy)
