@@ -20,14 +20,11 @@ script ends).
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -35,10 +32,14 @@ from _common import footer, header, load_avg, parser, table
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+from kmviz.testing.browser import (chromium, load_builtin, nav, open_home,  # noqa: E402
+                                   serve, settle)
+
 #: Longest wait for a fit (a cold KM compiles for minutes on a busy 2-core box).
 FIT_TIMEOUT_MS = 1_800_000
+#: Longest wait for anything else (a page, a script run) on a busy box.
+WAIT_MS = 600_000
 
 
 def clear_numba_cache() -> int:
@@ -50,74 +51,29 @@ def clear_numba_cache() -> int:
     return len(files)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
-def serve(numba_cache_dir: str | None = None):
-    """`streamlit run app.py` on a free port with its own run store (and, if given, its own
-    Numba cache); yields (url, the perf_counter time it was started at)."""
-    env = dict(os.environ, KMVIZ_RUNS_DIR=tempfile.mkdtemp(prefix="kmviz-timing-runs-"))
-    if numba_cache_dir is not None:
-        env["NUMBA_CACHE_DIR"] = numba_cache_dir
-    port = free_port()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
-            try:
-                if urllib.request.urlopen(url + "/_stcore/health", timeout=2).status == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        yield url, t0
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def app_server(numba_cache_dir: str | None = None):
+    """`streamlit run app.py` (kmviz.testing.browser.serve) with a run store of its own,
+    deleted afterwards, and, if given, its own Numba cache; yields the Server."""
+    with tempfile.TemporaryDirectory(prefix="kmviz-timing-runs-",
+                                     ignore_cleanup_errors=True) as runs:
+        with serve(runs_dir=runs, numba_cache_dir=numba_cache_dir,
+                   timeout=WAIT_MS / 1000) as server:
+            yield server
 
 
-def open_home(browser, url):
-    from playwright.sync_api import expect
-
-    page = browser.new_page(viewport={"width": 1400, "height": 2000})
-    page.set_default_timeout(600_000)
-    page.goto(url)
-    expect(page.get_by_text("Try it in three steps")).to_be_visible(timeout=600_000)
-    return page
+def home(browser, url):
+    return open_home(browser, url, timeout_ms=WAIT_MS, height=2000)
 
 
-def nav(page, title: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title,
-                                                             exact=True).click()
-
-
-def settle(page) -> None:
-    from playwright.sync_api import expect
-
-    page.wait_for_timeout(300)
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=600_000)
-
-
-def ml_small_km(browser, url, t0) -> list[dict]:
+def ml_small_km(browser, server) -> list[dict]:
     """The first table: first page, then KM D = 8 on MovieLens latest-small (loaded in a
     fresh session), 10 BCD iterations."""
     from playwright.sync_api import expect
 
+    t0 = server.start
     rows = [{"step": "health endpoint up", "s after streamlit run": time.perf_counter() - t0}]
-    page = open_home(browser, url)
+    page = home(browser, server.url)
     rows.append({"step": "first page interactive",
                  "s after streamlit run": time.perf_counter() - t0})
     nav(page, "Train")
@@ -159,19 +115,9 @@ def first_fit(browser, url, fam) -> dict:
     data = dict(fam.contract_data)
     source = data.pop("source")
     title = {e.name: e.title for e in list_datasets()}[source]
-    page = open_home(browser, url)
-    nav(page, "Data")
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-    page.get_by_role("option", name=title, exact=True).click()
-    settle(page)
-    for label, value in data.items():
-        box = page.get_by_label(label, exact=True)
-        box.fill(str(value))
-        box.press("Enter")
-    settle(page)
-    page.get_by_role("button", name="Load", exact=True).click()
-    expect(page.get_by_text("Train / validation / test split")).to_be_visible()
-    settle(page)
+    page = home(browser, url)
+    load_builtin(page, title, data, settle_ms=WAIT_MS)
+    settle(page, WAIT_MS)
     nav(page, "Train")
     page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
     page.get_by_role("option", name=fam.title, exact=True).click()
@@ -179,8 +125,8 @@ def first_fit(browser, url, fam) -> dict:
     first = next(iter(settings))
     form = page.locator('[data-testid="stForm"]').filter(
         has=page.get_by_role("spinbutton", name=first, exact=True))
-    expect(form).to_be_visible(timeout=600_000)
-    settle(page)
+    expect(form).to_be_visible(timeout=WAIT_MS)
+    settle(page, WAIT_MS)
     for label, value in settings.items():
         form.get_by_role("spinbutton", name=label, exact=True).fill(str(value))
     compiling = (page.get_by_text(f"Compiling the Numba kernels of {fam.short} ").count() +
@@ -216,8 +162,8 @@ def families_table(browser) -> list[dict]:
     for fam in families.all_families():
         cache = tempfile.mkdtemp(prefix="kmviz-numba-cold-")
         try:
-            with serve(cache) as (url, t0):
-                cold = first_fit(browser, url, fam)
+            with app_server(cache) as server:
+                cold = first_fit(browser, server.url, fam)
         finally:  # the server's warm-up children may still write for a moment
             time.sleep(2)
             shutil.rmtree(cache, ignore_errors=True)
@@ -227,8 +173,8 @@ def families_table(browser) -> list[dict]:
                      "load at cold end": load_avg().split("/")[0]})
     print(f"(warm-up modules re-filled the working tree's cache in {warm_every_family():.0f} s)\n")
     for row, fam in zip(rows, families.all_families()):
-        with serve() as (url, t0):
-            warm = first_fit(browser, url, fam)
+        with app_server() as server:
+            warm = first_fit(browser, server.url, fam)
         row["warm: s click -> result"] = warm["seconds"]
         row["cold / warm"] = row["cold: s click -> result"] / warm["seconds"]
     return rows
@@ -240,38 +186,34 @@ def main() -> None:
                     help="start with an empty Numba cache, and time every family's first fit "
                          "cold and warm")
     args = ap.parse_args()
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     t_start = time.perf_counter()
     header("App timing: streamlit run -> interactive -> trained KM (MovieLens latest-small)")
-    expect.set_options(timeout=600_000)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    expect.set_options(timeout=WAIT_MS)
+    with chromium() as browser:
+        cache = tempfile.mkdtemp(prefix="kmviz-numba-cold-")
         try:
-            cache = tempfile.mkdtemp(prefix="kmviz-numba-cold-")
-            try:
-                if args.cold:
-                    print("cold start: the server gets an empty Numba cache\n")
-                with serve(cache if args.cold else None) as (url, t0):
-                    rows, metrics = ml_small_km(browser, url, t0)
-            finally:
-                time.sleep(2)
-                shutil.rmtree(cache, ignore_errors=True)
-            print(table(rows, ["step", "s after streamlit run", "s after the Train click"],
-                        "{:.1f}"))
-            print("Result metrics shown: " + "; ".join(m.replace("\n\n", " ")
-                                                       for m in metrics))
-            print()
             if args.cold:
-                rows = families_table(browser)
-                print("## First fit per family: Train click -> result in the browser, "
-                      "cold (new server, empty Numba cache) and warm (new server, cache "
-                      "present)\n")
-                print(table(rows, ["family", "dataset", "settings", "cold: s click -> result",
-                                   "warm: s click -> result", "cold / warm",
-                                   "compile notice at click", "load at cold end"], "{:.1f}"))
+                print("cold start: the server gets an empty Numba cache\n")
+            with app_server(cache if args.cold else None) as server:
+                rows, metrics = ml_small_km(browser, server)
         finally:
-            browser.close()
+            time.sleep(2)
+            shutil.rmtree(cache, ignore_errors=True)
+        print(table(rows, ["step", "s after streamlit run", "s after the Train click"],
+                    "{:.1f}"))
+        print("Result metrics shown: " + "; ".join(m.replace("\n\n", " ")
+                                                   for m in metrics))
+        print()
+        if args.cold:
+            rows = families_table(browser)
+            print("## First fit per family: Train click -> result in the browser, "
+                  "cold (new server, empty Numba cache) and warm (new server, cache "
+                  "present)\n")
+            print(table(rows, ["family", "dataset", "settings", "cold: s click -> result",
+                               "warm: s click -> result", "cold / warm",
+                               "compile notice at click", "load at cold end"], "{:.1f}"))
     footer(t_start)
 
 

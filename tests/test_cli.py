@@ -77,6 +77,7 @@ def test_train_km_help_names_the_options(capsys):
     assert "--random-state" not in out  # --seed sets it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", [["-m", "kmviz"], ["-c", "from kmviz.cli import main; "
                                                            "raise SystemExit(main())"]])
 def test_entry_points_in_a_subprocess(entry):

@@ -467,6 +467,7 @@ def _final_bytes(r):
     return total
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text_ids", [False, True])
 def test_load_peak_memory_is_within_4x_text_plus_final_arrays(tmp_path, text_ids):
     path = _generated_csv(tmp_path / "big.csv", 150_000, text_ids)

@@ -215,6 +215,7 @@ RunStore(sys.argv[1]).save("km", t, {"theta": np.ones((2, 2))}, dataset="toy", p
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["before_rename", "after_rename"])
 def test_process_killed_mid_save_leaves_no_visible_half_run(tmp_path, where):
     store = RunStore(tmp_path / "store")
@@ -262,6 +263,7 @@ def _save_many(path, worker, n, barrier):
         save_one(store, label=f"w{worker}-{i}", seed=i)
 
 
+@pytest.mark.slow
 def test_two_processes_saving_at_once(tmp_path):
     path = tmp_path / "store"
     RunStore(path).list()  # create the index first, as the app would

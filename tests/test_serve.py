@@ -45,6 +45,7 @@ def _listening(port: int) -> list[str]:
 LOOPBACK = {"0100007F", "00000000000000000000000001000000"}  # 127.0.0.1, ::1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc/net/tcp")
 @pytest.mark.parametrize("how", ["kmviz app", "streamlit run app.py"])
 def test_the_app_listens_on_localhost_only_by_default(tmp_path, how):

@@ -4,6 +4,7 @@ Interactions, and the Recovery page's planted fit and phase diagram (no run need
 import base64
 
 import numpy as np
+import pytest
 
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
@@ -66,6 +67,7 @@ def test_train_gfm_and_explore_its_interactions():
     assert plotly_specs(at)
 
 
+@pytest.mark.slow
 def test_onepass_divergence_on_ratings_is_explained():
     at = _gfm_session()
     at.selectbox(key="train_gfm_solver").set_value("onepass")

@@ -48,6 +48,7 @@ def gapminder_run(monkeypatch):
     return save_run(model, split, dataset=data, label="gapminder kkmcex", store=RunStore())
 
 
+@pytest.mark.slow
 def test_train_kmc_from_the_train_page_and_open_its_pages():
     at = goto(new_session(), DATA)
     at.selectbox(key="data_builtin").set_value("planted-lowrank").run()
@@ -149,6 +150,7 @@ def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     assert spectra and any(str(t["name"]).startswith("F, the data") for t in spectra[0]["data"])
 
 
+@pytest.mark.slow
 def test_gapminder_with_whole_countries_held_out_shows_cold_start():
     at = goto(new_session(), DATA)
     at.selectbox(key="data_builtin").set_value("gapminder").run()
@@ -179,6 +181,7 @@ def test_gapminder_with_whole_countries_held_out_shows_cold_start():
     assert sum(t.startswith("❄") for t in ticks) == n_cold
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["mixture", "row_kernel"])
 def test_nystrom_page_scores_landmarks_and_error_curves(gapminder_run, source):
     at = goto(new_session(), NYSTROM)

@@ -1,6 +1,7 @@
 """The OCMF family in the app: chosen on Train, trained on the default data, explored."""
 
 import numpy as np
+import pytest
 
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
@@ -10,6 +11,7 @@ from .apphelpers import goto, new_session, pick_family, plotly_specs, submit_tra
 OCMF_PAGE = "app_pages/ocmf.py"
 
 
+@pytest.mark.slow
 def test_train_ocmf_from_the_train_page_and_explore_it():
     at = pick_family(new_session(), "ocmf")
     # the form is OCMF's, built from its declared parameters

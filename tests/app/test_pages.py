@@ -111,6 +111,7 @@ def test_train_page_guards_when_no_dataset_can_be_loaded(monkeypatch):
     assert not [b for b in at.button if b.label == "Train"]
 
 
+@pytest.mark.slow
 def test_train_shows_result_and_saves_the_run(trained):
     at = trained
     run = only_run(at)
@@ -155,6 +156,7 @@ def test_errors_helper_shows_messages_not_tracebacks():
     assert at.markdown[-1].value == "False False"
 
 
+@pytest.mark.slow
 def test_two_sessions_train_at_once_without_seeing_each_other():
     one = train(load_planted(new_session()), wait=False)
     two = train(load_planted(new_session(), n_users=40), wait=False)
@@ -170,6 +172,7 @@ def test_two_sessions_train_at_once_without_seeing_each_other():
     assert len(RunStore().list()) == 2  # both saved
 
 
+@pytest.mark.slow
 def test_stop_button_ends_training_and_keeps_the_model():
     # the preloaded MovieLens latest-small: a few tenths of a second per BCD iteration, so
     # 500 iterations cannot end before Stop is pressed
@@ -195,6 +198,7 @@ def test_stop_button_ends_training_and_keeps_the_model():
     assert RunStore().list()["run_id"].tolist() == [run.run_id]  # a stopped run is saved too
 
 
+@pytest.mark.slow
 def test_convergence_page(trained):
     at = goto(trained, CONVERGENCE)
     assert not at.error, [e.value for e in at.error]
@@ -210,6 +214,7 @@ def test_convergence_page(trained):
     assert not at.exception and not at.error
 
 
+@pytest.mark.slow
 def test_dual_gd_page(trained):
     at = goto(trained, KM_DUAL)
     assert not at.error, [e.value for e in at.error]
@@ -219,6 +224,7 @@ def test_dual_gd_page(trained):
     assert len(at.get("plotly_chart")) == 2  # Figs. 1 and 2
 
 
+@pytest.mark.slow
 def test_phases_page(trained):
     at = goto(trained, KM_PHASES)
     assert not at.error
@@ -234,6 +240,7 @@ def test_phases_page(trained):
     assert len(at.dataframe[0].value) == RunStore().load(exact).trace.n_iter
 
 
+@pytest.mark.slow
 def test_lanczos_page_and_slider(trained):
     at = goto(trained, KM_LANCZOS)
     assert not at.error, [e.value for e in at.error]
@@ -251,6 +258,7 @@ def _impl_table(at):
     return found[0]
 
 
+@pytest.mark.slow
 def test_implications_page(trained):
     from kmviz.km import mine_implications
 
@@ -286,6 +294,7 @@ def test_implications_page(trained):
                                  for t in s["data"]) for s in plotly_specs(at))
 
 
+@pytest.mark.slow
 def test_km_trained_on_likes_sets_the_pages_liked_default():
     at = goto(load_planted(new_session()), TRAIN)
     submit_train(at, {"train_km_D": 3, "train_km_max_iter": 3, "train_km_threshold": 0.5})
@@ -307,6 +316,7 @@ def trained_bigger():
     return at
 
 
+@pytest.mark.slow
 def test_implications_filters_apply_to_table_sentences_and_graph(trained_bigger):
     from kmviz.km import mining
     from kmviz.ui.text import pieces_markdown
@@ -374,6 +384,7 @@ def test_implications_filters_apply_to_table_sentences_and_graph(trained_bigger)
     assert words and "implies liking no other item" in words[0]
 
 
+@pytest.mark.slow
 def test_runs_page_compare_rerun_and_delete(trained):
     run = only_run(trained)
     at = goto(trained, RUNS)
@@ -427,6 +438,7 @@ def test_an_explore_pages_train_button_opens_train_with_its_family_picked():
 
 
 # ------------------------------------------------------------------- saved runs, re-runs
+@pytest.mark.slow
 def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained, monkeypatch):
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the operator shares runs between sessions
     first = only_run(trained)
@@ -469,6 +481,7 @@ def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained, monke
     assert at.multiselect(key="conv_runs").value == [first.run_id]
 
 
+@pytest.mark.slow
 def test_run_saved_without_its_data_explains_why_on_the_km_pages(trained, monkeypatch):
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # a run saved from Python has no owner
     run = only_run(trained)
@@ -510,6 +523,7 @@ def test_run_saved_without_its_data_explains_why_on_the_km_pages(trained, monkey
     assert at.session_state[StateKeys.DATASET_SPEC]["default"]  # the data loaded is kept
 
 
+@pytest.mark.slow
 def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained):
     first = only_run(trained)
     objectives = [row["objective"] for row in first.trace.rows]
@@ -527,6 +541,7 @@ def test_rerun_restores_settings_data_and_split_and_reproduces_the_trace(trained
     assert [row["objective"] for row in rerun.trace.rows] == objectives
 
 
+@pytest.mark.slow
 def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path, monkeypatch):
     monkeypatch.setenv("KMVIZ_DATA_DIRS", str(tmp_path))
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the fresh session may load the run's data
@@ -556,6 +571,7 @@ def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path,
         r["objective"] for r in first.trace.rows]
 
 
+@pytest.mark.slow
 def test_implications_minimum_ratings_filter(trained):
     at = goto(trained, KM_IMPLICATIONS)
     assert at.number_input(key="impl_min_ratings").value == 1  # small data: show every item

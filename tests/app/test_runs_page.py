@@ -27,6 +27,7 @@ def _runs_table(at):
 
 
 # ---------------------------------------------------------------- default data, Train form
+@pytest.mark.slow
 def test_fresh_session_trains_on_the_default_dataset_without_visiting_data():
     at = new_session()
     assert any("MovieLens latest" in c.value for c in at.caption)  # Home says what is loaded
@@ -93,6 +94,7 @@ def test_runs_page_renames_a_run_and_sets_a_note(monkeypatch):
     assert _row(alpha)["label"] == "renamed alpha"
 
 
+@pytest.mark.slow
 def test_rename_of_a_session_run_shows_on_the_train_page():
     at = train(load_planted(new_session()), D=2, max_iter=1)
     run = only_run(at)
@@ -104,6 +106,7 @@ def test_rename_of_a_session_run_shows_on_the_train_page():
     assert "Result: my first KM" in [s.value for s in at.subheader]
 
 
+@pytest.mark.slow
 def test_delete_asks_for_confirmation_naming_the_run_and_deletes_only_it(monkeypatch):
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the CLI's runs, managed in the app
     alpha, beta = cli_train(label="alpha"), cli_train(label="beta")
@@ -201,6 +204,7 @@ def test_a_run_saved_by_the_cli_opens_on_every_km_page_and_in_the_runs_table(mon
                                                                  rel=1e-3), name
 
 
+@pytest.mark.slow
 def test_an_app_trained_run_is_listed_by_the_cli_with_its_metrics(capsys):
     at = train(load_planted(new_session()), D=2, max_iter=2)
     run = only_run(at)
@@ -228,6 +232,7 @@ def _no_markup(at, raw):
     assert any(md_escape(raw) in t for t in rendered), rendered
 
 
+@pytest.mark.slow
 def test_markdown_in_a_run_name_renders_as_text():
     at = train(load_planted(new_session()), D=2, max_iter=1)
     run = only_run(at)
@@ -250,6 +255,7 @@ def test_markdown_in_a_run_name_renders_as_text():
     assert len(RunStore()) == 0
 
 
+@pytest.mark.slow
 def test_markdown_in_item_titles_and_dataset_names_renders_as_text(monkeypatch):
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")  # the run is saved from Python, no owner
     from kmviz.data import Ratings, load

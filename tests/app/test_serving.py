@@ -92,6 +92,7 @@ def test_upload_errors_name_the_upload_not_the_servers_temporary_file():
     assert "kmviz-" not in message and "/tmp" not in message, message
 
 
+@pytest.mark.slow
 def test_the_upload_form_takes_the_options_the_error_messages_suggest():
     # Latin-1, semicolons, unknown column names in another order, a repeated pair
     text = "film;person;stars\n" + "".join(f"Café {i};u{u};{(u + i) % 5 + 1}\n"
@@ -178,6 +179,7 @@ def a_run_of_session_a(served):
     return at, only_run(at)
 
 
+@pytest.mark.slow
 def test_another_sessions_run_is_read_only(a_run_of_session_a, monkeypatch):
     monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
     a, run = a_run_of_session_a
@@ -207,6 +209,7 @@ def test_another_sessions_run_is_read_only(a_run_of_session_a, monkeypatch):
     assert b.session_state[StateKeys.RUNS][run.run_id].split is None
 
 
+@pytest.mark.slow
 def test_rerun_of_another_sessions_run_restores_settings_not_its_data(a_run_of_session_a,
                                                                       monkeypatch):
     monkeypatch.delenv("KMVIZ_SHARED_RUNS", raising=False)
@@ -229,6 +232,7 @@ def test_rerun_of_another_sessions_run_restores_settings_not_its_data(a_run_of_s
     assert a.session_state[StateKeys.DATASET].n_users == 10
 
 
+@pytest.mark.slow
 def test_shared_runs_let_every_session_manage_every_run(a_run_of_session_a, monkeypatch):
     _, run = a_run_of_session_a
     monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")

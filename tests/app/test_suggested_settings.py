@@ -1,6 +1,8 @@
 """Train page: the settings the catalogue measured for a built-in dataset are offered with
 how they were chosen, loaded into the form on request, and trained from there."""
 
+import pytest
+
 from kmviz.data import suggested_settings
 from kmviz.ui.state import StateKeys
 
@@ -11,6 +13,7 @@ def _panel_text(at) -> str:
     return " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_gapminder_offers_kernel_mc_its_measured_settings_and_loads_them():
     at = new_session()
     load_builtin(at, "gapminder")

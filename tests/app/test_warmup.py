@@ -243,6 +243,7 @@ def test_many_threads_asking_and_waiting_at_once():
     assert sorted(ready) == sorted(NAMES)  # each compiled to the end exactly once
 
 
+@pytest.mark.slow
 def test_deferred_while_a_fit_runs_then_resumed():
     running = threading.Event()
     running.set()
@@ -334,6 +335,7 @@ def test_opening_a_family_page_compiles_it_next(fake_server_warm_up):
 
 
 # ------------------------------------------------------------------ the child process
+@pytest.mark.slow
 def test_compile_in_child_reports_a_failing_module_and_stops_on_cancel(tmp_path,
                                                                        monkeypatch):
     from kmviz.ui.warmup import compile_in_child

@@ -1,58 +1,17 @@
 """Real browser: `streamlit run app.py` driven by Debian's Chromium through Playwright."""
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.browser
+from kmviz.testing.browser import (chromium, chromium_missing, load_builtin, nav, open_home,
+                                   serve, settle)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("KMVIZ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc, timeout: float = 60.0) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited early with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not become healthy within {timeout} s")
-
-
-@contextmanager
-def _chromium():
-    """Debian's Chromium, headless, through Playwright; closed on the way out."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture()
@@ -60,79 +19,25 @@ def server(tmp_path):
     yield from _serve(tmp_path)
 
 
-def _serve(tmp_path, **extra_env):
-    """`streamlit run app.py` on a free port with its own run store; yields its URL."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} not found: apt-get install chromium")
-    port = _free_port()
-    env = dict(os.environ, KMVIZ_RUNS_DIR=str(tmp_path / "runs"), **extra_env)
-    streamlit = shutil.which("streamlit", path=str(Path(sys.executable).parent)) or "streamlit"
-    log = open(tmp_path / "streamlit.log", "w")
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [streamlit, "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
-        yield {"url": url, "start": start, "log": tmp_path / "streamlit.log"}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _nav(page, title: str) -> None:
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title,
-                                                             exact=True).click()
-
-
-def _settle(page) -> None:
-    """Wait until the script run has finished (Streamlit's running indicator is gone)."""
-    from playwright.sync_api import expect
-
-    page.wait_for_timeout(300)
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=60_000)
-
-
-def _set_number(page, label: str, value) -> None:
-    box = page.get_by_label(label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
+def _serve(tmp_path, *, numba_cache_dir=None, **extra_env):
+    """`streamlit run app.py` on a free port with its own run store (kmviz.testing.browser);
+    yields its Server (url, start time, log)."""
+    missing = chromium_missing()
+    if missing:
+        pytest.skip(missing)
+    with serve(runs_dir=tmp_path / "runs", numba_cache_dir=numba_cache_dir,
+               log=tmp_path / "streamlit.log", env=extra_env) as running:
+        yield running
 
 
 def _open_home(browser, server):
     """A new tab on the app's Home page, settled; prints how soon it was interactive."""
-    from playwright.sync_api import expect
-
     ARTIFACTS.mkdir(exist_ok=True)
-    expect.set_options(timeout=60_000)  # a loaded 2-core box: expect's own default is 5 s
-    page = browser.new_page(viewport={"width": 1400, "height": 2600})
-    page.set_default_timeout(60_000)
-    page.goto(server["url"])
-    expect(page.get_by_text("Try it in three steps")).to_be_visible()
-    interactive_s = time.perf_counter() - server["start"]
+    page = open_home(browser, server.url)
+    interactive_s = time.perf_counter() - server.start
     print(f"\nfirst page interactive after {interactive_s:.1f} s from `streamlit run`")
-    _settle(page)
+    settle(page)
     return page
-
-
-def _load_builtin(page, title: str, **numbers) -> None:
-    """Data page: load the built-in dataset `title`, with these number inputs set first."""
-    from playwright.sync_api import expect
-
-    _nav(page, "Data")
-    page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
-    page.get_by_role("option", name=title).click()
-    for label, value in numbers.items():
-        _set_number(page, label, value)
-    page.get_by_role("button", name="Load", exact=True).click()
-    expect(page.get_by_text("Train / validation / test split")).to_be_visible()
 
 
 def _train_form(page, field: str, family_title: str | None = None):
@@ -141,7 +46,7 @@ def _train_form(page, field: str, family_title: str | None = None):
     navigation runs), once visible after the Numba warm-up."""
     from playwright.sync_api import expect
 
-    _nav(page, "Train")
+    nav(page, "Train")
     if family_title is not None:
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
         page.get_by_role("option", name=family_title).click()
@@ -162,14 +67,14 @@ def _fill(form, settings: dict) -> None:
 COLD_COMPILE_MS = 600_000
 
 
-def _train(page, timeout: int, *, settle: bool = True) -> None:
-    """Click Train and wait for the result (with ``settle=False``, click at once, even while
-    the page is still running: the Train page records the click and starts it on its next
-    run)."""
+def _train(page, timeout: int, *, settle_first: bool = True) -> None:
+    """Click Train and wait for the result (with ``settle_first=False``, click at once, even
+    while the page is still running: the Train page records the click and starts it on its
+    next run)."""
     from playwright.sync_api import expect
 
-    if settle:
-        _settle(page)
+    if settle_first:
+        settle(page)
     compiling = page.get_by_text("Compiling the Numba kernels").count() > 0
     page.get_by_role("button", name="Train", exact=True).click()
     # the fit is under way (queued, running) or already done
@@ -188,7 +93,7 @@ NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases"
 def test_fresh_server_train_then_implications_without_data_step(server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
         links = page.locator('[data-testid="stSidebarNav"] a')
         assert [t.split("\n")[-1].strip() for t in links.all_inner_texts()] == NAV_LINKS
@@ -200,11 +105,11 @@ def test_fresh_server_train_then_implications_without_data_step(server):
         _fill(form, {"D (dimension)": 3, "max BCD iterations": 3})
         _train(page, timeout=180_000)
         expect(page.get_by_text("validation NRMSE", exact=True)).to_be_visible()
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "02-train.png"), full_page=True)
 
         # Implications: influence bars and the graph
-        _nav(page, "Implications")
+        nav(page, "Implications")
         expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
         expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 2",
@@ -214,7 +119,7 @@ def test_fresh_server_train_then_implications_without_data_step(server):
                                  "'item groups (same support)')")
         assert n_nodes >= 0, "the implication graph has no node trace"
         expect(page.get_by_text("Showing").first).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "03-implications.png"), full_page=True)
 
@@ -222,15 +127,15 @@ def test_fresh_server_train_then_implications_without_data_step(server):
 def test_data_train_implications_runs(server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
         page.screenshot(path=str(ARTIFACTS / "01-home.png"), full_page=True)
 
         # Data: a small planted KM set
-        _load_builtin(page, "Planted Kolmogorov model", n_users=30, n_items=20, D=3)
+        load_builtin(page, "Planted Kolmogorov model", {"n_users": 30, "n_items": 20, "D": 3})
         expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("30")
         expect(page.locator(".js-plotly-plot").first).to_be_visible()
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "02-data.png"), full_page=True)
 
         # Train: D = 3, three BCD iterations
@@ -238,11 +143,11 @@ def test_data_train_implications_runs(server):
         _fill(form, {"D (dimension)": 3, "max BCD iterations": 3})
         _train(page, timeout=120_000)
         expect(page.get_by_text("iterations", exact=True)).to_be_visible()
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "03-train.png"), full_page=True)
 
         # Implications: influence bars and the graph
-        _nav(page, "Implications")
+        nav(page, "Implications")
         expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
         expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
         assert page.locator(".js-plotly-plot").count() >= 2
@@ -250,7 +155,7 @@ def test_data_train_implications_runs(server):
         expect(page.get_by_text("Showing all 20 items.")).to_be_visible()
         expect(page.get_by_role("button", name="Download the implications (CSV)")
                ).to_be_visible()
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "04-implications.png"), full_page=True)
 
         # Clicking a node of the graph selects its item in the picker
@@ -271,7 +176,7 @@ def test_data_train_implications_runs(server):
         box = points.nth(target).bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         page.wait_for_timeout(1500)
-        _settle(page)
+        settle(page)
         expect(page.get_by_text("Everyone who likes").first).to_be_visible()
         after = page.get_by_label("item", exact=True).first.input_value()
         assert after != before, (before, after)
@@ -282,20 +187,20 @@ def test_data_train_implications_runs(server):
                 ("Dual GD", "Dual gradient descent on one item"),
                 ("Phases", "Where the time goes"),
                 ("Lanczos", "Approximate EVD by the modified Lanczos method")], start=6):
-            _nav(page, title)
+            nav(page, title)
             expect(page.get_by_text(heading).first).to_be_visible()
             expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-            _settle(page)
+            settle(page)
             assert page.locator('[data-testid="stException"]').count() == 0
             page.screenshot(path=str(ARTIFACTS / f"{k:02d}-{title.lower().replace(' ', '-')}.png"))
 
         # Runs: the saved run and its comparison chart
-        _nav(page, "Runs")
+        nav(page, "Runs")
         expect(page.get_by_text("Runs to compare")).to_be_visible()
         expect(page.get_by_text("Save name and note")).to_be_visible()
         expect(page.locator(".js-plotly-plot").first).to_be_visible()
         expect(page.get_by_role("button", name="Re-run this configuration")).to_be_visible()
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "09-runs.png"), full_page=True)
         assert "Traceback" not in page.content()
 
@@ -342,11 +247,11 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
 
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server_with_a_marked_up_run)
 
         # Runs: rename the run to Markdown; it shows as typed, never as a link
-        _nav(page, "Runs")
+        nav(page, "Runs")
         form = page.locator('[data-testid="stForm"]').filter(
             has=page.get_by_label("Name", exact=True))
         expect(form).to_be_visible()
@@ -354,14 +259,14 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
         name.fill(TITLE)
         name.press("Enter")
         page.get_by_role("button", name="Save name and note").click()
-        _settle(page)
+        settle(page)
         expect(page.get_by_text("Delete this run")).to_be_visible()
         page.get_by_role("button", name="Delete this run ...").click()
-        _settle(page)
+        settle(page)
         warning = page.locator('[data-testid="stAlert"]').filter(has_text="for good?")
         expect(warning).to_contain_text(f"Delete the run {TITLE}")
         page.get_by_role("button", name="Cancel").click()
-        _settle(page)
+        settle(page)
         legend = page.locator(".js-plotly-plot .legendtext").first
         expect(legend).to_have_text(re.compile("^" + re.escape(TITLE)))  # the run's legend
         assert _links_to_z(page) == []
@@ -369,12 +274,12 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
         page.screenshot(path=str(ARTIFACTS / "10-runs-marked-up-name.png"), full_page=True)
 
         # Implications: the item titles, in words and in the figures
-        _nav(page, "Implications")
+        nav(page, "Implications")
         expect(page.get_by_role("heading", name="Implications between items")
                ).to_be_visible()
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 1",
                                timeout=120_000)
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         # the item titles, as typed: in the page's text and in its figures
         expect(page.locator('[data-testid="stMarkdownContainer"]').filter(
@@ -391,13 +296,14 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
 def test_data_train_ocmf_then_recommendations_for_a_user(server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
 
         # Data: a small planted low-rank set with side features
-        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        load_builtin(page, "Planted low rank with side features",
+                     {"n_users": 40, "n_items": 30})
         expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
-        _settle(page)
+        settle(page)
         page.screenshot(path=str(ARTIFACTS / "ocmf-01-data.png"), full_page=True)
 
         # Train: the OCMF family, rank 4, two outer iterations
@@ -406,19 +312,19 @@ def test_data_train_ocmf_then_recommendations_for_a_user(server):
         _fill(form, {"k (rank)": 4, "outer iterations": 2})
         # on a cold cache the fit waits for OCMF's kernels (picked, so compiled first)
         _train(page, timeout=300_000)
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "ocmf-02-train.png"), full_page=True)
 
         # OCMF: the objective split, then one user's recommendations
-        _nav(page, "OCMF")
+        nav(page, "OCMF")
         expect(page.get_by_text("Recommendations for one user")).to_be_visible()
         expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-        _settle(page)
+        settle(page)
         before = page.get_by_label("User", exact=True).first.input_value()
         page.locator('[data-testid="stSelectbox"]').filter(has_text="User").click()
         page.get_by_role("option").nth(1).click()
-        _settle(page)
+        settle(page)
         after = page.get_by_label("User", exact=True).first.input_value()
         assert after and after != before, (before, after)
         # the chosen user's top-k: one row per rank, from 1
@@ -435,18 +341,19 @@ def test_data_train_ocmf_then_recommendations_for_a_user(server):
 @pytest.fixture()
 def cold_server(tmp_path):
     """A server with an empty Numba cache of its own: the first start after installing."""
-    yield from _serve(tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    yield from _serve(tmp_path, numba_cache_dir=tmp_path / "numba-cache")
 
 
 def test_first_start_compiles_the_picked_family_first_and_a_click_during_a_rerun_counts(
         cold_server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, cold_server)
-        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        load_builtin(page, "Planted low rank with side features",
+                     {"n_users": 40, "n_items": 30})
         expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
-        _settle(page)
+        settle(page)
 
         # pick gFM: its kernels compile now, ahead of KM's (first in the registry, and the
         # Train page's default); the notice refreshes itself every second
@@ -466,7 +373,7 @@ def test_first_start_compiles_the_picked_family_first_and_a_click_during_a_rerun
         page.screenshot(path=str(ARTIFACTS / "cold-02-gfm-fit-waits.png"), full_page=True)
         expect(page.get_by_text("Result:")).to_be_visible(timeout=COLD_COMPILE_MS)
         expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "cold-03-gfm-result.png"), full_page=True)
 
@@ -485,14 +392,15 @@ def test_train_pressed_while_switching_family_starts_a_fit(server):
 
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
-        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
+        load_builtin(page, "Planted low rank with side features",
+                     {"n_users": 40, "n_items": 30})
         expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("40")
-        _settle(page)
+        settle(page)
         form = _train_form(page, "D (dimension)")
         _fill(form, {"D (dimension)": 3, "max BCD iterations": 2})
-        _settle(page)
+        settle(page)
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
         page.get_by_role("option", name="Generalized factorization machine (gFM)").click()
         page.get_by_role("button", name="Train", exact=True).click()  # no settling
@@ -500,7 +408,7 @@ def test_train_pressed_while_switching_family_starts_a_fit(server):
                .first).to_be_visible(timeout=60_000)
         expect(page.get_by_role("heading", name=re.compile("^Result: (KM|gFM) "))
                ).to_be_visible(timeout=COLD_COMPILE_MS)
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "switch-then-train.png"), full_page=True)
 
@@ -509,12 +417,13 @@ def test_train_pressed_while_switching_family_starts_a_fit(server):
 def test_train_gfm_then_recovery_preset_and_interactions(server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
 
         # Data: a small planted low-rank set with side features
-        _load_builtin(page, "Planted low rank with side features", n_users=40, n_items=30)
-        _settle(page)
+        load_builtin(page, "Planted low rank with side features",
+                     {"n_users": 40, "n_items": 30})
+        settle(page)
 
         # Train: gFM, rank 2, three ALS passes (the automatic solver for ratings)
         form = _train_form(page, "k (rank)", "Generalized factorization machine (gFM)")
@@ -525,12 +434,12 @@ def test_train_gfm_then_recovery_preset_and_interactions(server):
             "automatic"
         _train(page, timeout=180_000)
         expect(page.get_by_text("test RMSE", exact=True)).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "gfm-01-train.png"), full_page=True)
 
         # Recovery: a planted preset, fitted on request
-        _nav(page, "Recovery")
+        nav(page, "Recovery")
         expect(page.get_by_role("heading", name="One-pass gFM: does it recover a planted "
                                 "model?")).to_be_visible()
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Problem").click()
@@ -540,20 +449,20 @@ def test_train_gfm_then_recovery_preset_and_interactions(server):
         expect(page.get_by_text("Error per batch, against the linear rate")).to_be_visible()
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4",
                                timeout=120_000)
-        _settle(page)
+        settle(page)
         legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
         assert "fitted rate" in legend and "√(kd/n)" in legend, legend
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "gfm-02-recovery.png"), full_page=True)
 
         # Interactions: the trained run's strongest pairs and predictions
-        _nav(page, "Interactions")
+        nav(page, "Interactions")
         expect(page.get_by_text("Strongest pairwise interactions")).to_be_visible()
         expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 3",
                                timeout=120_000)
         expect(page.get_by_text("RMSE of the training mean")).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         assert "Traceback" not in page.content()
         page.screenshot(path=str(ARTIFACTS / "gfm-03-interactions.png"), full_page=True)
@@ -563,44 +472,44 @@ def test_train_gfm_then_recovery_preset_and_interactions(server):
 def test_data_gapminder_train_kmc_then_completion_and_nystrom(server):
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
 
         # Data: Gapminder life expectancy, countries x years with region and year graphs
-        _load_builtin(page, "Gapminder countries x years")
+        load_builtin(page, "Gapminder countries x years")
         expect(page.locator('[data-testid="stMetricValue"]').first).to_have_text("185")
-        _settle(page)
+        settle(page)
 
         # Train: kernel MC with its defaults (KKMCEX by conjugate gradients)
         _train_form(page, "max iterations", "Kernel MC (kernel matrix completion)")
         _train(page, timeout=180_000)
         expect(page.get_by_text("test NMSE", exact=True)).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "kmc-01-train.png"), full_page=True)
 
         # Completion: the four maps, then whole countries hidden and refitted
-        _nav(page, "Completion")
+        nav(page, "Completion")
         expect(page.get_by_role("heading", name="Truth, mask, estimate and error")
                ).to_be_visible()
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 5",
                                timeout=120_000)
         page.get_by_role("button", name="Hide and refit").click()
         expect(page.get_by_text("rows hidden").first).to_be_visible(timeout=120_000)
-        _settle(page)
+        settle(page)
         expect(page.get_by_text("cold start", exact=True).first).to_be_visible()
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "kmc-02-completion.png"), full_page=True)
 
         # Nyström: the run's row kernel, its leverage scores, and the error curves
-        _nav(page, "Nyström")
+        nav(page, "Nyström")
         expect(page.get_by_role("heading", name="Leverage-score map")).to_be_visible()
         expect(page.get_by_text("d_eff(α)", exact=True)).to_be_visible()
         page.get_by_role("button", name="Compute the error curves").click()
         page.wait_for_function("Array.from(document.querySelectorAll('.legendtext')).some("
                                "e => e.textContent.includes('ridge leverage (exact)'))",
                                timeout=180_000)
-        _settle(page)
+        settle(page)
         legend = " ".join(page.locator(".js-plotly-plot .legendtext").all_text_contents())
         assert "ridge leverage (exact)" in legend and "uniform" in legend, legend
         assert page.locator('[data-testid="stException"]').count() == 0
@@ -615,19 +524,19 @@ def test_load_then_another_page_at_once_still_loads(server):
     Train's, so Train names the new data at once."""
     from playwright.sync_api import expect
 
-    with _chromium() as browser:
+    with chromium() as browser:
         page = _open_home(browser, server)
-        _nav(page, "Data")
+        nav(page, "Data")
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Dataset").click()
         page.get_by_role("option", name="Planted Kolmogorov model").click()
         expect(page.get_by_label("n_users", exact=True)).to_be_visible()  # its options
-        _settle(page)
+        settle(page)
         page.wait_for_timeout(1000)
-        _settle(page)  # the Data page is idle: the click starts a run of its own
+        settle(page)  # the Data page is idle: the click starts a run of its own
         page.get_by_role("button", name="Load", exact=True).click()
-        _nav(page, "Train")  # no settling
+        nav(page, "Train")  # no settling
         expect(page.get_by_role("heading", name="Train")).to_be_visible()
         expect(page.get_by_text("Data: planted KM", exact=False)).to_be_visible()
-        _settle(page)
+        settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path=str(ARTIFACTS / "load-then-train.png"), full_page=True)

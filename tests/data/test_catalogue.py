@@ -146,6 +146,7 @@ def test_gapminder_kmc_suggestion_beats_the_defaults_on_validation():
     assert tuned < 0.25 * default and tuned < 0.25 * own_mean, (tuned, default, own_mean)
 
 
+@pytest.mark.slow
 def test_movielens_small_ocmf_suggestion_beats_the_defaults_and_popularity_on_validation():
     """The one-class MF suggestion on the validation part it was chosen on (the test part is
     left to bench/ocmf_suggested.py): above the defaults with the same positive threshold,

@@ -233,6 +233,7 @@ def test_sparse_input_and_both_engines_agree():
     np.testing.assert_allclose(spm.predict(sp.csr_matrix(Xt)), ref.predict(Xt), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_state_stays_o_kd_without_d_by_d_matrices():
     """d = 3,000: a d x d float64 matrix is 72 MB; a fit on a chunked stream peaks far below."""
     d = 3000

@@ -19,8 +19,11 @@ def test_every_metric_and_phase_column_has_a_label():
     assert telemetry.X_COLUMN in columns
 
 
-def test_warmup_compiles_the_numba_sweeps():
+def test_warmup_compiles_the_numba_sweeps(kernel_calls):
     from kmviz.gfm import _kernels
 
-    assert compile_kernels() >= 0.0
+    compile_kernels()
+    called = kernel_calls.dispatchers
+    assert any(k is _kernels.residual_sweep for k in called), kernel_calls.names()
+    assert any(k is _kernels.weighted_sweep for k in called), kernel_calls.names()
     assert _kernels.residual_sweep.signatures and _kernels.weighted_sweep.signatures

@@ -5,6 +5,7 @@ The modules are parsed with ``ast`` (not imported), so imports inside functions 
 """
 
 import ast
+import math
 from pathlib import Path
 
 import numpy as np
@@ -111,14 +112,44 @@ def test_bqp_and_baselines_do_not_import_each_other():
     assert bqp not in _km_imports(base)
 
 
-def test_lanczos_helpers_match_their_oracles():
-    """lanczos.py carries its own Ritz pairs and threshold terms; they agree with the twins."""
+def test_lanczos_helpers_match_the_papers_definitions():
+    """lanczos.py carries its own threshold terms and Ritz pairs: checked against Lemma 3 and
+    eq. (20) worked by hand, the spectrum (tr C = sum of the eigenvalues, tr C^2 = sum of their
+    squares), the bounds on the largest eigenvalue, and the eigen-equation of H_m, not
+    against a copy of the same code."""
+    # by hand: C = [[2, 1, 0], [1, 2, 0], [0, 0, -1]], D + 1 = 3, tr C = 3, tr C^2 = 11
+    C = np.array([[2.0, 1.0, 0.0], [1.0, 2.0, 0.0], [0.0, 0.0, -1.0]])
+    got = L._threshold_terms(C, 1.0)
+    assert got["sigma_UB"] == pytest.approx(1 + 4 / math.sqrt(3), rel=1e-14)
+    assert got["sigma_LB"] == pytest.approx(1 + 2 / math.sqrt(3), rel=1e-14)
+    assert got["sigma_Minkowski"] == pytest.approx(7 / 3, rel=1e-14)
+    assert got["delta"] == pytest.approx((2 / math.sqrt(3) + 7 / 3) / (2 * math.log(2)),
+                                         rel=1e-14)
     for n, seed in ((2, 0), (3, 1), (9, 2)):
         C = random_symmetric(n, seed)
-        got, ref = L._threshold_terms(C, 1.5), R.lanczos_threshold(C, 1.5)
-        assert got.keys() == ref.keys()
-        for k in ref:
-            assert got[k] == pytest.approx(ref[k], rel=1e-14, abs=1e-300)
+        D, a = n - 1, 1.5
+        lam = np.linalg.eigvalsh(C)
+        mean, spread = lam.mean(), lam.std()  # from the spectrum, not from traces
+        minkowski = sum(abs(C[i, j]) for i in range(n) for j in range(n)) / n
+        got = L._threshold_terms(C, a)
+        assert got["sigma_UB"] == pytest.approx(mean + spread * math.sqrt(D), rel=1e-12)
+        assert got["sigma_LB"] == pytest.approx(mean + spread / math.sqrt(D), rel=1e-12)
+        # they bound the largest eigenvalue (Wolkowicz-Styan)
+        assert got["sigma_LB"] - 1e-12 <= lam[-1] <= got["sigma_UB"] + 1e-12
+        assert got["sigma_Minkowski"] == pytest.approx(minkowski, rel=1e-12)
+        want = 0.0 if D < 2 else ((got["sigma_UB"] - got["sigma_LB"]) + minkowski) / (
+            a * D * math.log(D))
+        assert got["delta"] == pytest.approx(want, rel=1e-12, abs=1e-300)
+        # Ritz pairs of a full run (delta = 0): H_m Q = Q diag(theta), theta = the spectrum,
+        # and the Ritz vectors P Q are orthonormal eigenvectors of C
         al, be, P = R.lanczos_tridiag(C, R.lanczos_start(n), 0.0)
-        for a, b in zip(L._ritz_pairs(al, be, P), R.ritz_pairs(al, be, P)):
-            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-14)
+        theta, Y, Q = L._ritz_pairs(al, be, P)
+        m = al.size
+        H = np.diag(al) + np.diag(be[: m - 1], 1) + np.diag(be[: m - 1], -1)
+        np.testing.assert_allclose(H @ Q, Q * theta, atol=1e-12)
+        assert np.all(np.diff(theta) >= 0)
+        np.testing.assert_allclose(Y, P @ Q, rtol=1e-13, atol=1e-14)
+        if m == n:
+            np.testing.assert_allclose(theta, lam, atol=1e-10)
+            np.testing.assert_allclose(Y.T @ Y, np.eye(n), atol=1e-10)
+            np.testing.assert_allclose(C @ Y, Y * theta, atol=1e-10)

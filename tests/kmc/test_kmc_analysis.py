@@ -290,6 +290,7 @@ def test_nystrom_features_give_the_nystrom_approximation(mixture):
     np.testing.assert_allclose(Z @ Z.T, nystrom_approximation(mixture.K, idx), atol=1e-8)
 
 
+@pytest.mark.slow
 def test_leverage_draws_use_the_default_ridge_and_favour_the_far_cluster(mixture):
     idx, alpha = an.draw_landmarks(mixture, 40, "leverage", random_state=0)
     assert alpha == pytest.approx(an.default_alpha(mixture, 40))
@@ -378,6 +379,7 @@ def test_kron_scores_equal_the_kronecker_definition(problem):
 
 
 # ----------------------------------------------------------------------------- figures
+@pytest.mark.slow
 def test_figures_are_built_from_the_results(problem, mixture):
     _, _, _, split, model = problem
     view = an.completion_view(model, split)

@@ -46,6 +46,7 @@ def test_kmc_gradient_matches_finite_differences():
                                                                          abs=1e-5)
 
 
+@pytest.mark.slow
 def test_corrected_als_reaches_a_stationary_point():
     """At convergence the gradient of (3.28) vanishes (checked against finite differences
     above), and every sweep lowers the objective (each block update is an exact minimizer)."""
@@ -162,6 +163,7 @@ def test_pg_schedules_end_at_the_same_solution():
         np.testing.assert_allclose(F[s], F["pg"], atol=1e-5 * np.abs(F["pg"]).max())
 
 
+@pytest.mark.slow
 def test_graph_initialization_starts_closer():
     ratings, truth = make_graph_lowrank(80, 60, 4, n_side=8, observed=0.3, random_state=2)
     M = np.zeros(truth.matrix.shape)
@@ -190,10 +192,21 @@ def test_laplacian_regularized_pg_uses_the_inverse_lipschitz_step():
     assert row["shrink"] == pytest.approx(1e-3 * 10 / (1 + 2 * 0.5 * lam_max))
 
 
-def test_warmup_compiles_every_kernel():
-    from kmviz.kmc import warmup
+def test_warmup_compiles_every_kernel(kernel_calls):
+    from numba.core.registry import CPUDispatcher
 
-    assert warmup.compile_kernels() >= 0.0
+    from kmviz.kmc import _numba, warmup
+
+    warmup.compile_kernels()
+    kernels = {name: k for name, k in vars(_numba).items()
+               if isinstance(k, CPUDispatcher) and k.py_func.__module__ == _numba.__name__}
+    assert {"kron_gram_matvec", "kron_gram_fill", "sgd_factor_epoch"} <= set(kernels)
+    missed = [name for name, k in kernels.items()
+              if not any(k is called for called in kernel_calls.dispatchers)]
+    assert not missed, f"the warm-up does not call {missed}"
+    assert all(k.signatures for k in kernels.values())
+    for fill in (_numba.kron_gram_fill, _numba.kron_gram_fill_serial):  # both precisions
+        assert {str(sig[-1].dtype) for sig in fill.signatures} >= {"float32", "float64"}
 
 
 @pytest.mark.parametrize("method", ["kkmcex", "rrmcex", "online_rrmcex", "als", "sgd", "pg"])

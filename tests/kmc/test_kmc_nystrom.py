@@ -200,6 +200,7 @@ def test_sample_distinct_draws_m_distinct_points_by_p():
     assert sorted(ny.sample_distinct(p, 5, rng).tolist()) == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_recursive_scores_correlate_with_the_exact_ones():
     X, _ = gaussian_mixture(1500, far_fraction=0.01, far_distance=12.0, random_state=0)
     K = kn.gaussian_kernel(X, gamma=0.5)
@@ -322,7 +323,7 @@ def test_cholesky_scores_equal_the_eigendecomposition_ones(dtype, atol):
         ny.ridge_leverage_scores_cholesky(-K, 1e-3)
 
 
-@pytest.mark.parametrize("n", [400, 2100])
+@pytest.mark.parametrize("n", [400, pytest.param(2100, marks=pytest.mark.slow)])
 def test_default_alpha_of_kernel_needs_only_the_top_eigenvalues(n):
     # n = 2,100 goes through Lanczos (eigsh), n = 400 through eigvalsh
     X, _ = gaussian_mixture(n, random_state=2)

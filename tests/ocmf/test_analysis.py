@@ -70,10 +70,20 @@ def test_telemetry_names_every_trace_timer(split):
     assert set(FIGURE_OPTIONS) == {"convergence", "phase_time"}
 
 
-def test_warmup_compiles():
+def test_warmup_compiles(kernel_calls):
+    """The warm-up calls OCMF's kernels (compiled afterwards), among them every kernel a
+    default fit and its recommendations call on other small data."""
     from kmviz.ocmf.warmup import compile_kernels
 
-    assert compile_kernels() > 0
+    compile_kernels()
+    warmed = list(kernel_calls.dispatchers)
+    assert any(k.py_func.__module__.startswith("kmviz.ocmf.") for k in warmed), warmed
+    assert all(k.signatures for k in warmed)
+    kernel_calls.clear()
+    data, _ = make_planted_pu(40, 25, 3, density=0.25, random_state=1)
+    OneClassMF(k=3, max_iter=2, random_state=1).fit(data).recommend([0, 1, 2], k=4)
+    missed = [k for k in kernel_calls.dispatchers if not any(k is w for w in warmed)]
+    assert kernel_calls.dispatchers and not missed, [k.py_func.__name__ for k in missed]
 
 
 def test_objective_panels_split_losses_from_regularizers_and_drop_a_zero_graph_term(split):
