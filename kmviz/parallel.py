@@ -42,12 +42,15 @@ WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_TH
 #: How long a task should run at least (seconds): Dask costs about 1 ms per task.
 TASK_SECONDS = 0.1
 #: How often a half-step is tried again after workers were lost.
-MAX_RETRIES = 3
+MAX_RETRIES = 5
+#: How long connecting to a scheduler address may take.
+CONNECT_TIMEOUT = "10s"
 
 _lock = threading.Lock()
 _stack: list = []
 _default = None
 _warmed: set = set()
+_env_lock = threading.Lock()
 
 
 class ClusterError(RuntimeError):
@@ -138,8 +141,11 @@ def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
     else:
         targets = total * np.arange(1, n_blocks) / n_blocks
         bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="left") + 1, [n]))
-        bounds = np.maximum.accumulate(np.minimum(bounds, n))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a] or [(0, n)]
+        # exactly n_blocks non-empty blocks: each bound after the previous one, and room left
+        # for one row per later block
+        for k in range(1, n_blocks):
+            bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (n_blocks - k))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 @dataclass
@@ -172,7 +178,9 @@ def _lost_data_errors():
     from distributed.client import FutureCancelledError
     from distributed.scheduler import KilledWorker
 
-    errors = (FutureCancelledError, KilledWorker)
+    from distributed.comm.core import CommClosedError
+
+    errors = (FutureCancelledError, KilledWorker, CommClosedError, OSError)
     try:
         from concurrent.futures import CancelledError
 
@@ -233,7 +241,7 @@ class DaskBackend:
                 return Client(self._cluster, set_as_default=False)
         address = spec if "://" in spec else f"tcp://{spec}"
         try:
-            out = Client(address, timeout="10s", set_as_default=False)
+            out = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError, TypeError) as exc:
             raise ClusterError(
                 f"could not reach a Dask scheduler at {spec!r} ({type(exc).__name__}: {exc}). "
@@ -346,6 +354,8 @@ class DaskBackend:
             except lost as exc:
                 if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
                     raise self._check_lost(f"running {name}", exc) from exc
+                # a worker died: wait for the scheduler to notice, put its blocks back
+                time.sleep(0.5 * (attempt + 1))
                 self._rescatter(resident)
                 continue
             except Exception as exc:  # noqa: BLE001
@@ -362,6 +372,20 @@ class DaskBackend:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def worker_count_from_env() -> str | None:
-    """``KMVIZ_DASK`` (an address or local:N), which the CLI sets for the app's process."""
-    return os.environ.get("KMVIZ_DASK") or None
+#: The app's cluster, as ``kmviz app --dask`` passes it to the server process.
+DASK_ENV = "KMVIZ_DASK"
+
+
+def backend_from_env():
+    """Make the cluster named by ``$KMVIZ_DASK`` the process default, once (None if unset).
+    The app's server calls this; a second call returns the same backend."""
+    spec = os.environ.get(DASK_ENV) or None
+    if spec is None:
+        return None
+    with _env_lock:
+        current = _default
+        if current is not None and getattr(current, "spec", None) == spec:
+            return current
+        backend = set_default_backend("dask", client=spec)
+        backend.spec = spec
+        return backend
