@@ -138,3 +138,44 @@ def test_an_unreachable_address_gives_a_clear_error(monkeypatch):
     with pytest.raises(parallel.ClusterError, match="could not reach a Dask scheduler"):
         with kmviz.parallel_backend("dask", client="127.0.0.1:9"):
             pass
+
+
+# ----------------------------------------------------------------------------- CLI and app
+def test_cli_dask_option_reaches_the_app_and_bad_specs_fail_cleanly(capsys, monkeypatch):
+    from kmviz import cli
+
+    calls = []
+    monkeypatch.setattr(cli.subprocess, "call",
+                        lambda cmd, env=None, cwd=None: calls.append(env) or 0)
+    assert cli.main(["app", "--dask", "tcp://10.0.0.5:8786"]) == 0
+    assert calls[0][parallel.DASK_ENV] == "tcp://10.0.0.5:8786"
+    capsys.readouterr()
+    code = cli.main(["train", "km", "--data", "km-toy", "--dask", "local:0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: 'local:0': expected local:N")
+
+
+def test_train_page_caption_names_the_operators_cluster(monkeypatch):
+    from kmviz.ui.training import cluster_caption
+
+    monkeypatch.delenv(parallel.DASK_ENV, raising=False)
+    assert cluster_caption() is None
+    monkeypatch.setenv(parallel.DASK_ENV, "local:2")
+    assert "Dask cluster `local:2`" in cluster_caption()
+
+
+@pytest.mark.slow
+def test_app_started_with_dask_fits_on_that_cluster(monkeypatch):
+    from tests.app import apphelpers as ah
+
+    monkeypatch.setenv(parallel.DASK_ENV, "threads:1")
+    try:
+        at = ah.new_session()
+        ah.load_planted(at)
+        ah.goto(at, ah.TRAIN)
+        assert any("Dask cluster `threads:1`" in c.value for c in at.caption)
+        ah.train(at)
+        run = ah.only_run(at)
+        assert "items_compute" in run.trace.phase_names()
+    finally:
+        parallel.set_default_backend(None)

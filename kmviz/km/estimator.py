@@ -395,8 +395,8 @@ class KolmogorovModel(IterativeEstimator):
             res, psi_k = self._psi_step_in_process(st, trace, mu)
         else:
             # the same half-steps as blocks on a cluster (kmviz.parallel, kmviz.km._blocks)
-            if getattr(st, "dask", None) is None:
-                with trace.phase("scatter_data"):
+            with trace.phase("scatter_data"):   # once per fit (0 s in later iterations)
+                if getattr(st, "dask", None) is None:
                     _blocks.setup(backend, st)
             psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
             timer = {}
