@@ -51,6 +51,7 @@ _stack: list = []
 _default = None
 _warmed: set = set()
 _env_lock = threading.Lock()
+_local = threading.local()      # in_process: this thread fits in process (warm-up fits)
 
 
 class ClusterError(RuntimeError):
@@ -60,6 +61,8 @@ class ClusterError(RuntimeError):
 def active_backend():
     """The backend of the innermost :func:`parallel_backend` (or the process default set by
     :func:`set_default_backend`); None means in process."""
+    if getattr(_local, "in_process", False):
+        return None
     with _lock:
         return _stack[-1] if _stack else _default
 
@@ -301,7 +304,11 @@ class DaskBackend:
             if key in _warmed:
                 return
             _warmed.add(key)
-        fn()
+        _local.in_process = True    # the warm-up's own fit must run here, not on the cluster
+        try:
+            fn()
+        finally:
+            _local.in_process = False
 
     # -- data --------------------------------------------------------------------------
     def scatter_blocks(self, blocks, ranges=()) -> Resident:

@@ -179,3 +179,18 @@ def test_app_started_with_dask_fits_on_that_cluster(monkeypatch):
         assert "items_compute" in run.trace.phase_names()
     finally:
         parallel.set_default_backend(None)
+
+
+def test_warm_up_fits_run_in_process_even_inside_a_backend():
+    seen = []
+    backend = parallel.DaskBackend.__new__(parallel.DaskBackend)   # no cluster needed
+    with parallel._lock:
+        parallel._stack.append(backend)
+    try:
+        backend.warm("test-key", lambda: seen.append(parallel.active_backend()))
+        backend.warm("test-key", lambda: seen.append("again"))
+        assert seen == [None] and parallel.active_backend() is backend
+    finally:
+        with parallel._lock:
+            parallel._stack.remove(backend)
+        parallel._warmed.discard("test-key")
