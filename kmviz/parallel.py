@@ -317,13 +317,14 @@ class DaskBackend:
         try:
             futures = self.client.scatter(list(blocks), hash=False)
         except Exception as exc:  # noqa: BLE001
-            raise self._check_lost("scattering the data", exc) from exc
+            self._raise_for("scattering the data", exc)
         return Resident(list(blocks), futures, list(ranges))
 
-    def _check_lost(self, doing, exc):
+    def _raise_for(self, doing, exc):
+        """Raise ClusterError if the scheduler is gone, else ``exc`` as it is."""
         if getattr(self.client, "status", "running") != "running":
-            return self._lost(doing, exc)
-        return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
+            raise self._lost(doing, exc) from exc
+        raise exc
 
     def _rescatter(self, resident):
         """Scatter again the resident blocks whose data a lost worker held."""
@@ -350,8 +351,9 @@ class DaskBackend:
                 shared_f = (None if shared is None else
                             self.client.scatter([shared], broadcast=True, hash=False)[0])
                 t1 = time.perf_counter()
-                futures = [self.client.submit(_run_task, fn, blk, shared_f, ex, pure=False,
-                                              retries=2)
+                # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
+                # task's own exception would only repeat
+                futures = [self.client.submit(_run_task, fn, blk, shared_f, ex, pure=False)
                            for blk, ex in zip(resident.futures, extras)]
                 with self.client.as_current():
                     wait(futures)
@@ -360,16 +362,13 @@ class DaskBackend:
                 t3 = time.perf_counter()
             except lost as exc:
                 if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
-                    raise self._check_lost(f"running {name}", exc) from exc
+                    self._raise_for(f"running {name}", exc)
                 # a worker died: wait for the scheduler to notice, put its blocks back
                 time.sleep(0.5 * (attempt + 1))
                 self._rescatter(resident)
                 continue
-            except Exception as exc:  # noqa: BLE001
-                err = self._check_lost(f"running {name}", exc)
-                if err is exc:
-                    raise
-                raise err from exc
+            except Exception as exc:  # noqa: BLE001 - a task's own error, or a lost scheduler
+                self._raise_for(f"running {name}", exc)
             for key, sec in ((f"{name}_scatter", t1 - t0), (f"{name}_compute", t2 - t1),
                              (f"{name}_gather", t3 - t2)):
                 timer[key] = timer.get(key, 0.0) + sec

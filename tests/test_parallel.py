@@ -194,3 +194,18 @@ def test_warm_up_fits_run_in_process_even_inside_a_backend():
         with parallel._lock:
             parallel._stack.remove(backend)
         parallel._warmed.discard("test-key")
+
+
+def _failing_task(block, shared, extra):
+    raise ValueError(f"bad block {block}")
+
+
+@pytest.mark.slow
+def test_map_blocks_keeps_order_and_a_tasks_own_error():
+    with kmviz.parallel_backend("dask", client="threads:2") as backend:
+        resident = backend.scatter_blocks([np.arange(k, k + 3) for k in range(5)])
+        out = backend.map_blocks(lambda b, s, e: int(b.sum()) * s + e, resident, 10,
+                                 list(range(5)), name="t")
+        assert out == [(3 * k + 3) * 10 + k for k in range(5)]
+        with pytest.raises(ValueError, match="bad block"):
+            backend.map_blocks(_failing_task, resident)
