@@ -23,7 +23,7 @@ import traceback
 import streamlit as st
 
 from kmviz import families
-from kmviz.parallel import DASK_ENV, backend_from_env
+from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
@@ -188,7 +188,7 @@ class TrainingJob:
             self._set(status="stopped" if stopped else "done", finished=time.time(),
                       message=(f"Stopped after {n} iteration(s); the model so far is kept."
                                if stopped else f"Finished {n} iteration(s) ({why})."))
-        except ValueError as exc:
+        except (ValueError, ClusterError) as exc:   # ClusterError: the --dask cluster
             self._set(status="failed", message=str(exc), finished=time.time())
         except Exception as exc:  # noqa: BLE001 - reported on the page with details
             log.exception("training failed")
