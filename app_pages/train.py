@@ -14,7 +14,8 @@ from kmviz.ui.forms import params_form
 from kmviz.ui.pages import link_target
 from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
-from kmviz.ui.training import request_training, start_requested_job, warm_up
+from kmviz.ui.training import (cluster_caption, request_training, start_requested_job,
+                                warm_up)
 from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, kernels_notice,
                             progress_panel, require_dataset, run_metrics, suggestion_panel)
 
@@ -28,6 +29,8 @@ default_note = " (the built-in default)" if spec.get("default") else ""
 st.caption(f"Data: **{md_escape(ratings.name)}**{default_note}, {sizes['train']:,} training / "
            f"{sizes['validation']:,} validation / {sizes['test']:,} test ratings "
            f"({sizes['by']} split, seed {sizes['seed']}). Change it on the Data page.")
+if cluster_line := cluster_caption():
+    st.caption(cluster_line)
 
 rerun = st.session_state.get(StateKeys.RERUN_CONFIG)
 notice = st.session_state.get(StateKeys.NOTICE)

@@ -6,8 +6,10 @@
     kmviz data describe SOURCE [--option key=value ...]
     kmviz train FAMILY --data SOURCE [--set name=value ...] [--save]
     kmviz train FAMILY --data SOURCE [--<setting> VALUE ...] [--iters N] [--save]
+    kmviz train FAMILY --data SOURCE --dask ADDRESS|local:N     (fit on a Dask cluster)
     kmviz runs list | show RUN | export RUN --out DEST | delete RUN [--yes]     [--dir DIR]
-    kmviz app [--port N] [--host HOST] [--data-dir DIR ...] [--shared-runs] [-- streamlit args]
+    kmviz app [--port N] [--host HOST] [--data-dir DIR ...] [--shared-runs] [--dask ADDRESS]
+              [-- streamlit args]
 
 FAMILY is any registered model family (``kmviz train --help`` lists them, including those
 of installed distributions' ``kmviz.families`` entry points); each setting of its estimator
@@ -40,6 +42,8 @@ SPLIT_CHOICES = ("random", "user", "cold_users", "cold_items")
 #: Environment variables `kmviz app` hands to the app (read in kmviz.ui).
 DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
 SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
+#: The app's fits run on this Dask cluster (``kmviz app --dask``; :mod:`kmviz.parallel`).
+DASK_ENV = "KMVIZ_DASK"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -231,12 +235,16 @@ def _cmd_train(args) -> int:
           flush=True)
     print("The first iteration includes compiling the Numba kernels (cached afterwards).",
           flush=True)
-    start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model.fit(split.train, callback=_ProgressPrinter(planned),
-                  validation=split.validation)
-    elapsed = time.perf_counter() - start
+    from .parallel import describe, parallel_backend
+
+    with parallel_backend("dask" if args.dask else "numba", client=args.dask) as backend:
+        print(describe(backend), flush=True)
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model.fit(split.train, callback=_ProgressPrinter(planned),
+                      validation=split.validation)
+        elapsed = time.perf_counter() - start
     for w in caught:
         print(f"note: {w.message}", file=sys.stderr)
 
@@ -402,6 +410,8 @@ def _cmd_app(args) -> int:
         env[DATA_DIRS_ENV] = os.pathsep.join(dirs)
     if args.shared_runs:
         env[SHARED_RUNS_ENV] = "1"
+    if args.dask:
+        env[DASK_ENV] = args.dask
     if env.get("KMVIZ_RUNS_DIR"):  # the app runs from its own folder: no relative paths
         env["KMVIZ_RUNS_DIR"] = str(Path(env["KMVIZ_RUNS_DIR"]).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
@@ -505,6 +515,9 @@ def _add_train_parser(train_cmds, fam, option_help) -> None:
     p.add_argument("--split", choices=SPLIT_CHOICES, default="random",
                    help="hold out random ratings, a share of each user's, or whole users or "
                         "items (cold start) (default random)")
+    p.add_argument("--dask", metavar="ADDRESS|local:N",
+                   help="fit on a Dask cluster: a scheduler address (tcp://host:8786) or "
+                        "local:N for N worker processes on this machine (needs kmviz[dask])")
     p.add_argument("--save", action="store_true", help="save the run to the run store")
     p.add_argument("--label", help="display name of the saved run")
     p.add_argument("--note", help="a note kept with the saved run")
@@ -591,6 +604,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a directory whose files the Data page may load by path (Local "
                         f"path), repeatable; also ${DATA_DIRS_ENV}. Without one, Local path "
                         "is not offered")
+    p.add_argument("--dask", metavar="ADDRESS|local:N",
+                   help="run the app's fits on a Dask cluster (a scheduler address, or local:N "
+                        "worker processes); shown on the Train page")
     p.add_argument("--shared-runs", action="store_true",
                    help="when served to others (--host not loopback), let every browser "
                         "rename, note and delete every run and load its data (also "
@@ -610,6 +626,7 @@ def main(argv=None) -> int:
         argv, streamlit_args = argv[:cut], argv[cut + 1:]
     parser = build_parser()
     from .exceptions import NumericalError
+    from .parallel import ClusterError
 
     try:
         try:
@@ -624,7 +641,7 @@ def main(argv=None) -> int:
         return args.func(args)
     except UserError as exc:
         return _fail(str(exc))
-    except (ValueError, NumericalError) as exc:
+    except (ValueError, NumericalError, ClusterError) as exc:
         # kmviz's own errors (DataError, InvalidParameterError, RunStoreError ...) are all
         # ValueErrors whose messages are written for users.
         return _fail(str(exc))

@@ -18,6 +18,7 @@ from .loaders import (
     load_zip,
     max_upload_bytes,
 )
+from .parquet import read_parquet
 from .ratings import Ratings
 from .splits import DEFAULT_SPLIT, Split, make_split
 from .synthetic import (
@@ -48,6 +49,7 @@ __all__ = [
     "list_datasets",
     "load",
     "load_delimited",
+    "read_parquet",
     "suggested_settings",
     "load_matrix_market",
     "load_movielens_100k",

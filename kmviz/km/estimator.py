@@ -22,8 +22,9 @@ from .._threads import single_blas_thread
 from .._validation import check_index_pairs, check_random_state
 from ..data.ratings import check_ratings_finite
 from ..exceptions import EmptyDataError, RunStoreError
+from ..parallel import active_backend
 from ..trace import Trace
-from . import _simplex
+from . import _blocks, _simplex
 from .bqp import TIME_PARTS, solve_bqp_batch
 
 BQP_SOLVERS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
@@ -366,10 +367,9 @@ class KolmogorovModel(IterativeEstimator):
             fw_iter=np.empty(n_users, dtype=np.int64), fw_obj=np.empty(n_users),
             fw_code=_simplex.FW_VARIANTS[FW_VARIANT])
 
-    def _fit_step(self, st, trace, it):
-        """One BCD iteration of Algorithm 4: psi for all items, then theta for all users."""
+    def _psi_step_in_process(self, st, trace, mu):
+        """(a) and (b) of :meth:`_fit_step` in this process (Numba threads)."""
         prm = st.prm
-        lam, mu = prm["lambda_theta"], prm["mu_psi"]
         # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
         with trace.phase("build"):
             _simplex.build_item_stats(st.i_ptr, st.i_idx, st.i_p, st.theta, st.S, st.v, st.rho)
@@ -384,10 +384,28 @@ class KolmogorovModel(IterativeEstimator):
                 np.ascontiguousarray(psi_k), st.u_prev, method=prm["bqp_solver"],
                 evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
                 a=prm["lanczos_a"], eps=prm["dual_eps"], rng=st.rng)
+        return res, psi_k
+
+    def _fit_step(self, st, trace, it):
+        """One BCD iteration of Algorithm 4: psi for all items, then theta for all users."""
+        prm = st.prm
+        lam, mu = prm["lambda_theta"], prm["mu_psi"]
+        backend = active_backend()
+        if backend is None:
+            res, psi_k = self._psi_step_in_process(st, trace, mu)
+        else:
+            # the same half-steps as blocks on a cluster (kmviz.parallel, kmviz.km._blocks)
+            with trace.phase("scatter_data"):   # once per fit (0 s in later iterations)
+                if getattr(st, "dask", None) is None:
+                    _blocks.setup(backend, st)
+            psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
+            timer = {}
+            res = _blocks.psi_step(backend, st, psi_k, timer)
         # parts of t_bqp_s (bqp.TIME_PARTS, non-overlapping); t_bqp_dual_s is the sum of the
         # four t_dual_*_s phase parts
-        times = getattr(res, "times", None) or {}
-        for name in ("dual", *TIME_PARTS):
+        # (on a cluster these are worker seconds, inside the items_compute phase: not added)
+        times = (getattr(res, "times", None) or {}) if backend is None else {}
+        for name in ("dual", *TIME_PARTS) if backend is None else ():
             trace.add_time("bqp_dual" if name == "dual" else name, float(times.get(name, 0.0)))
         new_psi = np.asarray(res.psi, dtype=np.float64)
         n_changed = int(np.any(new_psi != psi_k, axis=1).sum())
@@ -398,14 +416,23 @@ class KolmogorovModel(IterativeEstimator):
         else:
             st.psi[st.kitems] = new_psi
             st.dual_u[st.kitems] = st.u_prev
-        # (c) theta update: Frank-Wolfe per user, warm start from the current theta
-        with trace.phase("lcqp"):
-            _simplex.fw_users(st.u_ptr, st.u_idx, st.u_p, st.psi, lam, FW_TOL, FW_MAX_ITER,
-                              st.fw_code, st.theta, st.fw_gap, st.fw_iter, st.fw_obj)
-        # (d) objective (2) + regularizers, RMSE
+        if backend is None:
+            # (c) theta update: Frank-Wolfe per user, warm start from the current theta
+            with trace.phase("lcqp"):
+                _simplex.fw_users(st.u_ptr, st.u_idx, st.u_p, st.psi, lam, FW_TOL,
+                                  FW_MAX_ITER, st.fw_code, st.theta, st.fw_gap, st.fw_iter,
+                                  st.fw_obj)
+            # (d) objective (2) + regularizers, RMSE
+            with trace.phase("objective"):
+                _simplex.predict_pairs(st.users, st.items, st.theta, st.psi, st.pred)
+                sse = float(np.sum((st.pred - st.p) ** 2))
+        else:
+            # theta and each block's squared error in one task per user block
+            sse = _blocks.theta_step(backend, st, lam, FW_TOL, FW_MAX_ITER, timer)
+            for name, seconds in timer.items():
+                if not name.endswith("_task_max"):
+                    trace.add_time(name, seconds)
         with trace.phase("objective"):
-            _simplex.predict_pairs(st.users, st.items, st.theta, st.psi, st.pred)
-            sse = float(np.sum((st.pred - st.p) ** 2))
             obj = sse
             if lam > 0.0:
                 obj += lam * float(np.sum(st.theta[st.known_users] ** 2))

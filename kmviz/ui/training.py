@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import secrets
 import threading
 import time
@@ -22,6 +23,7 @@ import traceback
 import streamlit as st
 
 from kmviz import families
+from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
@@ -165,6 +167,7 @@ class TrainingJob:
                     return
                 self._set(status="running", fit_started=time.time())
                 model = families.get(self.family).make(self.params)
+                backend_from_env()   # the operator's `kmviz app --dask` cluster, if any
                 model.fit(self.split.train, callback=self._callback,
                           validation=self.split.validation)
             finally:
@@ -185,7 +188,7 @@ class TrainingJob:
             self._set(status="stopped" if stopped else "done", finished=time.time(),
                       message=(f"Stopped after {n} iteration(s); the model so far is kept."
                                if stopped else f"Finished {n} iteration(s) ({why})."))
-        except ValueError as exc:
+        except (ValueError, ClusterError) as exc:   # ClusterError: the --dask cluster
             self._set(status="failed", message=str(exc), finished=time.time())
         except Exception as exc:  # noqa: BLE001 - reported on the page with details
             log.exception("training failed")
@@ -213,6 +216,15 @@ class TrainingJob:
         with self._lock:
             rows = [dict(r) for r in self._rows]
         return Trace(solver=f"{self.family} (running)", params=dict(self.params), rows=rows)
+
+
+def cluster_caption() -> str | None:
+    """One line for the Train page when the operator started the app with ``--dask``."""
+    spec = os.environ.get(DASK_ENV)
+    if not spec:
+        return None
+    return (f"Fits run on the Dask cluster `{spec}` (the operator's `kmviz app --dask` "
+            f"choice); results equal in-process fits.")
 
 
 def fit_running() -> bool:

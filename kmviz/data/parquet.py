@@ -1,0 +1,153 @@
+"""A partitioned Parquet dataset of (user, item, value) rows, read through ``dask.dataframe``.
+
+The partitions are read and checked where Dask runs them: on the workers of the active
+:func:`kmviz.parallel_backend` (each worker reads its partitions straight from the path, a local
+folder or any URL fsspec reads: ``s3://``, ``gs://``, ``hdfs://`` ...), else by Dask's threads in
+this process. The workers check every partition (numeric, finite values) and find the distinct
+ids; this process then receives only the compact columns (int64 ids or codes into the distinct
+text ids, float64 values) and builds the :class:`~kmviz.data.Ratings` with the same validation
+and id mapping as the text loaders (:meth:`Ratings.from_arrays`: scale, duplicates, sorted
+distinct ids as indices).
+
+Column types are Parquet's own: an integer id column gives integer ids, a string column text
+ids (``"7"`` stays text, unlike a CSV file, whose plain-integer columns become integers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import DataValueError, FileFormatError
+from .ratings import Ratings
+
+
+def _scheduler():
+    from ..parallel import active_backend
+
+    backend = active_backend()
+    return None if backend is None else backend.client
+
+
+def _compute(*objs):
+    import dask
+
+    client = _scheduler()
+    if client is not None:
+        return client.compute(list(objs), sync=True)
+    return dask.compute(*objs)
+
+
+def _partition_check(df, value_col):
+    """Per partition: rows, non-finite values, first bad value (checked on the worker)."""
+    if value_col is None:
+        return pd.DataFrame({"rows": [len(df)], "bad": [0], "first_bad": [np.nan]})
+    try:
+        v = pd.to_numeric(df[value_col], errors="coerce").to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        v = np.full(len(df), np.nan)
+    bad = ~np.isfinite(v)
+    first = df[value_col].iloc[int(np.flatnonzero(bad)[0])] if bad.any() else np.nan
+    return pd.DataFrame({"rows": [len(df)], "bad": [int(bad.sum())],
+                         "first_bad": [str(first) if bad.any() else np.nan]})
+
+
+def _codes(series, categories):
+    return pd.Series(pd.Categorical(series.astype(str), categories=categories).codes,
+                     index=series.index, dtype=np.int64)
+
+
+def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r_min=None,
+                 r_max=None, duplicates="error", implicit=None, storage_options=None,
+                 name=None) -> Ratings:
+    """Read a partitioned Parquet dataset of ratings on the workers (module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        A Parquet file, a folder of partitions, a glob, or any fsspec URL.
+    user_col, item_col : str, default="user", "item"
+    value_col : str or None, default="value"
+        None reads 0/1 interactions (every row a positive).
+    r_min, r_max : float, optional
+        The declared rating scale (default: the observed range).
+    duplicates : {"error", "mean", "first", "last"}, default="error"
+    implicit : bool, optional
+        As in :func:`kmviz.data.load_delimited`.
+    storage_options : dict, optional
+        Passed to fsspec (credentials of a bucket, ...).
+    name : str, optional
+        Label of the dataset (default: the path's last part).
+
+    Returns
+    -------
+    Ratings
+
+    Raises
+    ------
+    FileFormatError
+        No dataset at the path, or a named column missing.
+    DataValueError
+        Non-numeric or non-finite values (with the partition), and everything
+        :meth:`Ratings.from_arrays` refuses.
+    """
+    import dask.dataframe as dd
+
+    shown = str(path)
+    cols = [c for c in (user_col, item_col, value_col) if c is not None]
+    try:
+        ddf = dd.read_parquet(str(path), storage_options=storage_options)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        raise FileFormatError(f"could not read a Parquet dataset ({type(exc).__name__}: {exc})",
+                              path=shown, expected="a Parquet file or a folder of partitions",
+                              fix="check the path (and storage_options for a remote store)"
+                              ) from exc
+    missing = [c for c in cols if c not in ddf.columns]
+    if missing:
+        raise FileFormatError(f"column(s) {missing} not found; the dataset has "
+                              f"{list(ddf.columns)}", path=shown,
+                              expected="user, item and value columns",
+                              fix="name them with user_col=, item_col=, value_col=")
+    ddf = ddf[cols]
+    meta = pd.DataFrame({"rows": pd.Series(dtype=np.int64), "bad": pd.Series(dtype=np.int64),
+                         "first_bad": pd.Series(dtype=object)})
+    checks = ddf.map_partitions(_partition_check, value_col, meta=meta)
+    text = {c: not pd.api.types.is_integer_dtype(ddf[c].dtype) for c in (user_col, item_col)}
+    distinct = {c: ddf[c].astype(str).unique() for c in text if text[c]}
+    checked, *found = _compute(checks, *distinct.values())
+    bad = checked["bad"].to_numpy()
+    if bad.sum():
+        part = int(np.flatnonzero(bad)[0])
+        raise DataValueError(
+            f"{int(bad.sum())} value(s) in column {value_col!r} are not finite numbers "
+            f"(first: {checked['first_bad'].iloc[part]!r}, in partition {part})", path=shown,
+            expected="finite numbers", fix="remove or fill the missing ratings")
+    categories = {c: np.sort(np.asarray(v, dtype=object)) for c, v in zip(distinct, found)}
+    parts = {}
+    for c in (user_col, item_col):
+        if text[c]:
+            parts[c] = ddf[c].map_partitions(_codes, categories[c], meta=(c, np.int64))
+        else:
+            parts[c] = ddf[c].astype(np.int64)
+    if value_col is not None:
+        parts[value_col] = ddf[value_col].astype(np.float64)
+    arrays = dict(zip(parts, (np.asarray(a) for a in _compute(*parts.values()))))
+
+    def ids(c):
+        a = arrays[c]
+        return pd.Categorical.from_codes(a, categories[c]) if text[c] else a
+
+    users, items = ids(user_col), ids(item_col)
+    values = None if value_col is None else arrays[value_col]
+    if implicit and values is not None:
+        off = (values != 0) & (values != 1)
+        if off.any():
+            raise DataValueError(f"found {values[np.flatnonzero(off)[0]]:g} in column "
+                                 f"{value_col!r}", path=shown, expected="0 or 1",
+                                 fix="pass implicit=False to read the values as ratings")
+        keep = values == 1
+        users, items, values = users[keep], items[keep], None
+    label = name or shown.rstrip("/").rsplit("/", 1)[-1]
+    return Ratings.from_arrays(users, items, values, r_min=r_min, r_max=r_max,
+                               duplicates=duplicates, implicit=values is None, name=label,
+                               source=shown)

@@ -1,0 +1,397 @@
+"""Where the families' half-steps run: in this process (Numba threads) or on a Dask cluster.
+
+Every family here alternates between half-steps made of independent per-row subproblems (one
+per user, one per item). By default they run in process, over Numba's ``prange``. Inside
+
+    with kmviz.parallel_backend("dask", client="local:2"):
+        model.fit(ratings)
+
+they run on a Dask cluster instead: a family cuts its rows into contiguous blocks, puts the
+blocks' data on the workers once per fit (:meth:`DaskBackend.scatter_blocks`; the rating
+blocks stay resident across iterations), and each half-step broadcasts the other side's
+factors once and runs one task per block (:meth:`DaskBackend.map_blocks`); the results come
+back in block order, so a distributed fit equals the in-process fit with the same seed.
+
+``client`` is a ``distributed.Client``, a scheduler address (``"tcp://host:8786"``),
+``"local:N"`` (a LocalCluster of N worker processes, one thread each) or ``"threads:N"`` (N
+worker threads in this process). A process cluster starts its workers with the ``spawn``
+method, so a script that uses ``"local:N"`` needs an ``if __name__ == "__main__":`` guard.
+
+Pitfalls handled here: every task limits Numba and BLAS to one thread (workers run one task
+per thread; ``prange`` inside would oversubscribe the cores); the kernels are compiled (and
+cached on disk) in this process before the first task (:meth:`DaskBackend.warm`), so worker
+processes load the cache instead of racing to write it; a worker that dies loses its
+resident blocks, which are scattered again from this process's copy and the half-step is
+retried (the result is unchanged); a lost scheduler raises :class:`ClusterError`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Environment of the worker processes a ``"local:N"`` cluster starts (one thread each).
+WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1"}
+#: How long a task should run at least (seconds): Dask costs about 1 ms per task.
+TASK_SECONDS = 0.1
+#: How often a half-step is tried again after workers were lost.
+MAX_RETRIES = 5
+#: How long connecting to a scheduler address may take.
+CONNECT_TIMEOUT = "10s"
+
+_lock = threading.Lock()
+_stack: list = []
+_default = None
+_warmed: set = set()
+_env_lock = threading.Lock()
+_local = threading.local()      # in_process: this thread fits in process (warm-up fits)
+
+
+class ClusterError(RuntimeError):
+    """The Dask cluster could not be reached or was lost during a fit."""
+
+
+def active_backend():
+    """The backend of the innermost :func:`parallel_backend` (or the process default set by
+    :func:`set_default_backend`); None means in process."""
+    if getattr(_local, "in_process", False):
+        return None
+    with _lock:
+        return _stack[-1] if _stack else _default
+
+
+def make_backend(name="dask", *, client=None, n_blocks=None, task_seconds=TASK_SECONDS):
+    """A backend object for ``name`` ("dask", or "numba" / None for in process)."""
+    if name in (None, "numba", "inprocess", "in-process"):
+        return None
+    if name != "dask":
+        raise ValueError(f"unknown parallel backend {name!r}; use 'dask' (with client=...) or "
+                         f"'numba' (in process).")
+    return DaskBackend(client, n_blocks=n_blocks, task_seconds=task_seconds)
+
+
+@contextmanager
+def parallel_backend(name="dask", *, client=None, n_blocks=None, task_seconds=TASK_SECONDS):
+    """Run every fit inside the ``with`` block on ``name``'s engine.
+
+    Parameters
+    ----------
+    name : {"dask", "numba"}, default="dask"
+        "numba": in process (the default outside any ``with``).
+    client : distributed.Client or str
+        A Client, a scheduler address, ``"local:N"`` (a LocalCluster of N worker processes,
+        closed on exit) or ``"threads:N"`` (N worker threads in this process).
+    n_blocks : int, optional
+        Blocks per half-step; by default from the rows' estimated cost, so that a task runs
+        for about ``task_seconds``.
+    task_seconds : float, default=0.1
+
+    Yields
+    ------
+    DaskBackend or None
+    """
+    backend = make_backend(name, client=client, n_blocks=n_blocks, task_seconds=task_seconds)
+    with _lock:
+        _stack.append(backend)
+    try:
+        yield backend
+    finally:
+        with _lock:
+            _stack.remove(backend)
+        if backend is not None:
+            backend.close()
+
+
+def set_default_backend(name="dask", *, client=None, **options):
+    """Make a backend the process default (the CLI's and the app's ``--dask``); returns it.
+    ``set_default_backend(None)`` restores in-process fitting."""
+    global _default
+    backend = make_backend(name, client=client, **options)
+    with _lock:
+        old, _default = _default, backend
+    if old is not None:
+        old.close()
+    return backend
+
+
+def describe(backend=None) -> str:
+    """One line saying where fits run (for the app's Train page and the CLI)."""
+    backend = active_backend() if backend is None else backend
+    if backend is None:
+        return "Fits run in this process (Numba threads)."
+    return backend.describe()
+
+
+# ----------------------------------------------------------------------------- blocks
+def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
+    """Contiguous row ranges ``[(lo, hi), ...]`` with about equal total weight, in order."""
+    w = np.asarray(weights, dtype=np.float64)
+    n = w.shape[0]
+    n_blocks = int(max(1, min(n_blocks, n))) if n else 1
+    if n == 0:
+        return [(0, 0)]
+    cum = np.cumsum(w)
+    total = cum[-1]
+    if total <= 0:
+        bounds = np.linspace(0, n, n_blocks + 1).round().astype(np.int64)
+    else:
+        targets = total * np.arange(1, n_blocks) / n_blocks
+        bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="left") + 1, [n]))
+        # exactly n_blocks non-empty blocks: each bound after the previous one, and room left
+        # for one row per later block
+        for k in range(1, n_blocks):
+            bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (n_blocks - k))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@dataclass
+class Resident:
+    """Blocks kept on the workers for a whole fit: their futures and this process's copy
+    (to scatter again if a worker holding one dies)."""
+
+    blocks: list
+    futures: list
+    ranges: list = field(default_factory=list)
+
+    def __len__(self):
+        return len(self.blocks)
+
+
+def _run_task(fn, block, shared, extra):
+    """A task on a worker: one Numba and BLAS thread, then ``fn(block, shared, extra)``."""
+    import numba
+
+    from ._threads import single_blas_thread
+
+    numba.set_num_threads(1)    # thread-local: workers run one task per thread
+    start = time.perf_counter()
+    with single_blas_thread():
+        out = fn(block, shared, extra)
+    return out, time.perf_counter() - start
+
+
+def _lost_data_errors():
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    from distributed.comm.core import CommClosedError
+
+    errors = (FutureCancelledError, KilledWorker, CommClosedError, OSError)
+    try:
+        from concurrent.futures import CancelledError
+
+        errors += (CancelledError,)
+    except ImportError:  # pragma: no cover
+        pass
+    return errors
+
+
+class DaskBackend:
+    """Half-steps on a Dask cluster (see the module docstring). Made by
+    :func:`parallel_backend`; families call :meth:`plan`, :meth:`scatter_blocks`,
+    :meth:`map_blocks` and :meth:`warm`."""
+
+    name = "dask"
+
+    def __init__(self, client=None, *, n_blocks=None, task_seconds=TASK_SECONDS):
+        if n_blocks is not None and (not isinstance(n_blocks, (int, np.integer))
+                                     or n_blocks < 1):
+            raise ValueError(f"n_blocks must be a positive integer or None; got {n_blocks!r}.")
+        self.n_blocks = None if n_blocks is None else int(n_blocks)
+        self.task_seconds = float(task_seconds)
+        self._cluster = None
+        self._own_client = False
+        self.address = ""
+        self.client = self._connect(client)
+
+    # -- connection --------------------------------------------------------------------
+    def _connect(self, client):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError("the dask backend needs dask.distributed: "
+                              "pip install 'kmviz[dask]'") from exc
+        if client is None:
+            raise ValueError("parallel_backend('dask') needs client=: a distributed.Client, a "
+                             "scheduler address such as 'tcp://10.0.0.5:8786', or 'local:N' "
+                             "for a cluster of N worker processes on this machine.")
+        if isinstance(client, Client):
+            self.address = str(client.scheduler.address)
+            return client
+        if not isinstance(client, str):
+            raise TypeError(f"client must be a distributed.Client or a string; got "
+                            f"{type(client).__name__}.")
+        spec = client.strip()
+        for prefix, processes in (("local:", True), ("threads:", False)):
+            if spec.startswith(prefix):
+                count = spec[len(prefix):]
+                if not count.isdigit() or int(count) < 1:
+                    raise ValueError(f"{spec!r}: expected {prefix}N with N a positive number "
+                                     f"of workers, e.g. '{prefix}2'.")
+                extra = {"env": dict(WORKER_ENV)} if processes else {}
+                self._cluster = LocalCluster(
+                    n_workers=int(count), threads_per_worker=1, processes=processes,
+                    dashboard_address=None, silence_logs=40, **extra)
+                self._own_client = True
+                self.address = f"{spec} ({self._cluster.scheduler_address})"
+                return Client(self._cluster, set_as_default=False)
+        address = spec if "://" in spec else f"tcp://{spec}"
+        try:
+            out = Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            raise ClusterError(
+                f"could not reach a Dask scheduler at {spec!r} ({type(exc).__name__}: {exc}). "
+                f"Start one with `dask scheduler` (and `dask worker ADDRESS`), check the "
+                f"address and port, or use 'local:N' for a cluster on this machine.") from exc
+        self._own_client = True
+        self.address = address
+        return out
+
+    def close(self):
+        """Close the client and the cluster this backend started (not a Client passed in)."""
+        if self._own_client:
+            try:
+                self.client.close()
+            except Exception:  # noqa: BLE001 - closing a lost connection
+                pass
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def n_workers(self) -> int:
+        try:
+            return max(1, len(self.client.scheduler_info(n_workers=-1)["workers"]))
+        except TypeError:  # older distributed without n_workers=
+            return max(1, len(self.client.scheduler_info()["workers"]))
+        except Exception as exc:  # noqa: BLE001
+            raise self._lost("asking for the workers", exc) from exc
+
+    def describe(self) -> str:
+        return f"Fits run on the Dask cluster {self.address}."
+
+    def _lost(self, doing, exc):
+        return ClusterError(
+            f"lost the Dask scheduler at {self.address} while {doing} "
+            f"({type(exc).__name__}: {exc}); the fit stopped and nothing was saved. Restart "
+            f"the scheduler and fit again, or fit without --dask.")
+
+    # -- planning ----------------------------------------------------------------------
+    def plan(self, row_weights, seconds_per_weight, *, max_weight_per_block=None):
+        """Row ranges for a half-step: about ``task_seconds`` of estimated work per block
+        (``row_weights * seconds_per_weight``), at least one block, at most 4 per worker
+        unless ``max_weight_per_block`` (memory) needs more."""
+        w = np.asarray(row_weights, dtype=np.float64)
+        if self.n_blocks is not None:
+            return cut_blocks(w, self.n_blocks)
+        total = float(w.sum())
+        n = int(total * seconds_per_weight // self.task_seconds)
+        n = min(n, 4 * self.n_workers())
+        if max_weight_per_block:
+            n = max(n, math.ceil(total / max_weight_per_block))
+        return cut_blocks(w, max(1, n))
+
+    def warm(self, key, fn):
+        """Run ``fn()`` once in this process (per ``key``) before tasks need it: compiles and
+        caches the Numba kernels here, so worker processes only load the cache."""
+        with _lock:
+            if key in _warmed:
+                return
+            _warmed.add(key)
+        _local.in_process = True    # the warm-up's own fit must run here, not on the cluster
+        try:
+            fn()
+        finally:
+            _local.in_process = False
+
+    # -- data --------------------------------------------------------------------------
+    def scatter_blocks(self, blocks, ranges=()) -> Resident:
+        """Put per-block data on the workers once (kept for the fit); returns a
+        :class:`Resident` to pass to :meth:`map_blocks`."""
+        try:
+            futures = self.client.scatter(list(blocks), hash=False)
+        except Exception as exc:  # noqa: BLE001
+            self._raise_for("scattering the data", exc)
+        return Resident(list(blocks), futures, list(ranges))
+
+    def _raise_for(self, doing, exc):
+        """Raise ClusterError if the scheduler is gone, else ``exc`` as it is."""
+        if getattr(self.client, "status", "running") != "running":
+            raise self._lost(doing, exc) from exc
+        raise exc
+
+    def _rescatter(self, resident):
+        """Scatter again the resident blocks whose data a lost worker held."""
+        for j, fut in enumerate(resident.futures):
+            if fut.status != "finished":
+                resident.futures[j] = self.client.scatter(resident.blocks[j], hash=False)
+
+    def map_blocks(self, fn, resident, shared=None, extras=None, *, timer=None, name="step"):
+        """Run ``fn(block, shared, extra)`` once per resident block; the results in order.
+
+        ``shared`` (the other side's factors) goes to every worker once; ``extras[j]`` (small,
+        per block) travels with task j. Seconds go to ``timer[f"{name}_scatter"]``,
+        ``[..._compute]`` (until every task finished) and ``[..._gather]``.
+        """
+        from distributed import wait
+
+        extras = [None] * len(resident) if extras is None else list(extras)
+        timer = {} if timer is None else timer
+        lost = _lost_data_errors()
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                t0 = time.perf_counter()
+                # a list of one, so that a tuple or dict travels as one object
+                shared_f = (None if shared is None else
+                            self.client.scatter([shared], broadcast=True, hash=False)[0])
+                t1 = time.perf_counter()
+                # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
+                # task's own exception would only repeat
+                futures = [self.client.submit(_run_task, fn, blk, shared_f, ex, pure=False)
+                           for blk, ex in zip(resident.futures, extras)]
+                with self.client.as_current():
+                    wait(futures)
+                t2 = time.perf_counter()
+                out = self.client.gather(futures)
+                t3 = time.perf_counter()
+            except lost as exc:
+                if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
+                    self._raise_for(f"running {name}", exc)
+                # a worker died: wait for the scheduler to notice, put its blocks back
+                time.sleep(0.5 * (attempt + 1))
+                self._rescatter(resident)
+                continue
+            except Exception as exc:  # noqa: BLE001 - a task's own error, or a lost scheduler
+                self._raise_for(f"running {name}", exc)
+            for key, sec in ((f"{name}_scatter", t1 - t0), (f"{name}_compute", t2 - t1),
+                             (f"{name}_gather", t3 - t2)):
+                timer[key] = timer.get(key, 0.0) + sec
+            timer[f"{name}_task_max"] = max(timer.get(f"{name}_task_max", 0.0),
+                                            max(s for _, s in out))
+            return [r for r, _ in out]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: The app's cluster, as ``kmviz app --dask`` passes it to the server process.
+DASK_ENV = "KMVIZ_DASK"
+
+
+def backend_from_env():
+    """Make the cluster named by ``$KMVIZ_DASK`` the process default, once (None if unset).
+    The app's server calls this; a second call returns the same backend."""
+    spec = os.environ.get(DASK_ENV) or None
+    if spec is None:
+        return None
+    with _env_lock:
+        current = _default
+        if current is not None and getattr(current, "spec", None) == spec:
+            return current
+        backend = set_default_backend("dask", client=spec)
+        backend.spec = spec
+        return backend
