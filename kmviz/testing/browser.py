@@ -89,11 +89,12 @@ class Server:
 @contextmanager
 def serve(*, runs_dir: str | Path, numba_cache_dir: str | Path | None = None,
           log: str | Path | None = None, env: dict | None = None,
-          timeout: float = 60.0) -> Iterator[Server]:
+          timeout: float = 60.0, args: tuple = ()) -> Iterator[Server]:
     """``streamlit run app.py`` on a free port, from the checkout (so it reads
     ``.streamlit/config.toml``), with its own run store ``runs_dir`` and, if given, its own
     Numba cache (an empty directory: a first start after installing). Output goes to ``log``
-    (or nowhere); ``env`` adds environment variables. Yields a :class:`Server` once healthy;
+    (or nowhere); ``env`` adds environment variables and ``args`` Streamlit options (e.g.
+    ``("--server.address", "0.0.0.0")`` for an app served to others). Yields a :class:`Server` once healthy;
     stops the server (SIGTERM, then SIGKILL) on the way out."""
     run_env = dict(os.environ, KMVIZ_RUNS_DIR=str(runs_dir), **(env or {}))
     if numba_cache_dir is not None:
@@ -105,7 +106,7 @@ def serve(*, runs_dir: str | Path, numba_cache_dir: str | Path | None = None,
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false"],
+             "--server.port", str(port), "--browser.gatherUsageStats", "false", *args],
             cwd=ROOT, env=run_env, stdout=out, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
