@@ -60,9 +60,11 @@ def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
     sides = (ratings.user_features, ratings.item_features, ratings.user_graph,
              ratings.item_graph)
     if all(x is None for x in sides) and "add_constant" not in params:
-        params["add_constant"] = True
+        # measured on planted-km (python bench/defaults_table.py): test RMSE 0.148 with
+        # mu = 3 against 0.210 for the mean (0.149 at mu = 0.01)
+        params.update(add_constant=True, mu=params.get("mu", 3.0))
         why.append("no side information: the constant kernel adds per-row and per-column "
-                   "terms to the identity kernels")
+                   "terms to the identity kernels, with μ = 3")
     if max(ratings.n_users, ratings.n_items) > LARGE_SIDE:
         params.update(kernel_rank=LARGE_SIDE_RANK, tol=1e-3)
         why.append(f"the {max(ratings.n_users, ratings.n_items):,}-row side's kernel is "
