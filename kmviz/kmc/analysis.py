@@ -625,9 +625,9 @@ def run_kernel_data(model, split, side="row", *, max_points=1500, random_state=0
     if n > max_points:  # the size guard: a sample, before any n x n work
         rng = check_random_state(random_state)
         idx = np.sort(rng.choice(n, max_points, replace=False))
-        note = (f"A uniform random sample of {max_points:,} of the {n:,} "
-                f"{'rows' if side == 'row' else 'columns'} (seed {random_state}): the "
-                f"kernel's {max_points:,} x {max_points:,} principal block.")
+        note = (f"A random {max_points} of the {n:,} {'rows' if side == 'row' else 'columns'} "
+                f"(uniform, seed {random_state}): the kernel's {max_points:,} x "
+                f"{max_points:,} principal block, sampled before any n x n work.")
     K = kernel_block(kernel, idx)
     known = np.asarray(model.known_rows_ if side == "row" else model.known_cols_)[idx]
     labels = _labels(split.train, idx, side) if split is not None else [str(k) for k in idx]
