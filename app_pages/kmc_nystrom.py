@@ -58,15 +58,21 @@ else:
              "scores near uniform); large γ: a narrow kernel, every point its own island.")
 store = st.session_state.setdefault(DATA, {})
 key = (source, gamma, run_id)
-with user_errors("preparing the data"), st.spinner("kernel and its eigendecomposition ..."):
-    if key not in store:
+if key not in store:
+    with user_errors("preparing the data"), st.status(
+            "Preparing the kernel (a sample of at most 1,500 points, then its "
+            "eigendecomposition: a few seconds) ...", expanded=False) as status:
+        st.button("Stop", key="kmc_ny_stop", icon=":material/stop:",
+                  help="Any click stops this page's work; nothing is kept.")
         if run_id is not None:
             data = an.run_kernel_data(run.model, run.split, source.split("_")[0])
         else:
             data = an.points_data(source, gamma=gamma)
+        status.update(label=f"Eigendecomposition of {data.n:,} x {data.n:,} ...")
         data.eigen()
         store.clear()  # one kernel at a time: they are n x n
         store[key] = data
+        status.update(label="Kernel ready.", state="complete")
 data = store.get(key)
 if data is None:
     st.stop()
@@ -123,13 +129,18 @@ if run_id is not None:
                "map needs only the two kernels' eigendecompositions, never the NL × NL kernel; "
                "the approximation (5.23) multiplies the row and column kernels' own scores at "
                "√α and costs the same here, but is what scales to large kernels.")
-    kgrid = an.kron_alpha_grid(run.model)
+    with user_errors("sampling the kernels") as sampled:
+        kron = an.kron_sample(run.model)  # the size guard runs first: a stated sample
+if run_id is not None and sampled.ok:
+    if kron.note:
+        st.caption(md_escape(kron.note))
+    kgrid = an.kron_alpha_grid(kron)
     kalpha = st.select_slider("α for the entries", options=list(kgrid), value=kgrid[20],
                               key=f"kmc_ny_kalpha_{run_id}", format_func=lambda a: f"{a:.3g}",
                               help="The ridge α of the entries' leverage scores (as α "
                                    "above, for the Kronecker kernel).")
     with user_errors("computing the entry scores") as outcome:
-        exact, approx, k_deff = an.kron_scores(run.model, kalpha)
+        exact, approx, k_deff = an.kron_scores(kron, kalpha)
         kagree = an.score_agreement(exact.ravel(), approx.ravel())
     if outcome.ok:
         c = st.columns(3)
@@ -139,8 +150,8 @@ if run_id is not None:
         c[2].metric("Spearman ρ", f"{kagree['spearman']:.3f}")
         train = run.split.train
         st.plotly_chart(fg.kron_scores_figure(
-            exact, approx, [train.user_label(u) for u in range(train.n_users)],
-            [train.item_label(i) for i in range(train.n_items)]), key="kmc_ny_kron")
+            exact, approx, [train.user_label(int(u)) for u in kron.rows],
+            [train.item_label(int(i)) for i in kron.cols]), key="kmc_ny_kron")
 
 st.subheader("The sampled landmarks")
 sampling = st.radio("sampling", list(an.SAMPLING_LABELS)[:4], horizontal=True,

@@ -10,12 +10,12 @@ progress, done (the result below), stopped, or failed with the error."""
 import streamlit as st
 
 from kmviz import families
-from kmviz.ui.forms import params_form
+from kmviz.ui.forms import defaults_panel, params_form
 from kmviz.ui.pages import link_target
 from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
-from kmviz.ui.training import (cluster_caption, request_training, start_requested_job,
-                                warm_up)
+from kmviz.ui.training import (cluster_caption, fit_warnings, request_training,
+                                start_requested_job, warm_up)
 from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, kernels_notice,
                             progress_panel, require_dataset, run_metrics, suggestion_panel)
 
@@ -49,9 +49,10 @@ warm_up().ask(name)  # compile this family's kernels first (first start after in
 family = families.get(name)
 st.markdown(family.summary)
 if rerun:
-    st.info("Settings of the saved run loaded; press Train to run them again. "
-            f"{md_escape(notice or '')}",
-            icon=":material/replay:")
+    lead = ("The change is in the form; press Train to fit it." if len(rerun) > 2 else
+            "Settings of the saved run loaded; press Train to run them again.")
+    st.info(f"{lead} {md_escape(notice or '')}", icon=":material/replay:")
+defaults_panel(family, ratings, spec, quiet=bool(rerun))
 suggested = suggestion_panel(family)
 if suggested and not rerun:
     st.success("The measured settings are in the form below; press Train to fit them.",
@@ -74,6 +75,7 @@ if run is not None:
     else:
         st.subheader(f"Result: {md_escape(run.label)}")
     run_metrics(run)
+    fit_warnings(run)
     fam = families.get(run.family)
     cols = st.columns(1 + len(fam.explore))
     cols[0].page_link(CONVERGENCE_PAGE, label="Convergence", icon=":material/show_chart:")

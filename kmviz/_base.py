@@ -295,8 +295,10 @@ class IterativeEstimator(BaseEstimator):
             trace.event("info", f"converged: {message}")
         self._fit_publish(state, trace.n_iter, trace)
         if stop == "max_iter" and policy.budget:
+            # fix_<param>: the change the app offers as one click
             trace.event("warning", f"stopped at {policy.budget}={policy.max_iter} before the "
-                        "stopping criterion was met")
+                        "stopping criterion was met; raise it (or the tolerance) to let the "
+                        "fit converge", **{f"fix_{policy.budget}": 2 * int(policy.max_iter)})
             warnings.warn(
                 f"Maximum number of iterations {policy.max_iter} reached; increase "
                 f"{policy.budget} or tol.", ConvergenceWarning, stacklevel=2)

@@ -127,6 +127,12 @@ class Family:
     demo_dataset : str
         A catalogue dataset that shows the family at its best in a few seconds (the Home
         page's quick start uses the first family's). Optional.
+    defaults_for : str
+        ``"module:function"`` of the family's rule for the settings a fit on given data
+        starts from: called as ``function(ratings, dataset=NAME_OR_None, options=DICT)``,
+        it returns a :class:`~kmviz.data.catalogue.Suggestion` (the settings that differ
+        from the estimator's defaults, and a one-line why), or raises ``ValueError`` saying
+        why the family cannot use the data. :meth:`dataset_defaults` applies it. Optional.
     """
 
     name: str
@@ -145,6 +151,7 @@ class Family:
     reference: str = ""
     suggestions: str = ""
     demo_dataset: str = ""
+    defaults_for: str = ""
 
     def estimator_class(self):
         return _import_object(self.estimator, f"the estimator of family {self.name!r}")
@@ -154,6 +161,33 @@ class Family:
         if not self.suggestions:
             return {}
         return dict(_import_object(self.suggestions, f"the suggestions of {self.name!r}"))
+
+    def dataset_defaults(self, ratings, dataset: str | None = None,
+                         options: dict | None = None):
+        """The settings a fit of this family on ``ratings`` starts from (the Train form's
+        defaults), as a :class:`~kmviz.data.catalogue.Suggestion` holding every parameter
+        and a one-line why: the estimator's defaults, changed by the family's rule
+        (``defaults_for``), then by the settings measured on the catalogue dataset
+        ``dataset`` (loaded with ``options``) when there are some.
+
+        Raises
+        ------
+        ValueError
+            When the family cannot use the data (the message says why and what would do).
+        """
+        from .data.catalogue import Suggestion, suggested_settings
+
+        params, why = self.default_params(), "the estimator's defaults"
+        if self.defaults_for:
+            rule = _import_object(self.defaults_for, f"the defaults rule of {self.name!r}")
+            found = rule(ratings, dataset=dataset, options=dict(options or {}))
+            params.update(found.params)
+            why = found.note
+        measured = suggested_settings(dataset, self.name, options) if dataset else None
+        if measured is not None:
+            params.update(measured.params)
+            why = f"the settings measured on {dataset} (below)"
+        return Suggestion(params=params, note=why)
 
     def make(self, params: dict | None = None):
         """A new estimator with ``params``; unknown names are refused with the valid ones."""
@@ -328,6 +362,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
+    defaults_for="kmviz.km.suggested:defaults_for",
     demo_dataset="planted-km",
     reference=("Duan, Ghauch, Kim, *Dual optimization for Kolmogorov model learning using "
                "enhanced gradient descent*, IEEE TSP 2022 "
@@ -355,6 +390,7 @@ register(Family(
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.ocmf.warmup",
     suggestions="kmviz.ocmf.suggested:SUGGESTIONS",
+    defaults_for="kmviz.ocmf.suggested:defaults_for",
     demo_dataset="movielens-small",
     reference=("Yu, Huang, Dhillon, Lin, *A unified algorithm for one-class structured matrix "
                "factorization with side information*, AAAI 2017"),
@@ -393,6 +429,7 @@ register(Family(
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.kmc.warmup",
     suggestions="kmviz.kmc.suggested:SUGGESTIONS",
+    defaults_for="kmviz.kmc.suggested:defaults_for",
     demo_dataset="gapminder",
     reference=("Giménez-Febrer, *Matrix completion with prior information in reproducing "
                "kernel Hilbert spaces*, PhD thesis, Universitat Politècnica de Catalunya, 2020"),

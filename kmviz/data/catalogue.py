@@ -38,6 +38,31 @@ class Suggestion:
     options: dict = field(default_factory=dict)
 
 
+def one_class_defaults(ratings) -> Suggestion:
+    """The positive threshold of a one-class model on ``ratings`` (what families that learn
+    from positives only start from): none for 0/1 interactions (every entry is a positive);
+    4 stars and more for star ratings (half-star steps up to 4-10; the OCMF paper's
+    protocol); the top quarter (75th percentile, rounded) of other graded values, so that
+    a positive means "high", not "observed". Raises ValueError for data with one item."""
+    import numpy as np
+
+    if ratings.n_items < 2:
+        raise ValueError(f"it has {ratings.n_items} item: a one-class model ranks items for "
+                         "each user, which needs several items (use a regression family)")
+    if ratings.implicit:
+        return Suggestion(params={"threshold": None},
+                          note="0/1 interactions: every entry is a positive.")
+    values = np.asarray(ratings.values, dtype=np.float64)
+    lo, hi = float(ratings.r_min), float(ratings.r_max)
+    if lo >= 0 and 4 <= hi <= 10 and np.allclose(values * 2, np.round(values * 2)):
+        return Suggestion(params={"threshold": 4.0},
+                          note="Star ratings: 4 stars and more are the positives.")
+    threshold = float(f"{np.quantile(values, 0.75):.3g}")
+    return Suggestion(params={"threshold": threshold},
+                      note=f"Graded values: the top quarter (≥ {threshold:g}) are the "
+                           "positives.")
+
+
 @dataclass(frozen=True)
 class DatasetEntry:
     """One named dataset.

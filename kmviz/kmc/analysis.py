@@ -393,10 +393,11 @@ def sub_problem(model, split, *, max_side=150) -> SubProblem:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         return np.concatenate(u), np.concatenate(i), np.concatenate(v)
 
-    Kr = getattr(model, "row_kernel_", None)
-    Kc = getattr(model, "col_kernel_", None)
-    Kr = None if Kr is None else np.asarray(Kr)[np.ix_(rows, rows)]
-    Kc = None if Kc is None else np.asarray(Kc)[np.ix_(cols, cols)]
+    # the blocks only: a kernel kept as a factor (MovieLens's 9,066 movies) is never formed
+    sides = [model.side_kernel(side) if getattr(model, "method_", None) != "pg" else None
+             for side in ("row", "col")]
+    Kr = None if sides[0] is None else kernel_block(sides[0], rows)
+    Kc = None if sides[1] is None else kernel_block(sides[1], cols)
     note = ""
     if N > max_side or L > max_side:
         note = (f"Size guard: fitted on the {rows.shape[0]} x {cols.shape[0]} block of the "
@@ -615,19 +616,20 @@ def run_kernel_data(model, split, side="row", *, max_points=1500, random_state=0
     """The run's row or column kernel, drawn by kernel PCA (``sqrt(sigma_k) q_k``, k = 1, 2),
     coloured by whether the row / column has training entries. Kernels larger than
     ``max_points`` are reduced to a random principal block (the note says so)."""
-    K = getattr(model, f"{side}_kernel_", None)
-    if K is None:
+    kernel = model.side_kernel(side) if model.method_ != "pg" else None
+    if kernel is None:
         raise ValueError(f"this run ({model.method_}) keeps no {side} kernel; kernel methods "
                          "(kkmcex, rrmcex, als, sgd) do")
-    K = np.asarray(K, dtype=np.float64)
-    n = K.shape[0]
+    n = kernel.n
     idx = np.arange(n)
     note = ""
-    if n > max_points:
+    if n > max_points:  # the size guard: a sample, before any n x n work
         rng = check_random_state(random_state)
         idx = np.sort(rng.choice(n, max_points, replace=False))
-        K = K[np.ix_(idx, idx)]
-        note = f"A random {max_points} of the {n:,} {'rows' if side == 'row' else 'columns'}."
+        note = (f"A random {max_points} of the {n:,} {'rows' if side == 'row' else 'columns'} "
+                f"(uniform, seed {random_state}): the kernel's {max_points:,} x "
+                f"{max_points:,} principal block, sampled before any n x n work.")
+    K = kernel_block(kernel, idx)
     known = np.asarray(model.known_rows_ if side == "row" else model.known_cols_)[idx]
     labels = _labels(split.train, idx, side) if split is not None else [str(k) for k in idx]
     data = KernelData(name=NYSTROM_SOURCES[f"{side}_kernel"], K=K, coords=np.zeros((len(idx), 2)),
@@ -646,6 +648,63 @@ def run_kernel_data(model, split, side="row", *, max_points=1500, random_state=0
     if data.coords.shape[1] < 2:
         data.coords = np.column_stack([data.coords, np.zeros(len(idx))])
     return data
+
+
+def kernel_block(kernel, idx) -> np.ndarray:
+    """The block ``K[idx, idx]`` of a :class:`~kmviz.kmc.krr.SideKernel`, without forming
+    the whole kernel when it is kept as a factor or the identity."""
+    idx = np.asarray(idx, np.int64)
+    if kernel.kind == "dense":
+        return np.ascontiguousarray(kernel.K[np.ix_(idx, idx)], dtype=np.float64)
+    if kernel.kind == "identity":
+        return np.eye(idx.shape[0])
+    F = kernel.F[idx]
+    K = F @ F.T
+    K = 0.5 * (K + K.T)
+    if kernel.shift:
+        K[np.diag_indices_from(K)] += kernel.shift
+    return K
+
+
+@dataclass
+class KronSample:
+    """The row and column kernels of a run for the entry scores: whole, or a uniform sample
+    of ``rows`` / ``cols`` when a side is larger than the guard (``note`` says so)."""
+
+    Kr: np.ndarray
+    Kc: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    n_rows: int
+    n_cols: int
+    note: str = ""
+
+
+def kron_sample(model, *, max_side=400, random_state=0) -> KronSample:
+    """The run's two kernels for :func:`kron_scores`, each reduced to a uniform random
+    sample of ``max_side`` rows / columns when larger (a size guard that runs before any
+    eigendecomposition; the note states the sample)."""
+    kernels = [model.side_kernel(side) if model.method_ != "pg" else None
+               for side in ("row", "col")]
+    if any(k is None for k in kernels):
+        raise ValueError(f"this run ({model.method_}) keeps no kernels; kernel methods "
+                         "(kkmcex, rrmcex, als, sgd) do")
+    rng = check_random_state(random_state)
+    picked, notes = [], []
+    for kernel, what in zip(kernels, ("rows", "columns")):
+        if kernel.n > max_side:
+            picked.append(np.sort(rng.choice(kernel.n, max_side, replace=False)))
+            notes.append(f"{max_side:,} of the {kernel.n:,} {what}")
+        else:
+            picked.append(np.arange(kernel.n))
+    note = ""
+    if notes:
+        note = (f"Computed on a uniform random sample of {' and '.join(notes)} (seed "
+                f"{random_state}): the scores of the sampled entries' kernel, not of the "
+                "whole matrix.")
+    return KronSample(Kr=kernel_block(kernels[0], picked[0]),
+                      Kc=kernel_block(kernels[1], picked[1]), rows=picked[0], cols=picked[1],
+                      n_rows=kernels[0].n, n_cols=kernels[1].n, note=note)
 
 
 def leverage_scores(data: KernelData, alpha) -> tuple[np.ndarray, float]:
@@ -789,11 +848,16 @@ def kron_scores(model, alpha, *, max_side=2000):
     ``exact`` by :func:`~kmviz.kmc.nystrom.kron_ridge_leverage_scores` (O(N^3 + L^3), the
     NL x NL kernel never formed), ``approximate`` the thesis's (5.23), the outer product of
     the two kernels' own scores at ``sqrt(alpha)``; ``d_eff`` the sum of the exact map.
-    Raises ValueError without kernels or above ``max_side`` rows or columns.
+    ``model`` may be a :class:`KronSample` (:func:`kron_sample`: the kernels of a
+    sample of rows and columns). Raises ValueError without kernels or above ``max_side``
+    rows or columns.
     """
     from .nystrom import approximate_kron_leverage_scores, kron_ridge_leverage_scores
 
-    Kr, Kc = getattr(model, "row_kernel_", None), getattr(model, "col_kernel_", None)
+    if isinstance(model, KronSample):
+        Kr, Kc = model.Kr, model.Kc
+    else:
+        Kr, Kc = getattr(model, "row_kernel_", None), getattr(model, "col_kernel_", None)
     if Kr is None or Kc is None:
         raise ValueError(f"this run ({model.method_}) keeps no kernels; kernel methods "
                          "(kkmcex, rrmcex, als, sgd) do")
@@ -811,7 +875,9 @@ def kron_alpha_grid(model, n=41) -> np.ndarray:
     """Log-spaced alphas for the Kronecker scores: 1e-6 to 10 times the largest eigenvalue
     of ``K_col ⊗ K_row`` (the product of the two largest)."""
     top = 1.0
-    for K in (model.row_kernel_, model.col_kernel_):
+    kernels = (model.Kr, model.Kc) if isinstance(model, KronSample) else \
+        (model.row_kernel_, model.col_kernel_)
+    for K in kernels:
         top *= max(float(np.linalg.eigvalsh(np.asarray(K, np.float64))[-1]), 1e-12)
     return np.logspace(math.log10(top * 1e-6), math.log10(top * 10), n)
 

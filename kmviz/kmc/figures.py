@@ -137,15 +137,22 @@ def leverage_map_figure(data, scores, *, title="") -> go.Figure:
     ridge leverage score."""
     s = np.asarray(scores, dtype=float)
     lo, hi = float(s.min()), float(s.max())
-    size = 4 + 10 * np.sqrt((s - lo) / max(hi - lo, 1e-300))
+    flat = hi - lo <= 1e-3 * max(abs(hi), 1e-300)
+    # nearly equal scores: one size, and the colour scale spans [0, 1] (the scores' range)
+    # instead of a sliver whose ticks read 1.00074487906044518
+    size = np.full(s.shape, 8.0) if flat else 4 + 10 * np.sqrt((s - lo) / (hi - lo))
+    scale = dict(cmin=0.0, cmax=1.0) if flat else {}
     fig = go.Figure(go.Scatter(
         x=data.coords[:, 0], y=data.coords[:, 1], mode="markers",
-        marker=dict(color=s, size=size, colorscale="Plasma", showscale=True,
-                    colorbar=dict(title="leverage"), line=dict(width=0)),
+        marker=dict(color=s, size=size, colorscale="Plasma", showscale=True, **scale,
+                    colorbar=dict(title="leverage", tickformat=".3~g"), line=dict(width=0)),
         text=_point_hover(data),
         hovertemplate="%{text}<br>leverage %{marker.color:.3g}<extra></extra>"))
+    if flat and not title:
+        title = f"every score is about {hi:.3g}: the kernel is flat at this α"
     fig.update_layout(title=title, height=480, margin=dict(l=10, r=10, t=40, b=10),
-                      xaxis_title=data.axes[0], yaxis_title=data.axes[1])
+                      xaxis=dict(title=data.axes[0], tickformat=".3~g"),
+                      yaxis=dict(title=data.axes[1], tickformat=".3~g"))
     return fig
 
 

@@ -304,13 +304,16 @@ def compare_with_mean(st, trace, validation):
     base = math.sqrt(float(np.mean((v - mean) ** 2)))
     if not (math.isfinite(ours) and ours >= base):
         return
-    hint = ""
+    hint, fix = "", {}
     if not st.prm["center"] and abs(mean) > float(np.std(st.values)):
         hint = (f" The values are not centered (mean {mean:.3g}): the method shrinks its "
                 f"estimate toward 0, so try center=True")
         hint += " and a larger mu (1-10 on ratings)." if st.method == "kkmcex" else "."
+        fix = {"fix_center": True}
+        if st.method == "kkmcex" and float(st.prm["mu"]) < 1.0:
+            fix["fix_mu"] = 3.0
     msg = (f"{st.method}'s {where} RMSE {ours:.4g} is no better than predicting the "
            f"training mean ({base:.4g}).{hint}")
-    trace.event("warning", msg)
+    trace.event("warning", msg, **fix)
     warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 

@@ -1,7 +1,7 @@
 """One-class MF settings measured on catalogue datasets (the Train page offers them through
 :func:`kmviz.data.suggested_settings`; the registry entry points here)."""
 
-from ..data.catalogue import Suggestion
+from ..data.catalogue import Suggestion, one_class_defaults
 
 #: Catalogue dataset name -> the settings measured on it.
 SUGGESTIONS = {
@@ -19,3 +19,11 @@ SUGGESTIONS = {
              "average taste; it then wants a smaller ρ and λ. The genres and years "
              "as item features did not help here."),
 }
+
+
+
+def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
+    """One-class MF's defaults for ``ratings`` (``Family.defaults_for``; the settings
+    measured on a catalogue dataset go on top): a positive threshold only for graded values
+    (:func:`kmviz.data.catalogue.one_class_defaults`)."""
+    return one_class_defaults(ratings)

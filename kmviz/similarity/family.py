@@ -26,6 +26,7 @@ FAMILY = Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.similarity.warmup",
+    defaults_for="kmviz.similarity.suggested:defaults_for",
     reference=("Yuan, Li, Quan, Lin, *Efficient optimization methods for extreme similarity "
                "learning with nonlinear embeddings*, KDD 2021 "
                "([doi:10.1145/3447548.3467363](https://doi.org/10.1145/3447548.3467363))"),

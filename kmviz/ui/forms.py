@@ -6,6 +6,8 @@ import streamlit as st
 
 from kmviz._params import RANDOM_STATE
 
+from .text import md_escape
+
 def _persisted(store_key: str, defaults: dict) -> dict:
     """Our copy of the form values (survives page changes, unlike widget state)."""
     values = dict(defaults)
@@ -153,6 +155,64 @@ def params_form(family, *, overrides: dict | None = None, on_submit=None) -> tup
     params = form_params(family)
     st.session_state[store_key] = params
     return params, submitted
+
+
+def _origin_key(family) -> str:
+    return f"kmviz_params_origin_{family.name}"
+
+
+def reset_form(family, defaults: dict) -> None:
+    """Put ``defaults`` in ``family``'s form (the widgets and our copy); a button's callback."""
+    prefix = f"train_{family.name}_"
+    for k in family.default_params():
+        st.session_state.pop(prefix + k, None)
+    st.session_state[f"kmviz_params_{family.name}"] = dict(defaults)
+
+
+def start_from_defaults(family, defaults: dict, origin: dict) -> str | None:
+    """Make ``family``'s form start from ``defaults`` when the data changed since it was
+    last filled (``origin``: ``{"key": fingerprint, "name": dataset name}``): settings are
+    never carried from one dataset to another. Returns the name of the dataset whose
+    settings were replaced, when there were some, so that the page can say so."""
+    before = st.session_state.get(_origin_key(family))
+    if before is not None and before.get("key") == origin.get("key"):
+        return None
+    reset_form(family, defaults)
+    st.session_state[_origin_key(family)] = dict(origin)
+    return None if before is None else str(before.get("name") or "another dataset")
+
+
+def defaults_panel(family, ratings, spec: dict, *, quiet: bool = False) -> dict:
+    """Fill ``family``'s form with its defaults for the session's data when the data or
+    the family changed (:meth:`kmviz.families.Family.dataset_defaults`), say where they
+    come from, offer "Reset to defaults", and say before any click when the family cannot
+    use the data. ``quiet``: no notice that the form was reset (a saved run's settings
+    are loaded over it). Returns the defaults."""
+    built_in = spec.get("kind") == "built-in"
+    dataset = str(spec.get("source", "")) if built_in else None
+    try:
+        found = family.dataset_defaults(ratings, dataset, spec.get("options") if built_in
+                                        else None)
+    except ValueError as exc:
+        st.error(f"{family.title} cannot use this dataset: {exc}", icon=":material/block:")
+        defaults, why = family.default_params(), None
+    else:
+        defaults, why = found.params, found.note
+    replaced = start_from_defaults(family, defaults, {"key": ratings.fingerprint(),
+                                                      "name": ratings.name})
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    if why is not None:
+        left.caption(f"The form starts from {family.short or family.title}'s defaults "
+                     f"for this dataset: {why}")  # written by the family, not user text
+    if replaced and not quiet:
+        left.info(f"The data changed: the form now holds the defaults for this dataset; "
+                  f"the settings used on {md_escape(replaced)} were not kept.",
+                  icon=":material/restart_alt:")
+    right.button("Reset to defaults", key=f"train_reset_{family.name}",
+                 icon=":material/restart_alt:", on_click=reset_form,
+                 args=(family, defaults), help="Put this family's defaults for this "
+                 "dataset back in the form.")
+    return defaults
 
 
 #: Help per synthetic-generator parameter (kmviz.data.synthetic docstrings, in short).

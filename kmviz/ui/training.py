@@ -30,6 +30,7 @@ from kmviz.trace import Trace
 from .errors import user_errors
 from .forms import form_params
 from .state import RunRecord, StateKeys, session_owner
+from .text import md_escape
 from .warmup import WarmUp
 
 log = logging.getLogger("kmviz.ui")
@@ -303,3 +304,45 @@ def start_requested_job() -> None:
         with user_errors("starting the training"):
             start_job(request["family"], request["params"], request_id=request["id"])
     st.session_state[StateKeys.TRAIN_REQUEST] = None
+
+
+# -- a fit's warnings on the page ---------------------------------------------------------
+def warning_fix(event: dict) -> dict:
+    """The settings change a trace warning proposes: its ``fix_<parameter>`` entries."""
+    return {k[4:]: v for k, v in event.items() if k.startswith("fix_") and len(k) > 4}
+
+
+def _fix_words(family: str, fix: dict) -> str:
+    """``max iterations = 400, center = yes``: the change in the form's words."""
+    constraints = families.get(family).constraints()
+
+    def shown(v):
+        return "yes" if v is True else "no" if v is False else f"{v:g}" \
+            if isinstance(v, float) else str(v)
+
+    return ", ".join(f"{getattr(constraints.get(k), 'label', '') or k} = {shown(v)}"
+                     for k, v in fix.items())
+
+
+def _apply_fix(family: str, params: dict, fix: dict) -> None:
+    # a button's callback: the Train page loads these settings into the form on its next run
+    st.session_state[StateKeys.RERUN_CONFIG] = (family, {**params, **fix}, "fix")
+    st.session_state[StateKeys.NOTICE] = (f"Changed as the warning proposed: "
+                                          f"{_fix_words(family, fix)}.")
+
+
+def fit_warnings(run) -> None:
+    """Every warning the run's fit raised (its trace's "warning" events: no convergence,
+    no better than the mean, divergence ...), each with what to change, and a button that
+    puts the proposed change in the form where the warning names one."""
+    events = [e for e in getattr(run.trace, "events", []) or []
+              if e.get("kind") == "warning"]
+    for n, event in enumerate(events):
+        st.warning(md_escape(event.get("message", "")), icon=":material/warning:")
+        fix = warning_fix(event)
+        if fix and run.family in families.names():
+            st.button(f"Set {_fix_words(run.family, fix)}", key=f"train_fix_{run.run_id}_{n}",
+                      icon=":material/build:", on_click=_apply_fix,
+                      args=(run.family, dict(run.params), fix),
+                      help="Puts this change in the form above (the other settings stay); "
+                           "then press Train.")

@@ -20,9 +20,14 @@ def test_gapminder_offers_kernel_mc_its_measured_settings_and_loads_them():
     pick_family(at, "kmc")
     assert "Settings measured on this dataset" in _panel_text(at)
     assert "bench/kmc_gapminder.py" in _panel_text(at)
-    # the form still holds the family's defaults until the user asks
-    assert at.selectbox(key="train_kmc_graph_kernel").value == "diffusion"
-    assert at.number_input(key="train_kmc_mu").value == 0.01
+    # the form starts from them (issue 20: the defaults for this dataset); the button
+    # puts them back after a change
+    wanted = suggested_settings("gapminder", "kmc").params
+    assert at.selectbox(key="train_kmc_graph_kernel").value == wanted["graph_kernel"]
+    assert at.number_input(key="train_kmc_mu").value == wanted["mu"]
+    at.session_state["train_kmc_mu"] = 0.5  # a change (the form is submitted on Train)
+    at.run()
+    assert at.number_input(key="train_kmc_mu").value == 0.5
 
     button(at, "Use these settings").click().run()
     assert not at.exception, at.exception
@@ -53,6 +58,8 @@ def test_movielens_small_offers_one_class_mf_its_measured_settings():
     load_builtin(at, "movielens-small")
     pick_family(at, "ocmf")
     assert "bench/ocmf_suggested.py" in _panel_text(at)
+    at.session_state["train_ocmf_a_bar"] = -1.0
+    at.run()
     assert at.number_input(key="train_ocmf_a_bar").value == -1.0
     button(at, "Use these settings").click().run()
     assert not at.exception, at.exception

@@ -404,3 +404,26 @@ def test_figures_are_built_from_the_results(problem, mixture):
     fig = fg.nystrom_error_figure(an.error_bands(curve))
     assert [t.name for t in fig.data if t.name] == ["uniform", "ridge leverage (exact)"]
     assert not math.isnan(fig.data[1].y[0])
+
+
+def test_kernel_block_of_a_factor_equals_the_dense_block():
+    from kmviz.kmc.krr import SideKernel
+
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(30, 4))
+    idx = np.array([1, 5, 7, 20])
+    for kernel in (SideKernel(30, factor=F, shift=0.5), SideKernel(30, dense=F @ F.T),
+                   SideKernel(30, identity=True)):
+        np.testing.assert_allclose(an.kernel_block(kernel, idx),
+                                   kernel.dense()[np.ix_(idx, idx)], atol=1e-12)
+
+
+def test_kron_sample_states_the_sample_and_its_scores_match_the_blocks(problem):
+    _, _, _, _, model = problem
+    whole = an.kron_sample(model)
+    assert whole.note == "" and whole.Kr.shape == (model.n_rows_, model.n_rows_)
+    part = an.kron_sample(model, max_side=6, random_state=1)
+    assert part.Kr.shape == (6, 6) and len(part.rows) == 6
+    assert "uniform random sample" in part.note and "6 of the" in part.note
+    exact, approx, d_eff = an.kron_scores(part, an.kron_alpha_grid(part)[20])
+    assert exact.shape == (part.Kr.shape[0], part.Kc.shape[0]) and d_eff > 0
