@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..families import Family
+from ..families import ExplorePage, Family
 
 FAMILY = Family(
     name="similarity",
@@ -21,6 +21,11 @@ FAMILY = Family(
              "test_ndcg_at_5"),
     label_params=("k", "user_tower", "item_tower", "solver"),
     telemetry="kmviz.similarity.telemetry",
+    explore=(
+        ExplorePage("app_pages/similarity_optimizers.py", "Optimizers", ":material/speed:"),
+        ExplorePage("app_pages/similarity_embeddings.py", "Embeddings",
+                    ":material/scatter_plot:"),
+    ),
     quick_params={"k": 4, "max_iter": 3, "threshold": 0.5, "random_state": 0},
     contract_data={"source": "planted-lowrank", "n_users": 60, "n_items": 40, "rank": 3,
                    "random_state": 1},
