@@ -28,8 +28,8 @@ st.caption(md_escape(
     "counted)."))
 ratings, split = require_dataset()
 params = form_params(families.get("similarity"))
-st.markdown("Settings of the Train page's form: " + ", ".join(
-    f"{name} = `{md_escape(params[name])}`" for name in SHOWN) + ". Change them there.")
+st.markdown(md_escape("Settings of the Train page's form: " + ", ".join(
+    f"{name} = {params[name]}" for name in SHOWN) + ". Change them there."))
 if split.validation is None:
     st.info("The split has no validation part: the MAP@5 panel stays empty (set one on the "
             "Data page).")
