@@ -83,8 +83,8 @@ _progress()
 stored = st.session_state.get(RESULT)
 if stored is None or stored[0] is None or not len(stored[0].frame):
     if not running:
-        st.info("Choose solvers and press Compare (about a minute at the defaults on "
-                "MovieLens latest-small).")
+        st.info(f"Choose solvers and press Compare (at most {len(chosen)} × {limit} s of "
+                "optimization, plus the validation rankings).")
     st.stop()
 result, status = stored
 if status == "stopped":

@@ -30,7 +30,13 @@ COLUMNS = ("solver", "label", "iteration", "time_s", "objective",
 
 
 class _TimedValidation(SimilarityLearning):
-    """The estimator, with the seconds its validation ranking took in every trace row."""
+    """The estimator, with the seconds its validation ranking took in every trace row and
+    the objective at the starting theta (``start_objective_``)."""
+
+    def _fit_start(self, data, prm, **kwargs):
+        state = super()._fit_start(data, prm, **kwargs)
+        self.start_objective_ = float(state.previous)
+        return state
 
     def _trace_metrics(self, state, validation):
         start = time.perf_counter()
@@ -58,8 +64,12 @@ class Comparison:
     best_objective: float = float("nan")
 
 
-def _rows(solver, trace_rows):
+def _rows(solver, trace_rows, start_objective=None):
     out, spent = [], 0.0
+    if start_objective is not None and np.isfinite(start_objective):
+        out.append({"solver": solver, "label": SOLVER_LABELS.get(solver, solver),
+                    "iteration": 0, "time_s": 0.0, "objective": start_objective,
+                    "validation_map_at_5": np.nan})
     for row in trace_rows:
         spent += float(row.get("validation_seconds", 0.0))
         out.append({"solver": solver, "label": SOLVER_LABELS.get(solver, solver),
@@ -139,7 +149,7 @@ def compare_solvers(train, validation, solvers=SOLVERS, params=None, *, time_lim
                 notes[solver] = trace.stop_message or str(trace.stop_reason)
         except NumericalError as exc:
             notes[solver] = f"diverged: {exc}"
-        rows.extend(_rows(solver, seen))
+        rows.extend(_rows(solver, seen, getattr(model, "start_objective_", None)))
     frame = pd.DataFrame(rows, columns=[c for c in COLUMNS
                                         if c != "relative_objective_difference"])
     best = float(frame["objective"].min()) if len(frame) else float("nan")

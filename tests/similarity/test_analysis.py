@@ -92,6 +92,9 @@ def test_compare_solvers_same_start_and_relative_difference():
         c = compare_solvers(data, data, ["newton", "gd"], {"k": 3, "max_iter": 4})
     f = c.frame
     assert set(f["solver"]) == {"newton", "gd"} and (f["time_s"] >= 0).all()
+    start = f[f["iteration"] == 0]           # the same theta: the same starting objective
+    assert len(start) == 2 and start["objective"].nunique() == 1
+    assert (start["time_s"] == 0).all()
     assert f["relative_objective_difference"].min() == 0.0
     assert c.best_objective == f["objective"].min()
     assert (f.groupby("solver")["time_s"].apply(lambda t: t.is_monotonic_increasing)).all()
