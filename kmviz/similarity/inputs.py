@@ -51,7 +51,8 @@ class TowerParam(Param):
 
 def side_features(data, given, who, n_rows, prm, events):
     """The side features of one side as CSR (or None): given ones, else the interactions' own
-    when ``side_features`` asks for them (DataFrames encoded by :func:`kmviz.data.encode_features`)."""
+    when ``side_features`` asks for them (DataFrames encoded by
+    :func:`kmviz.data.encode_features`)."""
     what = f"{who}_features"
     if given is not None:
         F, _ = check_feature_matrix(given, n_rows, what, n_users_word=f"{who}s")
