@@ -5,6 +5,7 @@
 
 from .builtin import load_boston, load_gapminder, load_movielens_small
 from .graphs import erdos_renyi_graph, group_graph, temporal_graph
+from .features import check_feature_matrix, encode_features, normalize_rows
 from .catalogue import (DatasetEntry, Suggestion, get_dataset, list_datasets, load,
                         suggested_settings)
 from .loaders import (
@@ -37,12 +38,15 @@ __all__ = [
     "DEFAULT_SPLIT",
     "Split",
     "make_split",
+    "normalize_rows",
     "DatasetEntry",
     "Suggestion",
     "PlantedKMTruth",
     "PlantedLowRankTruth",
     "Ratings",
+    "check_feature_matrix",
     "detect_format",
+    "encode_features",
     "get_dataset",
     "implication_pairs",
     "km_toy",

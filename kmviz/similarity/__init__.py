@@ -9,8 +9,8 @@
 - :mod:`~kmviz.similarity.synthetic`: one-class data with planted (nonlinear) towers;
 - :mod:`~kmviz.similarity.analysis`: embeddings in 2-D, neighbours, tower layers, cold scores.
 
-Names are imported on first use, so that ``kmviz.similarity.family`` (read by the registry
-at start-up) does not import Numba.
+Names are imported on first use, so that importing the package (the registry reads its
+modules at start-up) does not import Numba.
 """
 
 from importlib import import_module

@@ -4,12 +4,15 @@
 - :func:`nearest`: an item's (user's) nearest neighbours by cosine of embeddings;
 - :func:`tower_activations`: what each layer of a tower does to one entity;
 - :func:`score_from_features`: the scores of an item described by features alone (a cold
-  item), against every user.
+  item), against every user; :func:`cold_item_scores` for an item of the data;
+- :func:`side_labels`: a label per user or item (genre, decade, age group, activity) to
+  colour the 2-D embeddings by.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 
@@ -84,3 +87,148 @@ def score_from_features(model, features, ids_width=None):
     row = sp.csr_matrix(np.concatenate([np.zeros(width), f])[None, :])
     q = tower.forward(model.theta_[model.n_user_params_:], row)[0]
     return model.user_factors_ @ q
+
+
+# ----------------------------------------------------------------------------- page data
+#: Age groups of the MovieLens user tables (the 100K/1M bands).
+AGE_EDGES = (18, 25, 35, 45, 56)
+ACTIVITY = "positives in training"
+
+
+def _flag_columns(df):
+    return [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c])
+            and set(pd.unique(df[c].dropna())) <= {0, 1, 0.0, 1.0}]
+
+
+def colour_options(ratings, side="items") -> list:
+    """What :func:`side_labels` can colour a side by: ``"genre"`` (0/1 flag columns, as
+    MovieLens genres), the other columns of the side's feature table, and the activity."""
+    df = getattr(ratings, f"{side[:-1]}_features", None)
+    out = []
+    if df is not None:
+        flags = _flag_columns(df)
+        if len(flags) > 1:
+            out.append("genre")
+        out += [str(c) for c in df.columns if c not in flags]
+    return out + [ACTIVITY]
+
+
+def side_labels(ratings, side, option, counts=None) -> np.ndarray:
+    """One label per user (item) for colouring: the first flagged genre (or "none"), the
+    decade of a year, the age group of an age, a category as it is, or the quartile of
+    training positives (``counts``, one per row) for :data:`ACTIVITY`."""
+    n = ratings.n_users if side == "users" else ratings.n_items
+    if option == ACTIVITY:
+        c = np.zeros(n) if counts is None else np.asarray(counts, dtype=np.float64)
+        edges = np.unique(np.quantile(c, [0.25, 0.5, 0.75]))
+        band = np.searchsorted(edges, c, side="right")
+        bounds = np.concatenate([[c.min()], edges, [c.max()]])
+        names = [f"{bounds[b]:.0f}-{bounds[b + 1]:.0f} positives" for b in range(edges.size + 1)]
+        return np.array([names[b] for b in band], dtype=object)
+    df = getattr(ratings, f"{side[:-1]}_features", None)
+    if df is None:
+        raise ValueError(f"these {side} have no side features; colour by {ACTIVITY!r}.")
+    if option == "genre":
+        flags = _flag_columns(df)
+        F = df[flags].fillna(0).to_numpy(dtype=np.float64)
+        first = np.argmax(F > 0, axis=1)
+        return np.where(F.any(axis=1), np.array(flags, dtype=object)[first], "none")
+    if option not in map(str, df.columns):
+        raise ValueError(f"{option!r} is not a column of the {side[:-1]} features; choose one "
+                         f"of {colour_options(ratings, side)}.")
+    col = df[[c for c in df.columns if str(c) == option][0]]
+    if pd.api.types.is_numeric_dtype(col):
+        x = col.to_numpy(dtype=np.float64)
+        ok = ~np.isnan(x)
+        if "age" in option.lower():
+            edges = np.asarray(AGE_EDGES, dtype=np.float64)
+            names = ["under 18"] + [f"{a:g}-{b - 1:g}" for a, b in zip(edges[:-1], edges[1:])]
+            names.append(f"{edges[-1]:g}+")
+            lab = np.array([names[b] for b in np.searchsorted(edges, np.nan_to_num(x),
+                                                                side="right")], dtype=object)
+        elif ok.any() and np.all((x[ok] >= 1800) & (x[ok] <= 2100)):   # a year: decades
+            lab = np.array([f"{np.floor(v / 10) * 10:.0f}s" for v in np.nan_to_num(x)],
+                           dtype=object)
+        elif ok.any() and np.unique(x[ok]).size <= 12:
+            lab = np.array([f"{v:g}" for v in x], dtype=object)
+        else:                                                          # quartiles
+            q = np.quantile(x[ok], [0.25, 0.5, 0.75]) if ok.any() else np.zeros(3)
+            names = ["1st quartile", "2nd quartile", "3rd quartile", "4th quartile"]
+            lab = np.array([names[b] for b in np.searchsorted(q, np.nan_to_num(x))],
+                           dtype=object)
+        lab[~ok] = "unknown"
+        return lab
+    return col.astype("object").where(col.notna(), "unknown").astype(str).to_numpy()
+
+
+def item_ids_width(model) -> int:
+    """How many one-hot id columns lead the item tower's input (0 for an identity tower:
+    it has no input)."""
+    _, X = _tower_and_input(model, "items")
+    if X is None:
+        return 0
+    ids = model.item_ids
+    n = model.item_factors_.shape[0]
+    if ids == "all":
+        return n
+    if ids == "none":
+        return 0
+    return int(np.unique(model._seen_idx).size)
+
+
+def cold_scoring_problem(model) -> str | None:
+    """Why the items of ``model`` cannot be scored from their features alone (None: they
+    can)."""
+    tower, X = _tower_and_input(model, "items")
+    if tower.kind == "identity":
+        return ("the item tower is an identity (an embedding table): an item has no "
+                "features to be scored from; train with a linear or MLP item tower and item "
+                "side features.")
+    if X.shape[1] == item_ids_width(model):
+        return ("the item tower has no feature columns; train with side_features 'item' or "
+                "'both' (or give item_features to fit).")
+    return None
+
+
+def cold_item_scores(model, item) -> tuple[np.ndarray, np.ndarray]:
+    """(cold, warm) scores of item ``item`` against every user: ``cold`` from its features
+    alone (its id column dropped, as if the item were new), ``warm`` the fitted ones."""
+    problem = cold_scoring_problem(model)
+    if problem is not None:
+        raise ValueError(problem)
+    _, X = _tower_and_input(model, "items")
+    width = item_ids_width(model)
+    row = X[[int(item)]].toarray().ravel() if sp.issparse(X) else np.asarray(X[item]).ravel()
+    cold = score_from_features(model, row[width:], ids_width=width)
+    return cold, model.user_factors_ @ model.item_factors_[int(item)]
+
+
+def neighbours_table(model, index, labels, k=10, side="items") -> pd.DataFrame:
+    """The k nearest rows of ``index`` by cosine of embeddings, with their labels."""
+    idx, cos = nearest(model, index, k=k, side=side)
+    return pd.DataFrame({"rank": np.arange(1, idx.size + 1), "index": idx,
+                         "name": [str(labels[i]) for i in idx], "cosine": cos})
+
+
+def layer_table(activations) -> pd.DataFrame:
+    """Per layer of :func:`tower_activations`: width, norm, share of units that are
+    active (above 0), mean and spread."""
+    return pd.DataFrame([{"layer": name, "width": a.size, "norm": float(np.linalg.norm(a)),
+                          "active units": float(np.mean(a > 0)),
+                          "mean": float(a.mean()), "std": float(a.std())}
+                         for name, a in activations])
+
+
+def positives_per(model, side="items") -> np.ndarray:
+    """Training positives per user (item) of a fitted model."""
+    model._check_fitted()
+    if side == "users":
+        return np.diff(model._seen_ptr)
+    return np.bincount(model._seen_idx, minlength=model.item_factors_.shape[0])
+
+
+def rank_agreement(a, b) -> float:
+    """Spearman correlation of two score vectors (ranks, ties by order)."""
+    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(np.float64)
+    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(np.float64)
+    return float(np.corrcoef(ra, rb)[0, 1]) if ra.size > 1 else float("nan")

@@ -2,7 +2,7 @@
 
 A tower's input is ``X = [one-hot ids | features]`` (CSR); which rows get an id column is
 the ``user_ids`` / ``item_ids`` setting, and the features are those given to ``fit`` or
-the interactions' own (``side_features``), encoded by :func:`kmviz.ocmf.encode_features`.
+the interactions' own (``side_features``), encoded by :func:`kmviz.data.encode_features`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .._params import Param
+from ..data.features import check_feature_matrix, encode_features
 from ..exceptions import DataError, InvalidParameterError
 from .towers import make_tower, parse_tower, tower_input
 
@@ -50,9 +51,8 @@ class TowerParam(Param):
 
 def side_features(data, given, who, n_rows, prm, events):
     """The side features of one side as CSR (or None): given ones, else the interactions' own
-    when ``side_features`` asks for them (DataFrames encoded as OCMF encodes them)."""
-    from ..ocmf.features import check_feature_matrix, encode_features
-
+    when ``side_features`` asks for them (DataFrames encoded by
+    :func:`kmviz.data.encode_features`)."""
     what = f"{who}_features"
     if given is not None:
         F, _ = check_feature_matrix(given, n_rows, what, n_users_word=f"{who}s")

@@ -153,8 +153,10 @@ def test_bad_inputs(planted):
         model.predict([10**6], [0])
 
 
-def test_family_entry_is_ready_to_register():
-    from kmviz.similarity.family import FAMILY
+def test_family_entry_is_registered():
+    from kmviz.families import get
+
+    FAMILY = get("similarity")
 
     cls = FAMILY.estimator_class()
     assert cls is SimilarityLearning and FAMILY.name == "similarity"
@@ -233,8 +235,9 @@ def test_family_module_imports_without_numba():
     import subprocess
     import sys
 
-    code = ("import sys; import kmviz.similarity.family as f; "
-            "assert 'numba' not in sys.modules, 'numba imported'; print(f.FAMILY.name)")
+    code = ("import sys; from kmviz import families; "
+            "assert 'numba' not in sys.modules, 'numba imported'; "
+            "print(families.get('similarity').name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr

@@ -1,0 +1,127 @@
+"""The similarity family in the app: its Train form, the Optimizers and Embeddings pages."""
+
+import time
+
+import pytest
+
+from kmviz.ui.state import StateKeys
+from tests.app.apphelpers import (goto, load_builtin, new_session, pick_family,
+                                  plotly_specs, submit_train)
+
+OPTIMIZERS = "app_pages/similarity_optimizers.py"
+EMBEDDINGS = "app_pages/similarity_embeddings.py"
+
+
+def _no_errors(at):
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_pages_guard_without_a_run():
+    at = new_session()
+    goto(at, EMBEDDINGS)
+    assert "run yet" in at.info[0].value and not at.error
+    goto(at, OPTIMIZERS)  # needs data only; computes nothing until asked
+    _no_errors(at)
+    assert any("press Compare" in i.value for i in at.info)
+
+
+@pytest.mark.slow
+def test_default_form_beats_popularity_on_movielens_small_then_embeddings():
+    """The form as it comes, on the built-in default data (MovieLens latest-small)."""
+    at = pick_family(new_session(), "similarity")
+    assert at.selectbox(key="train_similarity_user_tower").value == "identity"
+    start = time.perf_counter()
+    submit_train(at, {})
+    seconds = time.perf_counter() - start
+    job = at.session_state[StateKeys.JOB]
+    assert job.status == "done", job.progress()["message"]
+    run = next(iter(at.session_state[StateKeys.RUNS].values()))
+    pop = _popularity_map_at_5(run)
+    assert run.metrics["test_map_at_5"] > pop + 0.03, (run.metrics, pop)
+    assert seconds < 120, seconds
+
+    goto(at, EMBEDDINGS)
+    _no_errors(at)
+    assert len(plotly_specs(at)) >= 2          # the 2-D map and the tower layers
+    names = at.dataframe[0].value
+    assert list(names["rank"]) == list(range(1, 11))
+    at.selectbox(key="similarity_emb_colour_items").set_value("genre").run()
+    _no_errors(at)
+    groups = [t.get("name", "") for t in plotly_specs(at)[0]["data"]]
+    assert any(g.startswith("Drama") for g in groups), groups
+    at.radio(key="similarity_emb_side").set_value("users").run()
+    _no_errors(at)
+    # identity towers: no features to score a cold item from, said in words
+    assert any("No cold scores" in i.value and "identity" in i.value for i in at.info)
+
+
+def _popularity_map_at_5(run):
+    import numpy as np
+
+    from kmviz.similarity import SimilarityLearning
+
+    model = run.model
+    counts = np.bincount(model._seen_idx, minlength=model.item_factors_.shape[0])
+    arrays = {"theta": np.zeros(1), "n_user_params": np.array([0]),
+              "user_factors": np.ones((model.user_factors_.shape[0], 1)),
+              "item_factors": counts[:, None] / counts.max(),
+              "seen_indptr": model._seen_ptr, "seen_indices": model._seen_idx,
+              "objective": np.array([0.0])}
+    pop = SimilarityLearning.from_fitted_arrays(arrays, {"threshold": model.threshold})
+    return pop.evaluate(run.split.test)["map_at_5"]
+
+
+@pytest.mark.slow
+def test_optimizers_and_an_mlp_tower_on_planted_data():
+    at = new_session()
+    load_builtin(at, "planted-lowrank", n_users=120, n_items=80, n_item_features=4)
+    pick_family(at, "similarity")
+    at.selectbox(key="train_similarity_item_tower").set_value("mlp:64")
+    at.selectbox(key="train_similarity_side_features").set_value("item")
+    submit_train(at, {"train_similarity_k": 8, "train_similarity_max_iter": 5})
+    assert at.session_state[StateKeys.JOB].status == "done"
+
+    goto(at, OPTIMIZERS)
+    _no_errors(at)
+    at.multiselect(key="similarity_opt_solvers").set_value(["newton", "gd"])
+    at.number_input(key="similarity_opt_limit").set_value(5)
+    at.number_input(key="similarity_opt_iters").set_value(4)
+    at.button(key="similarity_opt_run").click().run()
+    _no_errors(at)
+    job = at.session_state["similarity_compare_job"]
+    end = time.time() + 120
+    while not job.done and time.time() < end:
+        time.sleep(0.2)
+    at.run()
+    at.run()  # the progress fragment moves the result into the page's state, then reruns
+    _no_errors(at)
+    result, status = at.session_state["similarity_compare_result"]
+    assert status == "done" and set(result.frame["solver"]) == {"newton", "gd"}
+    spec = plotly_specs(at)[0]
+    assert {d["name"] for d in spec["data"] if d.get("showlegend", True) is not False} >= {
+        "Gauss-Newton + CG (Alg. 3-4)"}
+    assert "time_to_0.001_s" in at.dataframe[0].value.columns
+
+    goto(at, EMBEDDINGS)
+    _no_errors(at)
+    assert at.metric[0].label.startswith("rank agreement")
+    layer_names = plotly_specs(at)[-1]["data"][0]["y"]
+    assert layer_names[0].startswith("hidden layer 1") and "embedding" in layer_names[-1]
+
+
+@pytest.mark.slow
+def test_stop_keeps_the_curves_so_far():
+    from kmviz.similarity.optimizers import ComparisonJob
+    from kmviz.similarity.synthetic import make_planted_towers
+
+    data, _ = make_planted_towers(200, 120, 3, random_state=0)
+    job = ComparisonJob(data, data, ["newton", "gd", "gd-diag"],
+                        {"k": 4, "max_iter": 500, "tol": 0}).start()
+    end = time.time() + 60
+    while job.snapshot()["iteration"] < 3 and time.time() < end:
+        time.sleep(0.05)
+    job.stop()
+    job.thread.join(60)
+    assert job.snapshot()["status"] == "stopped"
+    assert 0 < len(job.result.frame) and set(job.result.frame["solver"]) == {"newton"}
