@@ -129,13 +129,14 @@ class Param:
         if self.kind is bool:
             return "true or false"
         kind = "integer" if self.kind is int else "number"
+        article = "an" if kind == "integer" else "a"
         if self.low is None and self.high is None:
-            return f"a {kind}"
+            return f"{article} {kind}"
         left = "[" if self.closed in ("left", "both") and self.low is not None else "("
         right = "]" if self.closed in ("right", "both") and self.high is not None else ")"
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
-        return f"a {kind} in {left}{lo}, {hi}{right}"
+        return f"{article} {kind} in {left}{lo}, {hi}{right}"
 
 
 def validate_params(estimator) -> dict:

@@ -252,7 +252,7 @@ def _cmd_train(args) -> int:
 
     trace = model.trace_
     metrics = run_metrics(model, split)
-    summary = [("iterations", f"{trace.n_iter} (stopped: {trace.stop_reason})"),
+    summary = [("iterations", f"{trace.n_iter} ({trace.stop_reason}: {trace.stop_message})"),
                ("time", f"{elapsed:.2f} s")]
     summary += [(k, v) for k, v in metrics.items() if k != "n_iter"]
     phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
