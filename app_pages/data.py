@@ -80,8 +80,9 @@ dataset_metrics(ratings)
 c1, c2, c3 = st.columns(3)
 c1.plotly_chart(rating_histogram_figure(ratings.values, r_min=ratings.r_min,
                                         r_max=ratings.r_max, implicit=ratings.implicit))
-c2.plotly_chart(count_distribution_figure(ratings.user_counts(), what="user"))
-c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what="item"))
+row_noun, column_noun = ratings.nouns  # the dataset's words: countries and years, ...
+c2.plotly_chart(count_distribution_figure(ratings.user_counts(), what=row_noun))
+c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what=column_noun))
 
 c1, c2 = st.columns([1, 2])
 c1.dataframe(side_information(ratings), hide_index=True)

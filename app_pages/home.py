@@ -8,7 +8,7 @@ from kmviz.ui.datasets import ensure_dataset, quick_start
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.text import md_escape
-from kmviz.ui.views import collect_finished_job
+from kmviz.ui.views import collect_finished_job, pick_family_on_train
 
 init_state()
 collect_finished_job()
@@ -51,6 +51,7 @@ if planted:
     with user_errors("loading the dataset") as outcome:
         quick_start(demo.name)
     if outcome.ok:
+        pick_family_on_train(demo_family.name)  # the family the data was made for
         st.switch_page("app_pages/train.py")
 
 ratings, split = ensure_dataset()

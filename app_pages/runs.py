@@ -26,7 +26,7 @@ if df.empty:
 st.caption(f"{len(df)} run(s), newest first; click a column header to sort. Runs saved by "
            "the app and by the command line (`kmviz runs list`) are the same runs." + (
                "" if shared_runs() else " Runs made by other sessions are read-only here."))
-st.dataframe(ru.table(df), hide_index=True, column_config=ru.table_config(df))
+st.dataframe(ru.styled_table(df), hide_index=True, column_config=ru.table_config(df))
 
 labels = dict(zip(df["run_id"], df["label"] + " · " + df["run_id"].str[-8:]))
 ids = list(labels)

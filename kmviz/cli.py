@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -78,6 +79,40 @@ def _table(rows: list[list], header: list[str], *, max_width: int = 48) -> str:
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+#: The narrowest table ``kmviz runs list`` makes, whatever the terminal says.
+MIN_TABLE_WIDTH = 60
+
+
+def _terminal_width() -> int | None:
+    """The width a table must fit: ``$COLUMNS`` when set, else the terminal's when the
+    output is one; None (no limit) when the output goes to a file or a pipe."""
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return None
+    return max(MIN_TABLE_WIDTH, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _fit_table(rows, header, drop, *, width: int | None) -> tuple[str, list[str]]:
+    """:func:`_table` no wider than ``width``: text cells are shortened (to 32, 24, then 16
+    characters), then the columns at the indices ``drop`` are left out in that order.
+    Returns the table and the headers left out. ``width=None``: the whole table."""
+    if width is None:
+        return _table(rows, header, max_width=32), []
+    keep = list(range(len(header)))
+    hidden = []
+    pending = list(drop)
+    while True:
+        for cell in (32, 24, 16):
+            text = _table([[r[j] for j in keep] for r in rows], [header[j] for j in keep],
+                          max_width=cell)
+            if max(len(line) for line in text.splitlines()) <= width:
+                return text, hidden
+        if not pending:
+            return text, hidden
+        j = pending.pop(0)
+        keep.remove(j)
+        hidden.append(header[j])
 
 
 def _pairs(items: list[tuple[str, object]]) -> str:
@@ -319,7 +354,20 @@ def _cmd_runs_list(args) -> int:
         rec["duration_s"] = None if seconds is None or seconds != seconds else f"{seconds:.1f}"
         rows.append([rec[c] for c in cols])
     header = [c.upper() if c != "duration_s" else "SECONDS" for c in cols]
-    print(_table(rows, header, max_width=32))
+    # left out first when the table is wider than the terminal: status and time, the
+    # family when all runs have one, the metrics that are not a family's first (its headline), the dataset, the rest
+    present = set(df["family"]) if "family" in df else set()
+    firsts = [f.metrics[0] for f in families.all_families() if f.metrics and f.name in present]
+    extra = [c for c in metric_cols if c not in firsts]
+    drop = (["status", "duration_s"] + (["family"] if len(present) == 1 else [])
+            + extra[::-1] + ["dataset"] + [c for c in metric_cols if c in firsts][::-1])
+    width = _terminal_width()
+    text, hidden = _fit_table(rows, header, [cols.index(c) for c in drop], width=width)
+    print(text)
+    if hidden:
+        print(f"\n(Left out to fit {width} columns: {', '.join(hidden).lower()}; "
+              "`kmviz runs show RUN` has every field; piped to a file, or with COLUMNS=400, the "
+              "table has every column.)")
     print(f"\n{len(df)} run(s) in {store.path}.")
     return EXIT_OK
 

@@ -9,6 +9,7 @@ FAMILY = Family(
     name="similarity",
     title="Similarity learning with nonlinear embeddings (two towers, all pairs)",
     short="SimL",
+    short_title="Similarity learning",
     estimator="kmviz.similarity.estimator:SimilarityLearning",
     summary=(
         "Positives only, like one-class MF, but each side is a tower of any kind: an "

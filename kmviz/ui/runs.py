@@ -16,10 +16,10 @@ from kmviz.runs import RunStore, open_run
 from .state import NOT_YOURS, RunRecord, owns
 from .text import metric_label
 
-#: Columns of the runs table after the name and the headline metrics, in display order.
-TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "family", "note",
-                "run_id"]
-#: Headline metrics the table shows (the rest are in Compare).
+#: Columns of the runs table after the name, its family and the headline metrics, in
+#: display order.
+TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "note", "run_id"]
+#: Headline metrics the table shows per family (the rest are in Compare).
 TABLE_METRICS = 3
 
 
@@ -31,10 +31,24 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
     return [m for m in out if df[m].notna().any()]
 
 
+def headline_columns(df: pd.DataFrame) -> list[str]:
+    """The table's metric columns: the first :data:`TABLE_METRICS` headline metrics of
+    each family with a run in ``df`` (a KM run shows its NRMSEs, an OCMF run its p@5 and
+    nDCG@5), in registry order."""
+    present = set(df["family"]) if "family" in df else set()
+    have = set(metric_columns(df))
+    out = []
+    for fam in families.all_families():
+        if fam.name in present or not present:
+            out += [m for m in fam.metrics if m in have and m not in out][:TABLE_METRICS]
+    return out
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    """The runs table: name and headline metrics first (visible without scrolling), then
-    data, status, iterations, time, when, family, note; the run id last."""
-    cols = ["label"] + metric_columns(df)[:TABLE_METRICS]
+    """The runs table: name, family and the families' headline metrics first (visible
+    without scrolling), then data, status, iterations, time, when, note; the run id last.
+    A metric a run's family does not report is missing (shown blank: :func:`styled_table`)."""
+    cols = ["label"] + (["family"] if "family" in df else []) + headline_columns(df)
     cols += [c for c in TAIL_COLUMNS if c in df]
     out = df[cols].copy()
     if "created" in out and len(out):
@@ -45,18 +59,31 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def styled_table(df: pd.DataFrame):
+    """:func:`table` for ``st.dataframe``: metrics to 4 decimals, seconds to 1, and a
+    blank cell (not "None") where a run has no such metric or value."""
+    shown = table(df)
+    metrics = [c for c in headline_columns(df) if c in shown]
+    formats = {m: "{:.4f}" for m in metrics}
+    if "duration_s" in shown:
+        formats["duration_s"] = "{:.1f}"
+    return shown.style.format(formats, na_rep="").format(
+        na_rep="", subset=[c for c in shown.columns if c not in formats])
+
+
 def table_config(df: pd.DataFrame) -> dict:
-    """Column formats for ``st.dataframe``: metrics to 4 decimals, seconds to 1."""
+    """Column headers and widths for ``st.dataframe`` (the number formats are the
+    :func:`styled_table`'s)."""
     cfg = {"label": st.column_config.TextColumn("name", width="medium"),
            "created": st.column_config.DatetimeColumn("created (UTC)",
                                                       format="YYYY-MM-DD HH:mm"),
-           "duration_s": st.column_config.NumberColumn("seconds", format="%.1f"),
-           "n_iter": st.column_config.NumberColumn("iterations", format="%d"),
+           "duration_s": st.column_config.NumberColumn("seconds"),
+           "n_iter": st.column_config.NumberColumn("iterations"),
            "run_id": st.column_config.TextColumn("run id", width="small"),
            "note": st.column_config.TextColumn("note", width="medium")}
     for m in metric_columns(df):
         part, _, metric = m.partition("_")
-        cfg[m] = st.column_config.NumberColumn(metric_label(m), format="%.4f",
+        cfg[m] = st.column_config.NumberColumn(metric_label(m),
                                                help=f"{m}: {metric} on the {part} part")
     return cfg
 
