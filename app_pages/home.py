@@ -7,7 +7,7 @@ from kmviz.data import get_dataset
 from kmviz.ui.datasets import ensure_dataset, quick_start
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
-from kmviz.ui.text import md_escape
+from kmviz.ui.text import md_escape, size_phrase
 from kmviz.ui.views import collect_finished_job, pick_family_on_train
 
 init_state()
@@ -56,8 +56,8 @@ if planted:
 
 ratings, split = ensure_dataset()
 if ratings is not None:
-    st.caption(f"Data now: {md_escape(ratings.name)}, {ratings.n_users:,} users × "
-               f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings.")
+    st.caption(f"Data now: {md_escape(ratings.name)}, {size_phrase(ratings)}, "
+               f"{ratings.n_ratings:,} ratings.")
 
 st.divider()
 st.markdown("Papers:\n" + "\n".join(f"- {fam.title}: {fam.reference}"

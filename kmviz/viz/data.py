@@ -73,8 +73,9 @@ def count_distribution_figure(counts, *, what: str = "user", log_x: bool = False
     median = float(np.median(counts)) if counts.size else 0.0
     if counts.size and counts.min() == counts.max():
         n = counts.size
-        title = (f"Every {what} has {counts[0]:g} ratings ({n:,} {many})" if n > 1 else
-                 f"The one {what} has {counts[0]:g} ratings")
+        word = "rating" if counts[0] == 1 else "ratings"
+        title = (f"Every {what}: {counts[0]:g} {word}" if n > 1 else
+                 f"The one {what}: {counts[0]:g} {word}")
         fig.update_xaxes(tickvals=[counts[0]], range=[counts[0] - 3, counts[0] + 3])
     else:
         title = f"Ratings per {what} (median {median:g})"

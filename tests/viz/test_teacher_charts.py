@@ -143,11 +143,11 @@ def test_count_bins_are_one_per_count_when_few():
 
 def test_constant_counts_are_said_not_drawn_as_a_block():
     fig = count_distribution_figure(np.full(185, 57), what="country")
-    assert fig.layout.title.text == "Every country has 57 ratings (185 countries)"
+    assert fig.layout.title.text == "Every country: 57 ratings"
     assert list(fig.data[0].x) == [57] and list(fig.data[0].y) == [185]
     assert fig.layout.yaxis.title.text == "number of countries"
     one = count_distribution_figure([506], what="target")
-    assert one.layout.title.text == "The one target has 506 ratings"
+    assert one.layout.title.text == "The one target: 506 ratings"
     spread = count_distribution_figure([1, 2, 2, 5], what="user")
     assert spread.layout.title.text.startswith("Ratings per user (median")
     assert list(spread.data[0].x) == [1, 2, 5]
