@@ -93,26 +93,37 @@ def _terminal_width() -> int | None:
     return max(MIN_TABLE_WIDTH, shutil.get_terminal_size((100, 24)).columns)
 
 
-def _fit_table(rows, header, drop, *, width: int | None) -> tuple[str, list[str]]:
-    """:func:`_table` no wider than ``width``: text cells are shortened (to 32, 24, then 16
-    characters), then the columns at the indices ``drop`` are left out in that order.
-    Returns the table and the headers left out. ``width=None``: the whole table."""
-    if width is None:
-        return _table(rows, header, max_width=32), []
-    keep = list(range(len(header)))
+def _compact_runs(df, metric_cols, families, width: int) -> tuple[str, list[str]]:
+    """``kmviz runs list`` for a terminal narrower than the whole table: run id (never
+    cut), date and time, family, name, iterations and one ``HEADLINE`` column with the
+    run's own first headline metric ("val_nrmse 0.2425", "val_precision_at_5 0.31"), then
+    dataset, status and seconds while they fit; names and datasets cut to 24, then 16
+    characters. Returns the table and the columns left out."""
+    firsts = {f.name: [m for m in f.metrics if m in metric_cols] for f in families.all_families()}
+    rows = []
+    for rec in df.to_dict("records"):
+        name = next((m for m in firsts.get(rec.get("family"), []) + metric_cols
+                     if rec.get(m) is not None and rec.get(m) == rec.get(m)), None)
+        headline = (f"{name.replace('validation_', 'val_')} {rec[name]:.4g}" if name else "")
+        seconds = rec.get("duration_s")
+        rows.append({"RUN_ID": rec["run_id"], "CREATED": rec["created"].strftime("%m-%d %H:%M"),
+                     "FAMILY": rec.get("family"), "LABEL": rec.get("label"),
+                     "N_ITER": rec.get("n_iter"), "HEADLINE": headline,
+                     "DATASET": rec.get("dataset"), "STATUS": rec.get("status"),
+                     "SECONDS": None if seconds is None or seconds != seconds
+                     else f"{seconds:.1f}"})
+    columns = list(rows[0]) if rows else []
     hidden = []
-    pending = list(drop)
+    cut = {"LABEL", "DATASET"}
     while True:
-        for cell in (32, 24, 16):
-            text = _table([[r[j] for j in keep] for r in rows], [header[j] for j in keep],
-                          max_width=cell)
+        for limit in (32, 24, 16):
+            cells = [[_cell(r[c], limit if c in cut else 10_000) for c in columns] for r in rows]
+            text = _table(cells, columns, max_width=10_000)
             if max(len(line) for line in text.splitlines()) <= width:
                 return text, hidden
-        if not pending:
+        if columns[-1] == "HEADLINE":
             return text, hidden
-        j = pending.pop(0)
-        keep.remove(j)
-        hidden.append(header[j])
+        hidden.append(columns.pop().lower())
 
 
 def _pairs(items: list[tuple[str, object]]) -> str:
@@ -354,20 +365,17 @@ def _cmd_runs_list(args) -> int:
         rec["duration_s"] = None if seconds is None or seconds != seconds else f"{seconds:.1f}"
         rows.append([rec[c] for c in cols])
     header = [c.upper() if c != "duration_s" else "SECONDS" for c in cols]
-    # left out first when the table is wider than the terminal: status and time, the
-    # family when all runs have one, the metrics that are not a family's first (its headline), the dataset, the rest
-    present = set(df["family"]) if "family" in df else set()
-    firsts = [f.metrics[0] for f in families.all_families() if f.metrics and f.name in present]
-    extra = [c for c in metric_cols if c not in firsts]
-    drop = (["status", "duration_s"] + (["family"] if len(present) == 1 else [])
-            + extra[::-1] + ["dataset"] + [c for c in metric_cols if c in firsts][::-1])
     width = _terminal_width()
-    text, hidden = _fit_table(rows, header, [cols.index(c) for c in drop], width=width)
-    print(text)
-    if hidden:
-        print(f"\n(Left out to fit {width} columns: {', '.join(hidden).lower()}; "
-              "`kmviz runs show RUN` has every field; piped to a file, or with COLUMNS=400, the "
-              "table has every column.)")
+    text = _table(rows, header, max_width=32)
+    if width is not None and max(len(line) for line in text.splitlines()) > width:
+        text, hidden = _compact_runs(df, metric_cols, families, width)
+        print(text)
+        print(f"\n(Narrowed to {width} columns: each run's headline metric (its family's "
+              f"first); left out: {', '.join(hidden) or 'nothing else'}. `kmviz runs show "
+              "RUN` has every field; piped to a file, or with COLUMNS=400, the table has "
+              "every column.)")
+    else:
+        print(text)
     print(f"\n{len(df)} run(s) in {store.path}.")
     return EXIT_OK
 

@@ -273,8 +273,10 @@ def test_runs_list_fits_the_terminal_width(capsys, monkeypatch, tmp_path):
     table = out.split("\n\n")[0].splitlines()
     assert max(len(line) for line in table) <= 100
     assert table[0].split()[:3] == ["RUN_ID", "CREATED", "FAMILY"]
-    assert "VALIDATION_NRMSE" in table[0]  # a family's headline metric stays
-    assert "Left out to fit 100 columns" in out
+    ids = set(store.list()["run_id"])
+    assert {line.split()[0] for line in table[2:]} == ids  # run ids whole, to copy
+    assert "val_nrmse 0.5" in out and "val_precision_at_5 0.5" in out  # each its own
+    assert "Narrowed to 100 columns" in out
     monkeypatch.delenv("COLUMNS")  # piped (not a terminal): every column
     assert main(["runs", "list", "--dir", str(store.path)]) == 0
     assert "TEST_NDCG_AT_5" in capsys.readouterr().out.splitlines()[0]
