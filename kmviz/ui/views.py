@@ -13,6 +13,7 @@ from kmviz.viz._theme import plural
 
 from .datasets import apply_pending_load, ensure_dataset
 from .errors import show_exception
+from .memory import release_memory
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
 from .text import md_escape, metric_label
@@ -37,6 +38,7 @@ def collect_finished_job(family: str | None = None) -> None:
         job.consumed = True
         if job.result is not None:
             add_run(job.result)
+        release_memory()  # the fit's work arrays are gone: give their pages back
 
 
 def require_dataset():
