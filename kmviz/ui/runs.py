@@ -47,7 +47,8 @@ def headline_columns(df: pd.DataFrame) -> list[str]:
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """The runs table: name, family and the families' headline metrics first (visible
     without scrolling), then data, status, iterations, time, when, note; the run id last.
-    A metric a run's family does not report is missing (shown blank: :func:`styled_table`)."""
+    The Runs page shows one per family (:func:`family_tables`), so every metric column is
+    the run's own."""
     cols = ["label"] + (["family"] if "family" in df else []) + headline_columns(df)
     cols += [c for c in TAIL_COLUMNS if c in df]
     out = df[cols].copy()
@@ -59,31 +60,36 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def styled_table(df: pd.DataFrame):
-    """:func:`table` for ``st.dataframe``: metrics to 4 decimals, seconds to 1, and a
-    blank cell (not "None") where a run has no such metric or value."""
-    shown = table(df)
-    metrics = [c for c in headline_columns(df) if c in shown]
-    formats = {m: "{:.4f}" for m in metrics}
-    if "duration_s" in shown:
-        formats["duration_s"] = "{:.1f}"
-    return shown.style.format(formats, na_rep="").format(
-        na_rep="", subset=[c for c in shown.columns if c not in formats])
+def family_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The runs table split by family, in registry order (runs of an unknown family last):
+    ``[(tab title, runs of that family), ...]``. Each part's :func:`table` has only its own
+    family's headline metrics, so no cell is left empty for a metric the run's family does
+    not report (one table of every family showed "None" in most metric columns)."""
+    if "family" not in df or df.empty:
+        return [("runs", df)]
+    known = {f.name: f for f in families.all_families()}
+    order = [n for n in known if (df["family"] == n).any()]
+    order += [n for n in pd.unique(df["family"]) if n not in known]
+    out = []
+    for name in order:
+        part = df[df["family"] == name]
+        title = known[name].short or name if name in known else str(name)
+        out.append((f"{title} ({len(part)})", part))
+    return out
 
 
 def table_config(df: pd.DataFrame) -> dict:
-    """Column headers and widths for ``st.dataframe`` (the number formats are the
-    :func:`styled_table`'s)."""
+    """Column formats for ``st.dataframe``: metrics to 4 decimals, seconds to 1."""
     cfg = {"label": st.column_config.TextColumn("name", width="medium"),
            "created": st.column_config.DatetimeColumn("created (UTC)",
                                                       format="YYYY-MM-DD HH:mm"),
-           "duration_s": st.column_config.NumberColumn("seconds"),
-           "n_iter": st.column_config.NumberColumn("iterations"),
+           "duration_s": st.column_config.NumberColumn("seconds", format="%.1f"),
+           "n_iter": st.column_config.NumberColumn("iterations", format="%d"),
            "run_id": st.column_config.TextColumn("run id", width="small"),
            "note": st.column_config.TextColumn("note", width="medium")}
     for m in metric_columns(df):
         part, _, metric = m.partition("_")
-        cfg[m] = st.column_config.NumberColumn(metric_label(m),
+        cfg[m] = st.column_config.NumberColumn(metric_label(m), format="%.4f",
                                                help=f"{m}: {metric} on the {part} part")
     return cfg
 

@@ -236,22 +236,27 @@ def test_unique_labels_tell_runs_of_one_name_apart():
     assert out["20261126-1-aaaaaaaa"].endswith("aaaaaaaa")
 
 
-def test_runs_table_shows_each_familys_metrics_and_blanks_not_none():
+def test_runs_tables_show_each_familys_own_metrics_without_empty_cells():
     from kmviz.ui import runs as ru
 
     df = pd.DataFrame({
-        "run_id": ["a", "b"], "label": ["km run", "ocmf run"], "family": ["km", "ocmf"],
-        "dataset": ["d", "d"], "status": ["max_iter"] * 2, "n_iter": [2, 3],
-        "duration_s": [1.0, 2.0], "created": ["2026-11-26T14:00:00Z"] * 2, "note": [None, ""],
-        "validation_nrmse": [0.2, math.nan], "test_nrmse": [0.25, math.nan],
-        "train_nrmse": [0.1, math.nan], "test_rmse": [1.0, math.nan],
-        "validation_precision_at_5": [math.nan, 0.3], "test_precision_at_5": [math.nan, 0.31],
-        "test_ndcg_at_5": [math.nan, 0.4]})
-    shown = ru.table(df)
-    assert {"validation_nrmse", "validation_precision_at_5", "test_ndcg_at_5"} <= set(shown)
-    text = ru.styled_table(df).to_string(delimiter="|")
-    assert "None" not in text and "nan" not in text.lower()
-    assert "0.3000" in text and "0.2000" in text
+        "run_id": ["a", "b", "c"], "label": ["km run", "ocmf run", "km 2"],
+        "family": ["km", "ocmf", "km"], "dataset": ["d"] * 3, "status": ["max_iter"] * 3,
+        "n_iter": [2, 3, 4], "duration_s": [1.0, 2.0, 3.0],
+        "created": ["2026-11-26T14:00:00Z"] * 3, "note": ["", "", ""],
+        "validation_nrmse": [0.2, math.nan, 0.3], "test_nrmse": [0.25, math.nan, 0.3],
+        "train_nrmse": [0.1, math.nan, 0.2], "test_rmse": [1.0, math.nan, 1.1],
+        "validation_precision_at_5": [math.nan, 0.3, math.nan],
+        "test_precision_at_5": [math.nan, 0.31, math.nan],
+        "test_ndcg_at_5": [math.nan, 0.4, math.nan]})
+    parts = ru.family_tables(df)
+    assert [t for t, _ in parts] == ["KM (2)", "OCMF (1)"]
+    for _, part in parts:
+        shown = ru.table(part)
+        metrics = [c for c in shown if c in ru.metric_columns(df)]
+        assert metrics and not shown[metrics].isna().any().any()  # no "None" cells
+    assert "validation_precision_at_5" in ru.table(parts[1][1])
+    assert "validation_nrmse" not in ru.table(parts[1][1])
 
 
 def test_runs_list_fits_the_terminal_width(capsys, monkeypatch, tmp_path):
