@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from kmviz.viz._theme import plural
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 
 
@@ -32,8 +34,6 @@ def metric_label(name: str) -> str:
 
 def size_phrase(ratings) -> str:
     """"185 countries × 57 years": the data's size in its own nouns (``Ratings.nouns``)."""
-    from kmviz.viz._theme import plural
-
     row, column = getattr(ratings, "nouns", ("user", "item"))
     return (f"{ratings.n_users:,} {row if ratings.n_users == 1 else plural(row)} × "
             f"{ratings.n_items:,} {column if ratings.n_items == 1 else plural(column)}")
