@@ -80,12 +80,15 @@ dataset_metrics(ratings)
 c1, c2, c3 = st.columns(3)
 c1.plotly_chart(rating_histogram_figure(ratings.values, r_min=ratings.r_min,
                                         r_max=ratings.r_max, implicit=ratings.implicit))
-c2.plotly_chart(count_distribution_figure(ratings.user_counts(), what="user"))
-c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what="item"))
+row_noun, column_noun = ratings.nouns  # the dataset's words: countries and years, ...
+c2.plotly_chart(count_distribution_figure(ratings.user_counts(), what=row_noun))
+c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what=column_noun))
 
 c1, c2 = st.columns([1, 2])
 c1.dataframe(side_information(ratings), hide_index=True)
-c2.dataframe(ratings.to_frame().head(200), hide_index=True, height=260)
+c2.dataframe(ratings.to_frame().head(200).rename(columns={
+    "user": row_noun, "item": column_noun, "item_name": f"{column_noun}_name",
+    "user_name": f"{row_noun}_name"}), hide_index=True, height=260)
 
 st.subheader("Train / validation / test split")
 params, applied = split_form(spec.get("split"))

@@ -7,8 +7,8 @@ from kmviz.data import get_dataset
 from kmviz.ui.datasets import ensure_dataset, quick_start
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
-from kmviz.ui.text import md_escape
-from kmviz.ui.views import collect_finished_job
+from kmviz.ui.text import md_escape, size_phrase
+from kmviz.ui.views import collect_finished_job, pick_family_on_train
 
 init_state()
 collect_finished_job()
@@ -51,12 +51,13 @@ if planted:
     with user_errors("loading the dataset") as outcome:
         quick_start(demo.name)
     if outcome.ok:
+        pick_family_on_train(demo_family.name)  # the family the data was made for
         st.switch_page("app_pages/train.py")
 
 ratings, split = ensure_dataset()
 if ratings is not None:
-    st.caption(f"Data now: {md_escape(ratings.name)}, {ratings.n_users:,} users × "
-               f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings.")
+    st.caption(f"Data now: {md_escape(ratings.name)}, {size_phrase(ratings)}, "
+               f"{ratings.n_ratings:,} ratings.")
 
 st.divider()
 st.markdown("Papers:\n" + "\n".join(f"- {fam.title}: {fam.reference}"

@@ -211,10 +211,7 @@ with user_errors("computing the association rules"):
     rare = both["too_rare"]
     pooled = mining.heldout_summary(train, held, rare, liked)
     if pooled:
-        st.caption(f"Those too rare for a rule, on held-out data: confidence "
-                   f"{pooled['confidence']:.2f}, lift {pooled['lift']:.2f} (95% interval "
-                   f"{pooled['lift_lo']:.2f}-{pooled['lift_hi']:.2f}, users resampled) over "
-                   f"{pooled['heldout_n']:,} held-out ratings.")
+        st.caption(an.heldout_sentence(pooled))
     tabs = st.tabs(["rules", "confirmed", "too rare for a rule", "missed by KM"])
     cols = ["rank", "antecedent_name", "consequent_name", "co_support", "confidence", "lift",
             "heldout_confidence", "heldout_lift", "model_confidence", "outside_events", "why",

@@ -6,8 +6,8 @@ import plotly.express as px
 import streamlit as st
 
 from kmviz import families
-from kmviz.ocmf.analysis import (objective_panels, tron_trace, user_recommendations,
-                                 validation_grid)
+from kmviz.ocmf.analysis import (objective_panel_title, objective_panels, tron_trace,
+                                 user_recommendations, validation_grid)
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
 from kmviz.ui.views import collect_finished_job, require_run
@@ -30,6 +30,7 @@ labels = fam.metric_labels()
 rows, always_zero = objective_panels(run.trace)
 for row in rows:
     st.plotly_chart(convergence_figure({run.label: run.trace}, metrics=row,
+                                       title=objective_panel_title(row),
                                        **fam.figure_options("convergence")))
 if always_zero:
     st.caption(" and ".join(labels.get(c, (c,))[0] for c in always_zero) +

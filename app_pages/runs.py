@@ -26,7 +26,10 @@ if df.empty:
 st.caption(f"{len(df)} run(s), newest first; click a column header to sort. Runs saved by "
            "the app and by the command line (`kmviz runs list`) are the same runs." + (
                "" if shared_runs() else " Runs made by other sessions are read-only here."))
-st.dataframe(ru.table(df), hide_index=True, column_config=ru.table_config(df))
+parts = ru.family_tables(df)  # one table per family: each shows its own metrics
+for tab, (_, part) in zip(st.tabs([t for t, _ in parts]) if len(parts) > 1 else [st],
+                          parts):
+    tab.dataframe(ru.table(part), hide_index=True, column_config=ru.table_config(part))
 
 labels = dict(zip(df["run_id"], df["label"] + " · " + df["run_id"].str[-8:]))
 ids = list(labels)

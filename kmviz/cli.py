@@ -27,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -82,6 +83,51 @@ def _table(rows: list[list], header: list[str], *, max_width: int = 48) -> str:
              "  ".join("-" * w for w in widths)]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     return "\n".join(lines)
+
+
+#: The narrowest table ``kmviz runs list`` makes, whatever the terminal says.
+MIN_TABLE_WIDTH = 60
+
+
+def _terminal_width() -> int | None:
+    """The width a table must fit: ``$COLUMNS`` when set, else the terminal's when the
+    output is one; None (no limit) when the output goes to a file or a pipe."""
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return None
+    return max(MIN_TABLE_WIDTH, shutil.get_terminal_size((100, 24)).columns)
+
+
+def _compact_runs(df, metric_cols, families, width: int) -> tuple[str, list[str]]:
+    """``kmviz runs list`` for a terminal narrower than the whole table: run id (never
+    cut), date and time, family, name, iterations and one ``HEADLINE`` column with the
+    run's own first headline metric ("val_nrmse 0.2425", "val_precision_at_5 0.31"), then
+    dataset, status and seconds while they fit; names and datasets cut to 24, then 16
+    characters. Returns the table and the columns left out."""
+    firsts = {f.name: [m for m in f.metrics if m in metric_cols] for f in families.all_families()}
+    rows = []
+    for rec in df.to_dict("records"):
+        name = next((m for m in firsts.get(rec.get("family"), []) + metric_cols
+                     if rec.get(m) is not None and rec.get(m) == rec.get(m)), None)
+        headline = (f"{name.replace('validation_', 'val_')} {rec[name]:.4g}" if name else "")
+        seconds = rec.get("duration_s")
+        rows.append({"RUN_ID": rec["run_id"], "CREATED": rec["created"].strftime("%m-%d %H:%M"),
+                     "FAMILY": rec.get("family"), "LABEL": rec.get("label"),
+                     "N_ITER": rec.get("n_iter"), "HEADLINE": headline,
+                     "DATASET": rec.get("dataset"), "STATUS": rec.get("status"),
+                     "SECONDS": None if seconds is None or seconds != seconds
+                     else f"{seconds:.1f}"})
+    columns = list(rows[0]) if rows else []
+    hidden = []
+    cut = {"LABEL", "DATASET"}
+    while True:
+        for limit in (32, 24, 16):
+            cells = [[_cell(r[c], limit if c in cut else 10_000) for c in columns] for r in rows]
+            text = _table(cells, columns, max_width=10_000)
+            if max(len(line) for line in text.splitlines()) <= width:
+                return text, hidden
+        if columns[-1] == "HEADLINE":
+            return text, hidden
+        hidden.append(columns.pop().lower())
 
 
 def _pairs(items: list[tuple[str, object]]) -> str:
@@ -327,7 +373,17 @@ def _cmd_runs_list(args) -> int:
         rec["duration_s"] = None if seconds is None or seconds != seconds else f"{seconds:.1f}"
         rows.append([rec[c] for c in cols])
     header = [c.upper() if c != "duration_s" else "SECONDS" for c in cols]
-    print(_table(rows, header, max_width=32))
+    width = _terminal_width()
+    text = _table(rows, header, max_width=32)
+    if width is not None and max(len(line) for line in text.splitlines()) > width:
+        text, hidden = _compact_runs(df, metric_cols, families, width)
+        print(text)
+        print(f"\n(Narrowed to {width} columns: each run's headline metric (its family's "
+              f"first); left out: {', '.join(hidden) or 'nothing else'}. `kmviz runs show "
+              "RUN` has every field; piped to a file, or with COLUMNS=400, the table has "
+              "every column.)")
+    else:
+        print(text)
     print(f"\n{len(df)} run(s) in {store.path}.")
     return EXIT_OK
 

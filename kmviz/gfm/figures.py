@@ -65,11 +65,13 @@ def heatmaps_figure(M, M_star) -> go.Figure:
 
 
 def spectrum_figure(frame, *, color="matrix", title="") -> go.Figure:
-    """Eigenvalues as grouped bars (learned M beside M*, or one matrix by sign)."""
+    """Eigenvalues as grouped bars (learned M beside the true eigenvalue of M* it matches,
+    :func:`kmviz.gfm.analysis.match_spectra`; or one matrix by sign)."""
     fig = go.Figure()
     for name, part in frame.groupby(color, sort=False):
         fig.add_trace(go.Bar(x=part["index"], y=part["eigenvalue"], name=str(name)))
-    fig.update_layout(barmode="group", xaxis_title="eigenvalue (by |value|)",
+    fig.update_layout(barmode="group", xaxis_title=("eigenvalue of M* (by |value|), with the learned one nearest to it"
+                                   if color == "matrix" else "eigenvalue (by |value|)"),
                       yaxis_title="eigenvalue", height=320, title=title or None,
                       margin=dict(t=40 if title else 20))
     fig.add_hline(y=0.0, line_color="gray")

@@ -138,6 +138,37 @@ def influence_summary(scores: np.ndarray, keep: np.ndarray) -> dict:
             "top3": [int(i) for i in top]}
 
 
+def _number(x, spec: str) -> str | None:
+    """``format(x, spec)``, or None for a missing or not-a-number value."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return format(x, spec) if np.isfinite(x) else None
+
+
+def heldout_sentence(pooled: dict) -> str:
+    """The page's sentence on the implications too rare for a rule, on held-out data
+    (:func:`kmviz.km.mining.heldout_summary`). A confidence, lift or interval that is not a
+    number (no held-out like of the consequents: lift divides by their base rate) is said
+    in words, never printed as "nan"."""
+    conf = _number(pooled.get("confidence"), ".2f")
+    lift = _number(pooled.get("lift"), ".2f")
+    lo, hi = _number(pooled.get("lift_lo"), ".2f"), _number(pooled.get("lift_hi"), ".2f")
+    n = int(pooled.get("heldout_n", 0) or 0)
+    parts = [f"confidence {conf}" if conf is not None else
+             "confidence not defined (no held-out rating of their antecedents)"]
+    if lift is None:
+        parts.append("lift not defined (no held-out like of their consequents to compare "
+                     "with)")
+    elif lo is not None and hi is not None:
+        parts.append(f"lift {lift} (95% interval {lo}-{hi}, users resampled)")
+    else:
+        parts.append(f"lift {lift}")
+    return ("Those too rare for a rule, on held-out data: " + ", ".join(parts) +
+            f" over {n:,} held-out ratings.")
+
+
 def filter_caption(summary: dict, min_ratings: int) -> str:
     """One sentence on what the minimum-ratings filter hides."""
     total = summary["shown"] + summary["hidden"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 #: Column -> (panel title, y-axis title) of the per-iteration metrics.
 METRIC_LABELS = {
-    "objective": ("Objective of the method", "(3.40) / (3.58) / (3.28) / (2.15)"),
+    # the y axis names the quantity, not the methods' equations (3.40), (3.58), (3.28), (2.15)
+    "objective": ("Objective of the method", "objective value"),
     "train_rmse": ("Training RMSE", "RMSE"),
     "validation_rmse": ("Validation RMSE", "RMSE"),
     "validation_nmse": ("Validation NMSE (3.68)", "Σ(F̂ − F)² / ΣF²"),

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from .telemetry import OBJECTIVE_PARTS
+from .telemetry import ITERATION, OBJECTIVE_PARTS
 
 
 #: The objective and its loss terms: the first row of the objective panels
@@ -34,6 +34,14 @@ def objective_panels(trace) -> tuple[list[list[str]], list[str]]:
     parts = [c for c in parts if c not in always_zero]
     rows = [[c for c in parts if c in LOSS_PARTS], [c for c in parts if c not in LOSS_PARTS]]
     return [r for r in rows if r], always_zero
+
+
+def objective_panel_title(row) -> str:
+    """The title of one row of :func:`objective_panels`: each row says what it shows (the
+    objective and its loss terms, or the regularizers), so two rows never share a title."""
+    what = ("The objective (2) and its loss terms (6)-(7)" if any(c in LOSS_PARTS for c in row)
+            else "The regularizers of (2)")
+    return f"{what} per {ITERATION}"
 
 
 def validation_grid(train, validation, rhos, lambdas, *, params=None, metric="precision_at_5",

@@ -18,7 +18,7 @@ from kmviz.exceptions import DataError
 from .errors import describe_exception, is_streamlit_control
 from .forms import generator_options, reading_options
 from .state import StateKeys
-from .text import md_escape
+from .text import md_escape, size_phrase
 
 #: The dataset a fresh session starts with, so Train works without visiting Data.
 DEFAULT_DATASET = "movielens-small"
@@ -355,8 +355,8 @@ def load_clicked(kind: str) -> None:
     loaded = box["load"][0] == "ok"
     apply_pending_load()
     if loaded:
-        st.toast(f"Loaded {md_escape(ratings.name)}: {ratings.n_users:,} users × "
-                 f"{ratings.n_items:,} items, {ratings.n_ratings:,} ratings")
+        st.toast(f"Loaded {md_escape(ratings.name)}: {size_phrase(ratings)}, "
+                 f"{ratings.n_ratings:,} ratings")
     else:
         st.toast("The dataset could not be loaded: the Data page says why.",
                  icon=":material/error:")

@@ -18,7 +18,8 @@ def explore_page(page: families.ExplorePage):
 
 
 def explore_sections() -> dict:
-    """Family title -> its Explore pages' ``st.Page`` objects, in registry order. A page
+    """Family section title (``Family.section_title``, short enough for the sidebar) ->
+    its Explore pages' ``st.Page`` objects, in registry order. A page
     function that cannot be imported is left out with a warning naming it (an installed
     family's bug must not take the app down)."""
     sections = {}
@@ -32,7 +33,7 @@ def explore_sections() -> dict:
                            f"could not be loaded and is left out: {exc}",
                            icon=":material/extension_off:")
         if pages:
-            sections[fam.title] = pages
+            sections[fam.section_title()] = pages
     return sections
 
 

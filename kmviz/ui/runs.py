@@ -16,10 +16,10 @@ from kmviz.runs import RunStore, open_run
 from .state import NOT_YOURS, RunRecord, owns
 from .text import metric_label
 
-#: Columns of the runs table after the name and the headline metrics, in display order.
-TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "family", "note",
-                "run_id"]
-#: Headline metrics the table shows (the rest are in Compare).
+#: Columns of the runs table after the name, its family and the headline metrics, in
+#: display order.
+TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "note", "run_id"]
+#: Headline metrics the table shows per family (the rest are in Compare).
 TABLE_METRICS = 3
 
 
@@ -31,10 +31,25 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
     return [m for m in out if df[m].notna().any()]
 
 
+def headline_columns(df: pd.DataFrame) -> list[str]:
+    """The table's metric columns: the first :data:`TABLE_METRICS` headline metrics of
+    each family with a run in ``df`` (a KM run shows its NRMSEs, an OCMF run its p@5 and
+    nDCG@5), in registry order."""
+    present = set(df["family"]) if "family" in df else set()
+    have = set(metric_columns(df))
+    out = []
+    for fam in families.all_families():
+        if fam.name in present or not present:
+            out += [m for m in fam.metrics if m in have and m not in out][:TABLE_METRICS]
+    return out
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
-    """The runs table: name and headline metrics first (visible without scrolling), then
-    data, status, iterations, time, when, family, note; the run id last."""
-    cols = ["label"] + metric_columns(df)[:TABLE_METRICS]
+    """The runs table: name, family and the families' headline metrics first (visible
+    without scrolling), then data, status, iterations, time, when, note; the run id last.
+    The Runs page shows one per family (:func:`family_tables`), so every metric column is
+    the run's own."""
+    cols = ["label"] + (["family"] if "family" in df else []) + headline_columns(df)
     cols += [c for c in TAIL_COLUMNS if c in df]
     out = df[cols].copy()
     if "created" in out and len(out):
@@ -42,6 +57,24 @@ def table(df: pd.DataFrame) -> pd.DataFrame:
     if "family" in out:
         titles = {f.name: f.short or f.name for f in families.all_families()}
         out["family"] = out["family"].map(lambda f: titles.get(f, f))
+    return out
+
+
+def family_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """The runs table split by family, in registry order (runs of an unknown family last):
+    ``[(tab title, runs of that family), ...]``. Each part's :func:`table` has only its own
+    family's headline metrics, so no cell is left empty for a metric the run's family does
+    not report (one table of every family showed "None" in most metric columns)."""
+    if "family" not in df or df.empty:
+        return [("runs", df)]
+    known = {f.name: f for f in families.all_families()}
+    order = [n for n in known if (df["family"] == n).any()]
+    order += [n for n in pd.unique(df["family"]) if n not in known]
+    out = []
+    for name in order:
+        part = df[df["family"] == name]
+        title = known[name].short or name if name in known else str(name)
+        out.append((f"{title} ({len(part)})", part))
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from kmviz.viz._theme import plural
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
 
 
@@ -28,3 +30,10 @@ def metric_label(name: str) -> str:
     part, _, metric = name.partition("_")
     metric = metric.replace("_at_", "@").replace("_", " ")
     return f"{_PART_NAMES.get(part, part)} {metric.upper() if len(metric) <= 5 else metric}"
+
+
+def size_phrase(ratings) -> str:
+    """"185 countries × 57 years": the data's size in its own nouns (``Ratings.nouns``)."""
+    row, column = getattr(ratings, "nouns", ("user", "item"))
+    return (f"{ratings.n_users:,} {row if ratings.n_users == 1 else plural(row)} × "
+            f"{ratings.n_items:,} {column if ratings.n_items == 1 else plural(column)}")

@@ -9,9 +9,11 @@ from kmviz import families
 from kmviz.data import suggested_settings
 from kmviz.runs import RunStore, default_runs_dir
 from kmviz.trace import Trace
+from kmviz.viz._theme import plural
 
 from .datasets import apply_pending_load, ensure_dataset
 from .errors import show_exception
+from .memory import release_memory
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
 from .text import md_escape, metric_label
@@ -36,6 +38,7 @@ def collect_finished_job(family: str | None = None) -> None:
         job.consumed = True
         if job.result is not None:
             add_run(job.result)
+        release_memory()  # the fit's work arrays are gone: give their pages back
 
 
 def require_dataset():
@@ -49,9 +52,14 @@ def require_dataset():
     return ratings, split
 
 
-def _pick_family_on_train(family: str) -> None:
+def pick_family_on_train(family: str) -> None:
+    """Make ``family`` the one the Train page shows next (a button that leads to Train for
+    one family, such as Home's "Use a planted KM set instead", calls this first)."""
     # the Train page's picker reads its own key, else the session's family
     st.session_state[StateKeys.FAMILY] = st.session_state["train_family"] = family
+
+
+_pick_family_on_train = pick_family_on_train
 
 
 def no_runs_yet(family: str | None = None) -> None:
@@ -155,8 +163,9 @@ def suggestion_panel(family) -> dict | None:
 
 def dataset_metrics(ratings) -> None:
     c = st.columns(5)
-    c[0].metric("users", f"{ratings.n_users:,}")
-    c[1].metric("items", f"{ratings.n_items:,}")
+    row_noun, column_noun = getattr(ratings, "nouns", ("user", "item"))
+    c[0].metric(plural(row_noun), f"{ratings.n_users:,}")
+    c[1].metric(plural(column_noun), f"{ratings.n_items:,}")
     c[2].metric("ratings", f"{ratings.n_ratings:,}")
     c[3].metric("density", f"{ratings.density:.2%}")
     scale = "0/1 interactions" if ratings.implicit else f"{ratings.r_min:g} – {ratings.r_max:g}"
@@ -205,6 +214,11 @@ def compile_message(status: dict) -> str:
     title = status["title"]
     after = (f" Still to compile after it: {', '.join(status['after'])}."
              if status["after"] else "")
+    if status["state"] == "compiling" and status.get("cached"):
+        return (f"Loading the compiled Numba kernels of {title} from disk "
+                f"({status['seconds'] or 0:.0f} s so far): they were compiled on an earlier "
+                f"start, so this takes seconds (any kernel missing from the cache is compiled "
+                f"now).{after}")
     if status["state"] == "compiling":
         return (f"Compiling the Numba kernels of {title} ({status['seconds'] or 0:.0f} s so "
                 "far). The first start after installing compiles them (from half a minute to "
@@ -268,7 +282,9 @@ def progress_panel() -> None:
         last = snap["last"] or {}
         title = families.get(snap["family"]).short or snap["family"]
         if status == "compiling":
-            text = f"{STATUS_TEXT[status]} of {title}: not training yet"
+            loading = (snap["warm_up"] or {}).get("cached")
+            text = (f"{'Loading the kernels' if loading else STATUS_TEXT[status]} of {title}: "
+                    "not training yet")
         else:
             text = (f"{STATUS_TEXT.get(status, status)}: iteration {snap['n_done']} of at "
                     f"most {snap['max_iter']}")
@@ -362,7 +378,19 @@ def run_options(*, family: str | None = None, live: bool = False) -> dict:
         if row.run_id not in opts and (family is None or getattr(row, "family", None) == family):
             when = pd.Timestamp(row.created).strftime("%Y-%m-%d %H:%M")
             opts[row.run_id] = f"{row.label} · saved {when}"
-    return opts
+    return unique_labels(opts)
+
+
+def unique_labels(opts: dict) -> dict:
+    """``{run_id: label}`` with every label told apart: labels that occur more than once
+    get the end of their run id (" · 3f9a1c2e"). Streamlit's pickers keep a choice by its
+    label, so two runs of the same name saved in the same minute would otherwise be one
+    option (only one of them could be overlaid on Convergence)."""
+    seen: dict = {}
+    for label in opts.values():
+        seen[label] = seen.get(label, 0) + 1
+    return {rid: (f"{label} · {str(rid)[-8:]}" if seen[label] > 1 else label)
+            for rid, label in opts.items()}
 
 
 def run_record(run_id: str):

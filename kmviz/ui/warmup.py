@@ -165,6 +165,31 @@ def compile_in_child(module: str, cancel: threading.Event, *, timeout: float = 1
     return READY, ""
 
 
+def cached_on_disk(module: str) -> bool:
+    """Whether Numba's cache already holds kernels of the package of ``module`` (a family's
+    warm-up, ``kmviz.km.warmup`` -> the package ``kmviz.km``): index files (``*.nbi``) in the
+    package's ``__pycache__``, or under ``$NUMBA_CACHE_DIR`` where that is set. Then its
+    "compile" mostly loads them from disk (a restart), and the page says "Loading"."""
+    import importlib.util
+    import os
+    from pathlib import Path
+
+    package = module.rpartition(".")[0] or module
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return False
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    folder = Path(next(iter(spec.submodule_search_locations))).resolve()
+    cache_dir = os.environ.get("NUMBA_CACHE_DIR")
+    if cache_dir:  # Numba mirrors the source folder's absolute path under the cache dir
+        places = [Path(cache_dir) / folder.relative_to(folder.anchor)]
+    else:
+        places = [folder / "__pycache__"]
+    return any(next(p.glob("*.nbi"), None) is not None for p in places if p.is_dir())
+
+
 class WarmUp:
     """The warm-up of every family's kernels, in the user's order (see the module docstring).
 
@@ -185,6 +210,7 @@ class WarmUp:
         self._order = WarmUpOrder(n for n, _, m in self._families if m)
         self._cancel = threading.Event()
         self._started: dict[str, float] = {}
+        self._cached: dict[str, bool] = {}     # family -> its kernels were on disk at start
         self.seconds: dict[str, float] = {}   # family -> seconds its (last) compile took
         self.errors: dict[str, str] = {}      # family -> why its warm-up failed
         self.history: list[tuple[str, str]] = []  # (family, outcome), in the order they ended
@@ -234,7 +260,9 @@ class WarmUp:
     def status(self, name: str) -> dict:
         """For the page: ``state`` of ``name``, ``seconds`` (compiling so far, or the compile's
         time), ``current`` (title of the family compiling now), ``after`` (titles of those
-        that will compile after ``name``), ``before`` (titles that come first), ``error``."""
+        that will compile after ``name``), ``before`` (titles that come first), ``error``,
+        ``cached`` (its kernels were in Numba's disk cache when its turn came: it is
+        loading them rather than compiling)."""
         with self._cond:
             order = self._order
             state = order.state.get(name, READY)
@@ -247,7 +275,8 @@ class WarmUp:
                     "current": self._titles[order.current] if order.current else None,
                     "before": [self._titles[n] for n in queue[:pos]],
                     "after": [self._titles[n] for n in queue[pos + 1:]],
-                    "error": self.errors.get(name, "")}
+                    "error": self.errors.get(name, ""),
+                    "cached": self._cached.get(name, False)}
 
     def order(self) -> list[str]:
         """Names still to compile, the one compiling now first."""
@@ -273,6 +302,12 @@ class WarmUp:
                     self._order.start(name)
                     self._cancel = cancel = threading.Event()
                     self._started[name] = time.time()
+                    module = self._modules[name]
+                try:
+                    self._cached[name] = cached_on_disk(module)
+                except Exception:  # noqa: BLE001 - only the wording depends on it
+                    self._cached[name] = False
+                with self._cond:
                     self._maybe_interrupt()  # asked for another family meanwhile
                 start = time.perf_counter()
                 try:

@@ -33,6 +33,17 @@ def plain(text) -> str:
     return html.escape(str(text), quote=False).replace("%", "&#37;").replace("$", "&#36;")
 
 
+def plural(noun: str) -> str:
+    """The plural of a dataset's noun for its rows or columns ("user" -> "users",
+    "country" -> "countries", "tract" -> "tracts")."""
+    noun = str(noun)
+    if noun.endswith("y") and len(noun) > 1 and noun[-2].lower() not in "aeiou":
+        return noun[:-1] + "ies"
+    if noun.endswith(("s", "x", "ch", "sh")):
+        return noun + "es"
+    return noun + "s"
+
+
 def column_label(column: str) -> str:
     """A readable name for a trace column: ``t_build_s`` -> "build", ``n_phase_1a`` ->
     "phase 1a", ``train_rmse`` -> "train rmse"."""

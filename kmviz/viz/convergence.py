@@ -91,8 +91,26 @@ def _word(iteration: str) -> str:
     return head if head and len(last) == 1 and not last.isascii() else iteration
 
 
+#: Most x-axis ticks of one panel when it has the figure's whole width; a panel of a
+#: figure with ``n`` panels gets about ``MAX_X_TICKS / n`` (at least 5).
+MAX_X_TICKS = 20
+
+
+def iteration_dtick(span: float, n_panels: int = 1) -> int:
+    """Whole-number step between x ticks: 1, 2, 5, 10, 20, 50, ... , the smallest that
+    gives a panel at most ``max(5, MAX_X_TICKS // n_panels)`` intervals over ``span``
+    iterations (so "0 1 2 ... 21" in four narrow panels becomes "0 5 10 15 20")."""
+    limit = max(5, MAX_X_TICKS // max(1, int(n_panels)))
+    step, k = 1, 0
+    while span / step > limit:
+        k += 1
+        step = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+    return step
+
+
 def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=None,
-                       log_y: bool = False, iteration: str = "iteration") -> go.Figure:
+                       log_y: bool = False, iteration: str = "iteration",
+                       title: str | None = None) -> go.Figure:
     """One panel per metric, one line per run, x = the family's outer iteration.
 
     Parameters
@@ -115,6 +133,9 @@ def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=
     iteration : str, default="iteration"
         What one row of the trace is (the x-axis title; the figure's title without a
         trailing symbol): a family's own word, such as "outer iteration" or "CG iteration".
+    title : str, optional
+        The figure's title (plain text), default "Convergence per <iteration>": give one
+        when a page shows several of these figures, so each says what it holds.
     """
     alias = lambda m: METRIC_ALIASES.get(m, m)  # noqa: E731
     metrics = [alias(m) for m in (metrics if metrics is not None else DEFAULT_METRICS)]
@@ -123,7 +144,7 @@ def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=
                  if v is not None and np.isfinite(v)}
     frames = {label: _with_aliases(_frame(t)) for label, t in traces.items()}
     shown = [m for m in metrics if any(m in f and f[m].notna().any() for f in frames.values())]
-    title = "Convergence per " + _word(iteration)
+    title = plain(title) if title else "Convergence per " + _word(iteration)
     if not frames or not shown:
         return empty_figure(title, "No iterations recorded yet.")
     titles = {m: _metric_titles(m, labels) for m in shown}
@@ -164,8 +185,8 @@ def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=
         # getting a symmetric axis around 0
         fig.update_yaxes(title_text=titles[metric][1], type="log" if log_y else "linear",
                          rangemode="normal" if log_y else "nonnegative", row=1, col=col)
-    if x1 <= 20:
-        fig.update_xaxes(dtick=1)  # whole iterations only, no 1.5
+    # whole iterations only (no 1.5), few enough to stay level and apart in a narrow panel
+    fig.update_xaxes(tick0=0, dtick=iteration_dtick(x1 - x0, len(shown)), tickangle=0)
     fig = styled(fig, title=title, height=450)
     fig.update_layout(margin=dict(t=100))
     fig.update_annotations(font_size=13)
@@ -258,14 +279,30 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
             legendgroup=f"phase {phase}", hoverinfo="skip",
             marker=dict(color=colours[phase], size=9, symbol="square")))
     fig.update_yaxes(type="log", exponentformat="power")
+    # The legends go below the plot, one method per line (long names never wrap under the
+    # phase key), the phase key under them. Plotly places legends in fractions of the plot's
+    # height, so the layout is worked out in pixels: a fixed plot height, the x axis's
+    # labels, then each legend's rows, all inside the bottom margin (none clipped).
+    top = 60
+    axis = LEGEND_AXIS_PX
+    methods = LEGEND_ROW_PX * (n + 1)  # a title row and one row per method
+    phases = LEGEND_ROW_PX * 2 + 10     # a title row and one row of phases (wraps: margin)
+    bottom = axis + methods + LEGEND_GAP_PX + phases + 20
     fig = styled(fig, title=full, x="dual GD iteration i",
-                 y="optimality gap h(uᵢ) − h(u*)", height=520)
-    # one method per line (long names never wrap under the phase key), the phase key below
+                 y="optimality gap h(uᵢ) − h(u*)", height=top + DUAL_PLOT_PX + bottom)
     fig.update_layout(
         legend=dict(title=dict(text="method (line)"), orientation="v", yanchor="top",
-                    y=-0.16, x=0.0),
+                    y=-axis / DUAL_PLOT_PX, x=0.0, tracegroupgap=0),
         legend2=dict(title=dict(text="phase (marker colour)"), orientation="h",
-                     yanchor="top", y=-0.16 - 0.07 * (n + 1), x=0.0, itemclick=False,
-                     itemdoubleclick=False),
-        margin=dict(b=110 + 28 * n))
+                     yanchor="top", y=-(axis + methods + LEGEND_GAP_PX) / DUAL_PLOT_PX,
+                     x=0.0, itemclick=False, itemdoubleclick=False),
+        margin=dict(t=top, b=bottom))
     return fig
+
+
+#: Pixel layout of :func:`dual_gap_figure`: the plot's height, the room the x axis's tick
+#: labels and title take under it, one legend row, and the gap between the two legends.
+DUAL_PLOT_PX = 340
+LEGEND_AXIS_PX = 60
+LEGEND_ROW_PX = 22
+LEGEND_GAP_PX = 12

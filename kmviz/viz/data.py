@@ -1,11 +1,18 @@
-"""Dataset views: rating histogram and per-user / per-item count distributions."""
+"""Dataset views: rating histogram and per-row / per-column count distributions."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ._theme import color, styled
+from ._theme import color, plain, plural, styled
+
+#: Up to this many distinct counts, one bar per count (width 1); above, equal-width bins.
+MAX_EXACT_COUNTS = 60
+#: Bins of the count histogram when counts spread wider than :data:`MAX_EXACT_COUNTS`.
+MAX_BINS = 50
 
 
 def rating_histogram_figure(values, *, r_min: float, r_max: float, implicit: bool = False,
@@ -24,15 +31,53 @@ def rating_histogram_figure(values, *, r_min: float, r_max: float, implicit: boo
     return styled(fig, title=title, x=kind, y="number of ratings", height=340)
 
 
-def count_distribution_figure(counts, *, what: str = "user", log_x: bool = False) -> go.Figure:
-    """Histogram of the number of ratings per user (or per item)."""
+def count_bins(counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(left, right, number)`` of the bins of a count histogram: one bin per whole count
+    when the counts span at most :data:`MAX_EXACT_COUNTS` values, else at most
+    :data:`MAX_BINS` bins of equal whole-number width. Bins nobody falls in are dropped."""
     counts = np.asarray(counts, dtype=float)
+    counts = counts[np.isfinite(counts)]
+    if counts.size == 0:
+        empty = np.zeros(0)
+        return empty, empty, empty.astype(np.int64)
+    lo, hi = math.floor(counts.min()), math.floor(counts.max())
+    width = 1 if hi - lo + 1 <= MAX_EXACT_COUNTS else math.ceil((hi - lo + 1) / MAX_BINS)
+    edges = np.arange(lo, hi + width + 1, width, dtype=float)
+    number, edges = np.histogram(counts, bins=edges)
+    keep = number > 0
+    return edges[:-1][keep], edges[1:][keep], number[keep]
+
+
+def count_distribution_figure(counts, *, what: str = "user", log_x: bool = False) -> go.Figure:
+    """Bars of how many rows (``what="user"``) or columns have each number of ratings.
+
+    ``what`` is the dataset's own noun for a row or a column, singular (``Ratings.nouns``:
+    "user", "item", "country", "year", "tract", "target"). Every count gets its own bar
+    while there are few distinct counts (the bins are :func:`count_bins`); when every one
+    has the same count, the title says so instead of drawing one wide block.
+    """
+    counts = np.asarray(counts, dtype=float)
+    many = plural(what)
+    left, right, number = count_bins(counts)
     fig = go.Figure()
-    fig.add_histogram(x=counts, nbinsx=min(50, max(5, int(np.sqrt(counts.size)) + 1)),
-                      name=f"{what}s", marker_color=color(1 if what == "user" else 2),
-                      hovertemplate=(f"%{{x}} ratings: %{{y}} {what}s<extra></extra>"))
+    exact = bool(len(left)) and bool(np.all(right - left == 1))
+    label = (left if exact else [f"{a:g}-{b - 1:g}" for a, b in zip(left, right)])
+    fig.add_bar(x=(left if exact else (left + right - 1) / 2), y=number,
+                width=(0.8 if exact else (right - left) * 0.9),
+                customdata=np.asarray(label, dtype=object), name=plain(many),
+                marker_color=color(1 if what == "user" else 2),
+                hovertemplate=(f"%{{customdata}} ratings: %{{y:,}} {plain(many)}"
+                               "<extra></extra>"))
     if log_x:
         fig.update_xaxes(type="log")
     median = float(np.median(counts)) if counts.size else 0.0
-    return styled(fig, title=f"Ratings per {what} (median {median:g})",
-                  x=f"ratings per {what}", y=f"number of {what}s", height=340)
+    if counts.size and counts.min() == counts.max():
+        n = counts.size
+        word = "rating" if counts[0] == 1 else "ratings"
+        title = (f"Every {what}: {counts[0]:g} {word}" if n > 1 else
+                 f"The one {what}: {counts[0]:g} {word}")
+        fig.update_xaxes(tickvals=[counts[0]], range=[counts[0] - 3, counts[0] + 3])
+    else:
+        title = f"Ratings per {what} (median {median:g})"
+    return styled(fig, title=plain(title), x=f"ratings per {what}", y=f"number of {many}",
+                  height=340)

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._theme import distinct_colors, empty_figure, label_of, styled
-from .convergence import _word
+from .convergence import _word, iteration_dtick
 
 PHASE_COUNT_PREFIX = "n_phase_"
 #: ``first_apart="auto"`` draws the first iteration on its own axis when its total time is
@@ -210,8 +210,7 @@ def phase_time_figure(trace, labels: Mapping[str, str] | None = None, *,
             else:
                 fig.add_trace(bar, row=1, col=col)
     fig.update_layout(barmode="stack")
-    if len(df) <= 20:
-        fig.update_xaxes(dtick=1)
+    fig.update_xaxes(tick0=0, dtick=iteration_dtick(len(df), 2 if apart else 1), tickangle=0)
     fig = styled(fig, title=title)
     if apart:
         fig.update_xaxes(title_text=iteration, row=1, col=2)
@@ -240,8 +239,7 @@ def _phase_time_lines(df, parts, names, colours, totals, title, iteration) -> go
         marker=dict(size=6, symbol="diamond"),
         hovertemplate=f"{word} %{{x}}<br>total: %{{y:.3g}} s<extra></extra>"))
     fig.update_yaxes(type="log", exponentformat="power")
-    if len(df) <= 20:
-        fig.update_xaxes(dtick=1)
+    fig.update_xaxes(tick0=0, dtick=iteration_dtick(len(df)), tickangle=0)
     return styled(fig, title=title, x=iteration, y=f"s per {word} (log scale)")
 
 

@@ -44,17 +44,39 @@ def influence_figure(scores, names=None, *, kind: str = "bar", top: int = 30,
         return styled(fig, title="Distribution of the normalized influence score ςᵢ (Fig. 8)",
                       x="normalized influence score ςᵢ (share of items whose support lies "
                         "inside item i's)", y="number of items")
-    order = np.argsort(-scores, kind="stable")[: max(1, int(top))]
-    labels = [f"{_short(names[i])} [{items[i]}]" for i in order]
+    # Items of equal score share one bar ("name +N tied"): on MovieLens hundreds of items
+    # have ς = 1, and one bar each would draw the whole top as bars of one length.
+    levels, first, inverse, size = np.unique(-np.round(scores, 12), return_index=True,
+                                             return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    groups = []
+    for g in range(min(levels.size, max(1, int(top)))):
+        members = np.flatnonzero(inverse == g)  # in item order: the first is the stable pick
+        groups.append(members)
+    labels, custom = [], []
+    for members in groups:
+        i = members[0]
+        more = f" +{members.size - 1} tied" if members.size > 1 else ""
+        labels.append(f"{_short(names[i])} [{items[i]}]{more}")
+        shown = ", ".join(plain(_short(names[j], 30)) for j in members[:8])
+        if members.size > 8:
+            shown += f", ... ({members.size:,} items)"
+        custom.append([plain(names[i]), int(items[i]), int(members.size), shown])
+    x = [float(scores[m[0]]) for m in groups]
     fig = go.Figure(go.Bar(
-        x=scores[order], y=labels, orientation="h", marker_color=color(0), name="ςᵢ",
-        customdata=np.array([[plain(names[i]), int(items[i])] for i in order], dtype=object),
+        x=x, y=labels, orientation="h", marker_color=color(0), name="ςᵢ",
+        customdata=np.array(custom, dtype=object),
         hovertemplate=("<b>%{customdata[0]}</b> (index %{customdata[1]})<br>ς = %{x:.3f}"
+                       "<br>%{customdata[2]} item(s) with this score: %{customdata[3]}"
                        "<extra></extra>")))
     fig.update_yaxes(autorange="reversed")
-    return styled(fig, title=f"Normalized influence score ςᵢ (Fig. 8): top {len(order)} items",
-                  x="normalized influence score ςᵢ", y="item",
-                  height=max(360, 22 * len(order) + 120))
+    n_items = int(sum(m.size for m in groups))
+    title = (f"Normalized influence score ςᵢ (Fig. 8): top {len(groups)} items"
+             if n_items == len(groups) else
+             f"Normalized influence score ςᵢ (Fig. 8): the top {len(groups)} scores "
+             f"({n_items:,} items; tied items share a bar)")
+    return styled(fig, title=title, x="normalized influence score ςᵢ", y="item",
+                  height=max(360, 22 * len(groups) + 120))
 
 
 def _attr(data: dict, *names, default=None):

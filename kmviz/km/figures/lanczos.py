@@ -10,12 +10,12 @@ from ...viz._theme import color, empty_figure, styled
 
 #: Canonical columns of a Lanczos diagnostics frame and how they are drawn.
 CURVES = {
-    "beta": ("β_{m+1} (Lemma 2: bounds the max error)", "solid", "circle"),
-    "beta_q_min": ("min_i β_{m+1}|q_i(m)| (Lemma 2: bounds the min error)", "solid", "square"),
-    "max_err": ("true error max_i |λ_i − λ̂_i|", "dot", "diamond"),
-    "min_err": ("true error min_i |λ_i − λ̂_i|", "dot", "triangle-up"),
+    "beta": ("β<sub>m+1</sub> (Lemma 2: bounds the max error)", "solid", "circle"),
+    "beta_q_min": ("min<sub>i</sub> β<sub>m+1</sub> |q<sub>i</sub>(m)| (Lemma 2: bounds the min error)", "solid", "square"),
+    "max_err": ("true error max<sub>i</sub> |λ<sub>i</sub> − λ̂<sub>i</sub>|", "dot", "diamond"),
+    "min_err": ("true error min<sub>i</sub> |λ<sub>i</sub> − λ̂<sub>i</sub>|", "dot", "triangle-up"),
     "dominant_err": ("true error of the largest eigenvalue", "dot", "star"),
-    "lemma3_bound": ("upper bound of β_{m+1} (Lemma 3)", "dash", "x"),
+    "lemma3_bound": ("upper bound of β<sub>m+1</sub> (Lemma 3)", "dash", "x"),
 }
 
 
@@ -86,7 +86,7 @@ def ritz_values_figure(exact, ritz: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[0.5, m_max + 0.5], y=[lam, lam], mode="lines", name="exact eigenvalues",
             legendgroup="exact", showlegend=j == 0, line=dict(color="#bbbbbb", width=1),
-            hovertemplate=f"exact λ_{j + 1} = {lam:.6g}<extra></extra>"))
+            hovertemplate=f"exact λ<sub>{j + 1}</sub> = {lam:.6g}<extra></extra>"))
     if len(ritz):
         fig.add_trace(go.Scatter(
             x=ritz["m"], y=ritz["value"], mode="markers", name="Ritz values (eig. of T_m)",
