@@ -57,14 +57,15 @@ suggested = suggestion_panel(family)
 if suggested and not rerun:
     st.success("The measured settings are in the form below; press Train to fit them.",
                icon=":material/tune:")
-params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
-                        on_submit=request_training)
-
+# the fit's state and progress above the form, in view at 1400 x 900 while it runs (the
+# Train click's callback recorded its request before this run, so it can start here)
 start_requested_job()
 job = st.session_state.get(StateKeys.JOB)
 if job is None or job.done:
     kernels_notice(name)
 progress_panel()
+params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
+                        on_submit=request_training)
 
 run = active_run()
 if run is not None:
