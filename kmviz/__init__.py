@@ -6,6 +6,7 @@ Import the parts you need: ``kmviz.data`` (datasets), ``kmviz.km`` (Kolmogorov m
 
 __version__ = "0.1.0"
 
+from ._memory import set_memory_limit  # noqa: E402
 from .trace import Trace  # noqa: E402
 
-__all__ = ["Trace", "__version__"]
+__all__ = ["Trace", "__version__", "set_memory_limit"]
