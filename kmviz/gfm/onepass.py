@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import eigh, qr
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
+from ..exceptions import DataError, NumericalError
 from .operators import (
     ChunkedBatch,
     Standardizer,
@@ -132,7 +133,12 @@ def _top_k_by_magnitude(op_apply, d, k, rng, tol=INIT_TOL):
                             matmat=matmat, dtype=np.float64)
         v0 = rng.standard_normal(d)
         ncv = min(d, max(2 * k + 2, INIT_NCV))
-        vals, vecs = eigsh(op, k=k, which="LM", v0=v0, tol=tol, ncv=ncv)
+        try:
+            vals, vecs = eigsh(op, k=k, which="LM", v0=v0, tol=tol, ncv=ncv)
+        except ArpackError as exc:
+            raise NumericalError(
+                f"the Lanczos initialization of the rank-{k} factors failed ({exc}). Fix: "
+                "use larger batches (batch_size), a lower rank, or standardize=True.") from None
     order = np.argsort(-np.abs(vals), kind="stable")[:k]
     return vals[order], np.ascontiguousarray(vecs[:, order]), count[0]
 
@@ -176,6 +182,17 @@ def initialize(batch: ChunkedBatch, rank: int, *, std: Standardizer | None = Non
     b0 = float(y.mean()) if fit_intercept else 0.0
     r = y - b0
     h2 = float(r.mean())
+    if not np.any(r):  # the moment operator is zero: there is no direction to start from
+        cause = ("a batch of 1 row, centred on its own mean by fit_intercept" if n == 1
+                 and fit_intercept else f"the {n} target(s) of the first batch all equal "
+                 f"{b0 if fit_intercept else 0.0:g}")
+        raise DataError(
+            f"cannot initialize the factors: {cause} leaves a zero residual, so the "
+            "second-moment operator is zero",
+            expected="a first batch whose targets vary",
+            fix="use batch_size of at least 2 (hundreds in practice)"
+                + (" or fit_intercept=False" if fit_intercept else "")
+                + ", and shuffle the rows if they are sorted by target")
 
     def op_apply(Z):
         return weighted_pass(batch, r, Z, std, engine) / (2.0 * n) - 0.5 * h2 * Z
