@@ -66,3 +66,64 @@ def test_user_text_has_no_live_links_or_shortcodes(text):
 def test_bold_pieces_are_disarmed_too():
     md = pieces_markdown([("liked by ", False), ("bob@evil.example", True)])
     assert md.startswith("liked by **") and not _autolinks(_shown(md))
+
+
+_PAGE = '''
+import streamlit as st
+from kmviz.ui.text import md_escape
+
+for i, text in enumerate({texts!r}):
+    with st.container(key=f"t-{{i}}"):
+        st.markdown(md_escape(text))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_escaped_text_renders_without_links_or_icons_in_chromium(tmp_path):
+    """What a browser shows: no <a> and no material icon (before the fix: 3 links, 1 icon)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("/usr/bin/chromium not found")
+    playwright = pytest.importorskip("playwright.sync_api")
+    texts = ["see http://evil.example/x now", "www.evil.example", "mail bob@evil.example",
+             "icon :material/home: emoji :smile: colour :red[alarm]"]
+    (tmp_path / "page.py").write_text(_PAGE.format(texts=texts))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(tmp_path / "page.py"),
+                             "--server.headless", "true", "--server.port", str(port),
+                             "--browser.gatherUsageStats", "false"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.5)
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium",
+                                        args=["--headless", "--no-sandbox", "--disable-gpu"])
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{port}")
+            page.wait_for_selector(f".st-key-t-{len(texts) - 1}", timeout=60_000)
+            for i, text in enumerate(texts):
+                block = page.locator(f".st-key-t-{i}")
+                assert block.locator("a").count() == 0, text
+                assert block.locator("[data-testid='stIconMaterial']").count() == 0, text
+                assert block.inner_text().replace("\u2060", "") == text
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
