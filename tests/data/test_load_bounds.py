@@ -123,3 +123,17 @@ def test_a_file_without_line_breaks_is_refused_after_one_block(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 8 * MB
+
+
+def test_an_upload_may_expand_to_a_multiple_of_the_upload_limit(monkeypatch):
+    from kmviz.ui import datasets
+
+    monkeypatch.setattr(datasets, "upload_limit_mb", lambda: 1)
+    small = _ratings_text(250_000)   # about 2.4 MB: under 4 x 1 MB
+    big = b"1,1,3\n" * 1_100_000    # 6.6 MB in a few KB: over it
+    assert len(small) < checks.EXPANSION_FACTOR * MB < len(big)
+    loaded = datasets.load_uploaded.__wrapped__("small.zip", _zip_bytes({"r.csv": small}))
+    assert loaded.n_ratings == 250_000 and loaded.source == "upload: small.zip"
+    with pytest.raises(ValueError, match=r"big\.zip: the archive would extract to 6\.3 MB, "
+                                         r"over the limit of 4\.0 MB"):
+        datasets.load_uploaded.__wrapped__("big.zip", _zip_bytes({"r.csv": big}))
