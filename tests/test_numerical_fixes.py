@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from kmviz.data.synthetic import make_planted_lowrank
-from kmviz.exceptions import DataError, DataValueError, KmvizError, NumericalError
+from kmviz.exceptions import (
+    DataValueError,
+    InvalidParameterError,
+    KmvizError,
+    NumericalError,
+)
 
 
 @pytest.fixture(scope="module")
@@ -18,13 +23,24 @@ def data():
 def test_gfm_with_one_row_batches_says_why_and_what_to_change(data):
     from kmviz.gfm import GeneralizedFM
 
-    with pytest.raises(DataError, match=r"batch of 1 row.*zero residual.*Fix: use batch_size "
-                                        r"of at least 2.*fit_intercept=False"):
+    with pytest.raises(InvalidParameterError, match=r"batch of 1 row.*zero residual.*Fix: use "
+                                                    r"batch_size of at least 2.*"
+                                                    r"fit_intercept=False"):
         GeneralizedFM(batch_size=1, rank=1, solver="onepass").fit(data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = GeneralizedFM(batch_size=1, rank=1, solver="onepass", fit_intercept=False)
         assert model.fit(data) is model
+
+
+def test_gfm_with_constant_targets_starts_without_arpack():
+    from kmviz.gfm import GeneralizedFM
+
+    X = np.random.default_rng(0).normal(size=(200, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = GeneralizedFM(2, n_batches=2, random_state=0).fit(X, np.ones(200))
+    assert np.allclose(model.predict(X), 1.0)
 
 
 def test_gfm_initialization_failure_of_arpack_is_a_numerical_error(monkeypatch):

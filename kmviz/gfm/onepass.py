@@ -37,7 +37,7 @@ import numpy as np
 from scipy.linalg import eigh, qr
 from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
-from ..exceptions import DataError, NumericalError
+from ..exceptions import InvalidParameterError, NumericalError
 from .operators import (
     ChunkedBatch,
     Standardizer,
@@ -182,22 +182,23 @@ def initialize(batch: ChunkedBatch, rank: int, *, std: Standardizer | None = Non
     b0 = float(y.mean()) if fit_intercept else 0.0
     r = y - b0
     h2 = float(r.mean())
-    if not np.any(r):  # the moment operator is zero: there is no direction to start from
-        cause = ("a batch of 1 row, centred on its own mean by fit_intercept" if n == 1
-                 and fit_intercept else f"the {n} target(s) of the first batch all equal "
-                 f"{b0 if fit_intercept else 0.0:g}")
-        raise DataError(
-            f"cannot initialize the factors: {cause} leaves a zero residual, so the "
-            "second-moment operator is zero",
-            expected="a first batch whose targets vary",
-            fix="use batch_size of at least 2 (hundreds in practice)"
-                + (" or fit_intercept=False" if fit_intercept else "")
-                + ", and shuffle the rows if they are sorted by target")
+    if n == 1 and fit_intercept:  # y - mean(y) = 0: a zero moment operator, nothing to learn
+        raise InvalidParameterError(
+            "GeneralizedFM: a first batch of 1 row, centred on its own mean by "
+            "fit_intercept, leaves a zero residual, so the factors cannot be initialized. "
+            "Fix: use batch_size of at least 2 (hundreds in practice), or "
+            "fit_intercept=False.")
 
     def op_apply(Z):
         return weighted_pass(batch, r, Z, std, engine) / (2.0 * n) - 0.5 * h2 * Z
 
-    vals, U, n_mv = _top_k_by_magnitude(op_apply, d, rank, rng)
+    if not np.any(r) and d > 2 * rank + 1:
+        # a zero moment operator (every target equal): ARPACK cannot start from it, and any
+        # orthonormal U is an eigenbasis; later batches move it
+        U, vals, n_mv = qr(rng.standard_normal((d, rank)), mode="economic")[0], \
+            np.zeros(rank), 0
+    else:
+        vals, U, n_mv = _top_k_by_magnitude(op_apply, d, rank, rng)
     state = OnePassState(w=np.zeros(d), U=U, V=np.zeros((d, rank)), b=b0, std=std,
                          fit_intercept=bool(fit_intercept), n_batches=1, n_seen=n)
     mse = float(np.mean(r * r))
