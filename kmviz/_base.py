@@ -154,6 +154,11 @@ class IterativeEstimator(BaseEstimator):
     def _fit_publish(self, state, n_iter, trace):  # pragma: no cover
         raise NotImplementedError
 
+    def _memory_estimate(self, params, data, **inputs):
+        """``{"what": bytes}`` a fit with ``params`` on ``data`` needs, estimated before
+        ``_fit_start`` allocates (:mod:`kmviz._memory`); None: the family gives no estimate."""
+        return None
+
     def _fit_finish(self, state, trace, validation) -> None:
         """Checks after the fit (events, warnings); nothing by default."""
 
@@ -231,7 +236,10 @@ class IterativeEstimator(BaseEstimator):
         from .exceptions import ConvergenceWarning, NumericalError
         from .trace import Trace
 
+        from ._memory import check_fit_memory
+
         params = self._validate_params()
+        check_fit_memory(self, params, data, inputs)  # refuses before anything is allocated
         state = self._fit_start(data, params, validation=validation, **inputs)
         trace = Trace(solver=self._solver_name(params, state), params=json_safe(self.get_params()))
         self.trace_ = trace

@@ -13,9 +13,14 @@ import numpy as np
 from .exceptions import InvalidParameterError
 
 
+def _bound(x) -> str:
+    """A bound as people read it: ``1``, ``0.5``, ``1e+12`` (not 1000000000000.0)."""
+    return repr(x) if isinstance(x, int) or abs(x) < 1e6 else f"{x:g}"
+
+
 def _interval(low, high, closed):
-    lo = "-inf" if low is None else repr(low)
-    hi = "inf" if high is None else repr(high)
+    lo = "-inf" if low is None else _bound(low)
+    hi = "inf" if high is None else _bound(high)
     left = "[" if closed in ("left", "both") and low is not None else "("
     right = "]" if closed in ("right", "both") and high is not None else ")"
     return f"{left}{lo}, {hi}{right}"

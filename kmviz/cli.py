@@ -468,6 +468,10 @@ def _cmd_app(args) -> int:
         env[SHARED_RUNS_ENV] = "1"
     if args.dask:
         env[DASK_ENV] = args.dask
+    if args.max_fit_memory is not None:  # each fit of the server refuses above it
+        from ._memory import ENV_VAR
+
+        env[ENV_VAR] = str(args.max_fit_memory)
     if env.get("KMVIZ_RUNS_DIR"):  # the app runs from its own folder: no relative paths
         env["KMVIZ_RUNS_DIR"] = str(Path(env["KMVIZ_RUNS_DIR"]).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
@@ -529,6 +533,16 @@ def _fraction(text) -> float:
     if not 0.0 <= value < 1.0:
         raise argparse.ArgumentTypeError(f"{value:g} is not in [0, 1)")
     return value
+
+
+def _memory_size(text) -> int:
+    from ._memory import parse_bytes
+    from .exceptions import InvalidParameterError
+
+    try:
+        return parse_bytes(text)
+    except InvalidParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------ parser
@@ -668,6 +682,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "rename, note and delete every run and load its data (also "
                         f"${SHARED_RUNS_ENV}=1); by default a browser manages only the runs "
                         "it made. On 127.0.0.1 every run is the local user's anyway")
+    p.add_argument("--max-fit-memory", type=_memory_size, metavar="SIZE",
+                   help="memory one fit may use (bytes, or with K, M, G: 2G); a fit whose "
+                        "estimate is above it is refused before it starts. Default: half of "
+                        "the memory available when the fit starts (also $KMVIZ_MAX_FIT_BYTES)")
     p.set_defaults(func=_cmd_app, streamlit_args=[])
     return parser
 

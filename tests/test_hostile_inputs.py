@@ -479,6 +479,33 @@ def test_load_peak_memory_is_within_4x_text_plus_final_arrays(tmp_path, text_ids
     assert peak <= budget, f"peak {peak / MB:.1f} MB > budget {budget / MB:.1f} MB"
 
 
+@pytest.mark.parametrize("text_ids", [False, True])
+@pytest.mark.parametrize("archive", ["zip", "gz", "zip in zip"])
+def test_archive_load_peak_memory_is_within_4x_text_plus_final_arrays(tmp_path, text_ids,
+                                                                       archive):
+    """An archive streams its text to a temporary file: the bound of a plain file holds
+    with the expanded text as the text."""
+    plain = _generated_csv(tmp_path / "big.csv", 150_000, text_ids)
+    data = plain.read_bytes()
+    if archive == "gz":
+        path = tmp_path / "big.csv.gz"
+        path.write_bytes(gzip.compress(data))
+    else:
+        path = tmp_path / "big.zip"
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("big.csv", data)
+        if archive == "zip in zip":
+            inner = path.read_bytes()
+            path = tmp_path / "outer.zip"
+            with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("big.zip", inner)
+    load(path)  # imports and caches out of the measurement
+    r, peak = traced_peak(load, path)
+    assert isinstance(r, Ratings), r
+    budget = 4 * len(data) + _final_bytes(r)
+    assert peak <= budget, f"peak {peak / MB:.1f} MB > budget {budget / MB:.1f} MB"
+
+
 # ============================================================================ the run store
 def make_trace():
     t = Trace("km.enhanced", {"D": 2})

@@ -216,6 +216,10 @@ def _binned(s, spec, col, what):
     return block, labels
 
 
+#: Largest feature value accepted: squares and Gram sums of larger ones overflow float64.
+MAX_FEATURE_MAGNITUDE = 1e100
+
+
 def check_feature_matrix(F, n_rows, what, *, n_users_word="rows"):
     """A validated CSR copy of an array or sparse matrix of side features, with names.
 
@@ -260,6 +264,16 @@ def check_feature_matrix(F, n_rows, what, *, n_users_word="rows"):
             f"{what} holds {int(bad.sum())} NaN or infinite value(s), the first at row {r}, "
             f"column {c}", expected="finite numbers",
             fix="fill or drop them; a row of zeros means 'no features'")
+    huge = np.abs(data) > MAX_FEATURE_MAGNITUDE
+    if huge.any():  # their squares and Gram sums overflow float64 in the block solves
+        coo = sp.coo_matrix(X)
+        k = int(np.flatnonzero(np.abs(coo.data) > MAX_FEATURE_MAGNITUDE)[0])
+        raise DataValueError(
+            f"{what} holds {int(huge.sum())} value(s) larger than {MAX_FEATURE_MAGNITUDE:g} "
+            f"in magnitude, the first {coo.data[k]:g} at row {int(coo.row[k])}, column "
+            f"{int(coo.col[k])}", expected=f"numbers of at most {MAX_FEATURE_MAGNITUDE:g} "
+                                           "in magnitude (their products must stay finite)",
+            fix="rescale the features (standardize each column, or take the log of counts)")
     X = sp.csr_matrix(X)
     X.eliminate_zeros()
     return X, [f"f{c}" for c in range(X.shape[1])]

@@ -173,13 +173,13 @@ class GeneralizedFM(IterativeEstimator):
     """
 
     _parameter_constraints = {
-        "rank": Param(int, low=1, form_high=20, label="k (rank)",
+        "rank": Param(int, low=1, high=10_000, form_high=20, label="k (rank)",
                       help="Rank k of the second-order matrix M* (eq. (1), Alg. 1's desired "
                            "rank k); at most the number of features d."),
-        "batch_size": Param(int, low=1, none_ok=True, step=500, label="n (batch size)",
+        "batch_size": Param(int, low=1, high=100_000_000, none_ok=True, step=500, label="n (batch size)",
                             help="Instances per mini-batch n (Alg. 1); empty: rows / "
                                  "n_batches. Theory: n ≥ C k³ d; in practice 10-20 k d."),
-        "n_batches": Param(int, low=1, none_ok=True, form_high=200,
+        "n_batches": Param(int, low=1, high=1_000_000, none_ok=True, form_high=200,
                            label="T + 1 (batches)",
                            help="Mini-batches consumed: one initialization batch (line 2) "
                                 "plus T power steps (lines 3-9); empty: all full batches."),
@@ -203,11 +203,11 @@ class GeneralizedFM(IterativeEstimator):
                              "Gaussian features). ALS: alternating least squares over all "
                              "the data, several passes (for real data). Auto: ALS for "
                              "ratings, one-pass for arrays."),
-        "n_passes": Param(int, low=1, form_high=200, label="ALS passes",
+        "n_passes": Param(int, low=1, high=100_000, form_high=200, label="ALS passes",
                           help="Passes over the data of the ALS solver (one per iteration)."),
-        "l2": Param(float, low=0.0, step=1e-3, label="λ (ALS ridge)",
+        "l2": Param(float, low=0.0, high=1e12, step=1e-3, label="λ (ALS ridge)",
                     help="Ridge λ/2 (‖w‖² + ‖U‖² + ‖V‖²) added to eq. (3) by the ALS solver."),
-        "tol": Param(float, low=0.0, step=1e-5, advanced=True, label="ALS tolerance",
+        "tol": Param(float, low=0.0, high=1.0, step=1e-5, advanced=True, label="ALS tolerance",
                      help="ALS stops when a pass lowers the objective by less than this "
                           "fraction (one-pass always consumes its batches)."),
         "user_ids": Param(bool, none_ok=True, advanced=True, label="one-hot user ids",
@@ -305,6 +305,24 @@ class GeneralizedFM(IterativeEstimator):
         if solver != "auto":
             return solver
         return "als" if is_ratings(data) else "onepass"
+
+    def _memory_estimate(self, params, data, **inputs):
+        from .._memory import F8, data_sizes, feature_width
+
+        k = params["rank"]
+        if is_ratings(data):
+            m, n, s = data_sizes(data)
+            f = feature_width(None, data, "user") + feature_width(None, data, "item")
+            rows, d, nnz = s, m + n + f, s * (2 + f)
+        else:  # arrays (a stream's size is not known up front: its batches only)
+            rows, d, nnz = data_sizes(data)
+        batch = params["batch_size"] or (rows // params["n_batches"] if params["n_batches"]
+                                         else rows)
+        return {f"the design matrix: {rows} rows, {nnz} nonzeros (and a shuffled copy)":
+                    4 * F8 * nnz + 2 * F8 * rows,
+                f"factors and eigensolver vectors: {d} features x rank={k}":
+                    12 * F8 * d * (k + 1),
+                f"one batch: batch_size={batch} rows x rank={k}": 4 * F8 * batch * (k + 1)}
 
     def _fit_start(self, data, params, *, validation=None, truth=None) -> FitState:
         owner = type(self).__name__

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import eigh, qr
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
 
+from ..exceptions import InvalidParameterError, NumericalError
 from .operators import (
     ChunkedBatch,
     Standardizer,
@@ -132,7 +133,12 @@ def _top_k_by_magnitude(op_apply, d, k, rng, tol=INIT_TOL):
                             matmat=matmat, dtype=np.float64)
         v0 = rng.standard_normal(d)
         ncv = min(d, max(2 * k + 2, INIT_NCV))
-        vals, vecs = eigsh(op, k=k, which="LM", v0=v0, tol=tol, ncv=ncv)
+        try:
+            vals, vecs = eigsh(op, k=k, which="LM", v0=v0, tol=tol, ncv=ncv)
+        except ArpackError as exc:
+            raise NumericalError(
+                f"the Lanczos initialization of the rank-{k} factors failed ({exc}). Fix: "
+                "use larger batches (batch_size), a lower rank, or standardize=True.") from None
     order = np.argsort(-np.abs(vals), kind="stable")[:k]
     return vals[order], np.ascontiguousarray(vecs[:, order]), count[0]
 
@@ -176,11 +182,23 @@ def initialize(batch: ChunkedBatch, rank: int, *, std: Standardizer | None = Non
     b0 = float(y.mean()) if fit_intercept else 0.0
     r = y - b0
     h2 = float(r.mean())
+    if n == 1 and fit_intercept:  # y - mean(y) = 0: a zero moment operator, nothing to learn
+        raise InvalidParameterError(
+            "GeneralizedFM: a first batch of 1 row, centred on its own mean by "
+            "fit_intercept, leaves a zero residual, so the factors cannot be initialized. "
+            "Fix: use batch_size of at least 2 (hundreds in practice), or "
+            "fit_intercept=False.")
 
     def op_apply(Z):
         return weighted_pass(batch, r, Z, std, engine) / (2.0 * n) - 0.5 * h2 * Z
 
-    vals, U, n_mv = _top_k_by_magnitude(op_apply, d, rank, rng)
+    if not np.any(r) and d > 2 * rank + 1:
+        # a zero moment operator (every target equal): ARPACK cannot start from it, and any
+        # orthonormal U is an eigenbasis; later batches move it
+        U, vals, n_mv = qr(rng.standard_normal((d, rank)), mode="economic")[0], \
+            np.zeros(rank), 0
+    else:
+        vals, U, n_mv = _top_k_by_magnitude(op_apply, d, rank, rng)
     state = OnePassState(w=np.zeros(d), U=U, V=np.zeros((d, rank)), b=b0, std=std,
                          fit_intercept=bool(fit_intercept), n_batches=1, n_seen=n)
     mse = float(np.mean(r * r))

@@ -225,7 +225,7 @@ class KolmogorovModel(IterativeEstimator):
         "bfgs": "bfgs: quasi-Newton on the dual",
     }
     _parameter_constraints = {
-        "D": Param(int, low=1, form_high=16, label="D (dimension)",
+        "D": Param(int, low=1, high=1024, form_high=16, label="D (dimension)",
                    help="Dimension D of the KM, eq. (1): the number of elementary events."),
         "bqp_solver": Param(
             str, options=BQP_SOLVERS, option_labels=BQP_SOLVER_LABELS, label="BQP solver",
@@ -237,36 +237,36 @@ class KolmogorovModel(IterativeEstimator):
         "evd": Param(str, options=EVD_MODES, label="EVD",
                      help="Eigen-decomposition inside the dual solver: exact (LAPACK) or the "
                           "modified Lanczos of Alg. 5 with the threshold δ of (20)."),
-        "gamma": Param(float, low=0, closed="neither", form_low=0.001, step=10.0,
+        "gamma": Param(float, low=0, high=1e12, closed="neither", form_low=0.001, step=10.0,
                        label="γ (gamma)", help="Regularization γ of the SDP (11), Sec. III-A."),
-        "n_rand": Param(int, low=1, form_high=1000, step=10, label="I_rand (n_rand)",
+        "n_rand": Param(int, low=1, high=100_000, form_high=1000, step=10, label="I_rand (n_rand)",
                         help="I_rand of Alg. 3: Gaussian randomization samples per item."),
-        "max_iter": Param(int, low=1, form_high=500, label="max BCD iterations",
+        "max_iter": Param(int, low=1, high=100_000, form_high=500, label="max BCD iterations",
                           help="I_BCD: maximum number of BCD iterations of Alg. 4."),
-        "tol": Param(float, low=0, step=1e-4, label="tol",
+        "tol": Param(float, low=0, high=1.0, step=1e-4, label="tol",
                      help="Stop when the objective's relative decrease in one BCD iteration "
                           "is below this."),
-        "lambda_theta": Param(float, low=0, step=1.0, label="λᵤ (lambda_theta)",
+        "lambda_theta": Param(float, low=0, high=1e12, step=1.0, label="λᵤ (lambda_theta)",
                               help="Regularizer λᵤ on θᵤ (Table V): adds λ‖θᵤ‖² to the "
                                    "simplex QP (3), pulling θᵤ toward uniform."),
-        "mu_psi": Param(float, low=0, step=0.5, label="μᵢ (mu_psi)",
+        "mu_psi": Param(float, low=0, high=1e12, step=0.5, label="μᵢ (mu_psi)",
                         help="Regularizer μᵢ on ψᵢ (Table V): a penalty on the support size "
                              "in the binary QP (4)."),
         "probability": Param(str, options=PROBABILITY_MODES, label="probability mapping",
                              help="Ratings to empirical probabilities pᵤᵢ: (r − r_min)/(r_max "
                                   "− r_min), the paper's r / r_max (eq. (6)), or as given."),
-        "threshold": Param(float, none_ok=True, step=0.5, label="train on likes: rating ≥",
+        "threshold": Param(float, low=-1e12, high=1e12, none_ok=True, step=0.5, label="train on likes: rating ≥",
                            help="Fit the liked indicator (1 if rating ≥ threshold, else 0) "
                                 "instead of the scaled ratings, so the implications are "
                                 "about liking in exactly that sense (e.g. 4 on a 1-5 "
                                 "scale). Empty: fit the ratings scaled to [0, 1]."),
         "init": Param(str, options=INIT_MODES, label="init", advanced=True,
                       help="Initialization of θ: Dirichlet(1), uniform on the simplex."),
-        "lanczos_a": Param(float, low=0, closed="neither", form_low=0.01, form_high=100.0,
+        "lanczos_a": Param(float, low=0, high=1e6, closed="neither", form_low=0.01, form_high=100.0,
                            step=0.1, label="a (Lanczos threshold)",
                            help="a in (20): larger a lowers δ, so Lanczos runs more "
                                 "iterations m."),
-        "dual_eps": Param(float, low=0, closed="neither", label="ε (dual_eps)", advanced=True,
+        "dual_eps": Param(float, low=0, high=1.0, closed="neither", label="ε (dual_eps)", advanced=True,
                           help="ε of the dual GD stopping rule ‖t Δu‖ ≤ ε (Alg. 1/2)."),
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
                               help="Seed of the initialization and randomization (same seed, "
@@ -321,6 +321,19 @@ class KolmogorovModel(IterativeEstimator):
 
     def _trace_metrics(self, state, validation):
         return {"nrmse": self.nrmse(validation)}
+
+    def _memory_estimate(self, prm, ratings, **inputs):
+        from .._memory import F8, data_sizes
+
+        m, n, s = data_sizes(ratings)
+        D = prm["D"]
+        return {f"the per-item BQPs S, v, duals: {n} items x D={D} x D":
+                    F8 * n * (2 * D * D + 4 * D + 2),
+                f"theta, its copy and psi: ({m} users x 2 + {n} items) x D={D}":
+                    F8 * (2 * m + n) * D,
+                f"random draws: {n} items x n_rand={prm['n_rand']} x (D+1)":
+                    F8 * n * prm["n_rand"] * (D + 1),
+                f"the {s} ratings, indexed by user and by item": 9 * F8 * s}
 
     def _fit_start(self, ratings, prm, *, validation=None):
         self._check_ratings(ratings)

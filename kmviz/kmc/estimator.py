@@ -280,6 +280,32 @@ class KernelMatrixCompletion(IterativeEstimator):
                            row_kernel_factor=row_kernel_factor,
                            col_kernel_factor=col_kernel_factor)
 
+    def _memory_estimate(self, prm, ratings, **inputs):
+        from .._memory import F8, data_sizes
+
+        N, L, s = data_sizes(ratings)
+        method, parts = prm["method"], {f"the {s} ratings": 8 * F8 * s}
+        linear = method in ("rrmcex", "online_rrmcex") and prm["rr_features"] == "linear"
+        if method in KERNEL_METHODS and not linear:
+            r = prm["kernel_rank"] if method == "kkmcex" else None
+            parts[f"row and column kernels ({N} and {L}" + (f", rank {r})" if r else ")")] = \
+                3 * F8 * (N + L) * r if r else 3 * F8 * (N * N + L * L)
+        if method == "kkmcex" and (prm["solver"] == "direct" or (
+                prm["solver"] == "auto" and s <= DIRECT_MAX_S)):
+            parts[f"the dense {s} x {s} system of the direct solver"] = 2 * F8 * s * s
+        if method in ("kkmcex", "rrmcex", "online_rrmcex"):
+            d = prm["n_components"]
+            parts[f"eigen features: ({N} + {L}) x n_components={d}, and d x d"] = \
+                F8 * (3 * (N + L) * d + 2 * d * d)
+        if method in ("als", "sgd", "pg"):
+            p = prm["rank"]
+            parts[f"factors: ({N} + {L}) x rank={p}"] = F8 * (4 * (N + L) * p + 4 * p * p)
+            if method == "als":  # one p x p system per row and per column
+                parts[f"ALS systems: ({N} + {L}) x rank={p} x rank"] = 2 * F8 * (N + L) * p * p
+        if method == "pg":
+            parts[f"the dense {N} x {L} iterate and its SVD"] = 8 * F8 * N * L
+        return parts
+
     def _fit_start(self, ratings, prm, *, validation=None, **inputs):
         rng = check_random_state(self.random_state)
         st = pb.start(ratings, prm, rng, validation=validation, **inputs)

@@ -49,7 +49,7 @@ PARAMETERS = {
     "method": Param(str, options=METHODS, option_labels=METHOD_LABELS, label="method",
                     help="KKMCEX (3.46), RRMCEX (3.59), online RRMCEX (3.63), the "
                          "baselines ALS / SGD on (3.28) and nuclear-norm PG (2.15)."),
-    "mu": Param(float, low=0, closed="neither", form_low=1e-10, step=0.01, label="μ (mu)",
+    "mu": Param(float, low=0, high=1e12, closed="neither", form_low=1e-10, step=0.01, label="μ (mu)",
                 help="Regularization μ: ridge weight of (3.40)/(3.58), kernel weight of "
                      "(3.28), nuclear-norm weight μ̄ of (2.15) for PG."),
     "center": Param(bool, label="center",
@@ -78,11 +78,11 @@ PARAMETERS = {
                           help="K = Q r⁺(Λ) Qᵀ (3.65): diffusion exp(−ηλ), regularized "
                                "Laplacian 1/(1 + ηλ), bandlimited (3.66).",
                           when=_KERNELS),
-    "eta": Param(float, low=0, closed="neither", form_low=0.01, form_high=20.0, step=0.1,
+    "eta": Param(float, low=0, high=1e6, closed="neither", form_low=0.01, form_high=20.0, step=0.1,
                  label="η (eta)", help="Diffusion time / Laplacian weight η of the graph "
                                        "kernels (1 in the thesis's synthetic test).",
                  when=_KERNELS),
-    "bandwidth": Param(int, low=1, none_ok=True, label="bandwidth", advanced=True,
+    "bandwidth": Param(int, low=1, high=1_000_000, none_ok=True, label="bandwidth", advanced=True,
                        help="Graph frequencies kept by the bandlimited kernel (3.66); "
                             "empty: a tenth of the nodes.",
                        when=_KERNELS),
@@ -90,10 +90,10 @@ PARAMETERS = {
                             help="Kernel of side features (§3.5.2): Gaussian "
                                  "exp(−γ‖x − x′‖²), linear XXᵀ, Pearson correlation.",
                             when=_KERNELS),
-    "gamma": Param(float, low=0, closed="neither", none_ok=True, label="γ (gamma)",
+    "gamma": Param(float, low=0, high=1e12, closed="neither", none_ok=True, label="γ (gamma)",
                    help="Width γ of the Gaussian feature kernel; empty: 1 / n_features.",
                    when=_KERNELS),
-    "jitter": Param(float, low=0, none_ok=True, label="jitter", advanced=True,
+    "jitter": Param(float, low=0, high=1e6, none_ok=True, label="jitter", advanced=True,
                     help="Added to every kernel's diagonal before the PSD check; empty: "
                          "a kernel that is not PSD is refused. ALS/SGD invert the "
                          "kernels: diffusion kernels need ~1e-4 there.",
@@ -105,7 +105,7 @@ PARAMETERS = {
                                  "never build them: same result, each CG product "
                                  "O(s r + N r²) instead of O(N²L + NL²).",
                             when=_KKMCEX),
-    "kernel_rank": Param(int, low=1, none_ok=True, form_high=5000, step=50,
+    "kernel_rank": Param(int, low=1, high=1_000_000, none_ok=True, form_high=5000, step=50,
                          label="kernel rank (approximate)", advanced=True,
                          help="KKMCEX: approximate each full-rank side kernel (Gaussian, "
                               "diffusion, regularized Laplacian) by its best rank-r part "
@@ -119,7 +119,7 @@ PARAMETERS = {
                                "the model also learns a global term and per-row / "
                                "per-column terms (rating biases).",
                           when=_KERNELS),
-    "n_components": Param(int, low=1, form_high=5000, step=50, label="d (RRMCEX features)",
+    "n_components": Param(int, low=1, high=1_000_000, form_high=5000, step=50, label="d (RRMCEX features)",
                           help="d: RRMCEX's Kronecker eigen features (3.59) (250 in the "
                                "thesis's synthetic test); rank of the eigen "
                                "preconditioner.",
@@ -128,33 +128,33 @@ PARAMETERS = {
                          help="Top-d products of the kernels' eigenpairs, or of the SVDs "
                               "of the side-feature matrices (linear kernel, §3.5.3).",
                          when=_RRMCEX),
-    "rank": Param(int, low=1, form_high=100, label="p (ALS / SGD rank)",
+    "rank": Param(int, low=1, high=100_000, form_high=100, label="p (ALS / SGD rank)",
                   help="Factor rank p of ALS/SGD (10 in the thesis); P eigenvectors of "
                        "PG's graph initialization (2.42).",
                   when=_FACTORS),
-    "max_iter": Param(int, low=1, form_high=5000, label="max iterations",
+    "max_iter": Param(int, low=1, high=1_000_000, form_high=5000, label="max iterations",
                       help="CG iterations, ALS sweeps, SGD epochs, online blocks or PG "
                            "iterations (closed-form methods run one step).",
                       when=_ITERATIVE),
-    "tol": Param(float, low=0, step=1e-6, label="tolerance",
+    "tol": Param(float, low=0, high=1.0, step=1e-6, label="tolerance",
                  help="CG: relative residual; ALS/SGD/online: relative objective "
                       "decrease; PG: relative change of F at the final μ. 0: run "
                       "max_iter.",
                  when=_ITERATIVE),
-    "learning_rate": Param(float, low=0, closed="neither", none_ok=True,
+    "learning_rate": Param(float, low=0, high=1e6, closed="neither", none_ok=True,
                            label="learning rate", advanced=True,
                            help="Online RRMCEX: t₀ of tₙ = t₀/(1 + t₀μn/s), capped at "
                                 "1/‖φₙ‖² (default 1/mean‖φ‖²); SGD: the step (default "
                                 "0.05/rms).",
                            when=_SGD_STEP),
-    "batch_size": Param(int, low=1, none_ok=True, label="entries per row", advanced=True,
+    "batch_size": Param(int, low=1, high=10_000_000, none_ok=True, label="entries per row", advanced=True,
                         help="Online RRMCEX: stream entries per trace row; empty: one "
                              "pass.",
                         when=_ONLINE),
     "schedule": Param(str, options=fz.SCHEDULES, label="PG schedule", advanced=True,
                       help="μ schedule of Table 2.1: fixed (pg), FPC, SPG, VPG.",
                       when=_PG),
-    "mu0_factor": Param(float, low=1, none_ok=True, label="μ₀ / μ̄", advanced=True,
+    "mu0_factor": Param(float, low=1, high=1e12, none_ok=True, label="μ₀ / μ̄", advanced=True,
                         help="PG's starting μ₀ = factor · μ̄ (Table 2.2: 10; 5 with the "
                              "graph init).",
                         when=_PG),
@@ -162,7 +162,7 @@ PARAMETERS = {
                    label="schedule η", advanced=True,
                    help="μ reduction factor (Table 2.2: FPC 0.75, SPG 0.65, VPG 0.85).",
                    when=_PG),
-    "switch_tol": Param(float, low=0, closed="neither", none_ok=True,
+    "switch_tol": Param(float, low=0, high=1.0, closed="neither", none_ok=True,
                         label="schedule ε", advanced=True,
                         help="Switching tolerance (Table 2.2: FPC 1e-4, SPG 0.06).",
                         when=_PG),
@@ -170,11 +170,11 @@ PARAMETERS = {
                      help="Zero, or the graph-based initialization (2.42) from the row "
                           "graph.",
                      when=_PG),
-    "lap_weight": Param(float, low=0, label="PG α (Laplacian weight)", step=0.1,
+    "lap_weight": Param(float, low=0, high=1e12, label="PG α (Laplacian weight)", step=0.1,
                         advanced=True,
                         help="α of the Laplacian-regularized PG (2.51) on the row graph.",
                         when=_PG),
-    "step": Param(float, low=0, closed="neither", none_ok=True, label="PG step t",
+    "step": Param(float, low=0, high=1e12, closed="neither", none_ok=True, label="PG step t",
                   advanced=True,
                   help="Step t of (2.24); empty: 1/(1 + 2α λ_max(L)).",
                   when=_PG),

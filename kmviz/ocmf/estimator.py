@@ -239,7 +239,7 @@ class OneClassMF(IterativeEstimator):
     """
 
     _parameter_constraints = {
-        "k": Param(int, low=1, form_high=256, label="k (rank)",
+        "k": Param(int, low=1, high=100_000, form_high=256, label="k (rank)",
                    help="Rank k of W (d × k) and H (n × k), eq. (2)."),
         "loss": Param(str, options=LOSSES, label="loss on Ω⁺",
                       option_labels={"logistic": "logistic (LR-wSQ)",
@@ -247,7 +247,7 @@ class OneClassMF(IterativeEstimator):
                                      "squared_hinge": "squared hinge"},
                       help="The convex loss l on observed positives (Table 1); unobserved "
                            "entries always get the weighted squared loss ρ(ā − s)²."),
-        "rho": Param(float, low=0, closed="neither", step=0.01, label="ρ (rho)",
+        "rho": Param(float, low=0, high=1e12, closed="neither", step=0.01, label="ρ (rho)",
                      help="Weight pᵢq_j = ρ of every unobserved entry, eq. (3); the paper "
                           "grids log₂ρ in {−9, −7, −5, −3, −1, 0}."),
         "a_bar": Param(float, low=-1e6, high=1e6, step=0.5, label="ā (a_bar)",
@@ -255,11 +255,11 @@ class OneClassMF(IterativeEstimator):
                             "methods, 0 for SQ-SQ (Supp-2.2). With −1 every user is pushed "
                             "away from the average item; 0 (with a smaller ρ and λ) can "
                             "rank better: tune it."),
-        "lambda_w": Param(float, low=0, closed="neither", step=0.5, label="λ_w (lambda_w)",
+        "lambda_w": Param(float, low=0, high=1e12, closed="neither", step=0.5, label="λ_w (lambda_w)",
                           help="L2 weight on W (users), eq. (2)."),
-        "lambda_h": Param(float, low=0, closed="neither", step=0.5, label="λ_h (lambda_h)",
+        "lambda_h": Param(float, low=0, high=1e12, closed="neither", step=0.5, label="λ_h (lambda_h)",
                           help="L2 weight on H (items; W₂ with item features), eq. (2)."),
-        "lambda_g": Param(float, low=0, step=0.5, label="λ_g (lambda_g)",
+        "lambda_g": Param(float, low=0, high=1e12, step=0.5, label="λ_g (lambda_g)",
                           help="Graph weight: R(W) = tr(WᵀW + λ_g BᵀLB), eq. (2); needs a "
                                "user graph."),
         "solver": Param(str, options=SOLVERS, label="block solver",
@@ -269,12 +269,12 @@ class OneClassMF(IterativeEstimator):
                              "constants (Jacobi-preconditioned CG in the eigenbasis of the "
                              "other side's Gramian) or gradient descent with the "
                              "O(|Ω⁺|)-per-trial line search."),
-        "max_iter": Param(int, low=1, form_high=100, label="outer iterations",
+        "max_iter": Param(int, low=1, high=100_000, form_high=100, label="outer iterations",
                           help="Alternating W/H iterations (the paper validates over 15)."),
-        "tol": Param(float, low=0, step=1e-4, label="tol",
+        "tol": Param(float, low=0, high=1.0, step=1e-4, label="tol",
                      help="Stop when the objective's relative decrease in one outer "
                           "iteration is below this (0: run all iterations)."),
-        "inner_max_iter": Param(int, low=1, form_high=50, label="Newton steps per block",
+        "inner_max_iter": Param(int, low=1, high=10_000, form_high=50, label="Newton steps per block",
                                 advanced=True,
                                 help="Newton (or GD) iterations per W or H block at most."),
         "inner_tol": Param(float, low=0, closed="neither", high=1, label="block tolerance ε",
@@ -302,14 +302,14 @@ class OneClassMF(IterativeEstimator):
                                       "ratings": "the dataset's user graph"},
                        help="The user graph S of the regularizer tr(BᵀLB), L = D − S, when "
                             "fit gets none."),
-        "graph_neighbors": Param(int, low=1, form_high=100, label="graph neighbours",
+        "graph_neighbors": Param(int, low=1, high=10_000, form_high=100, label="graph neighbours",
                                  advanced=True, help="Neighbours per user in a built graph."),
-        "threshold": Param(float, none_ok=True, step=0.5, label="positive threshold",
+        "threshold": Param(float, low=-1e12, high=1e12, none_ok=True, step=0.5, label="positive threshold",
                            help="Entries with value ≥ threshold are positives (the paper's "
                                 "r ≥ 4); empty: every entry is a positive."),
         "small_d": Param(str, options=SMALL_D, label="small-d variant", advanced=True,
                          help="Use M̄ = XᵀAX (d × d) when d² + dk < mk (Supp-1.2)."),
-        "init_scale": Param(float, low=0, closed="neither", label="init scale",
+        "init_scale": Param(float, low=0, high=1e6, closed="neither", label="init scale",
                             advanced=True,
                             help="Standard deviation of the Gaussian initial W and W₂."),
         "dtype": Param(str, options=DTYPES, label="pair-pass precision", advanced=True,
@@ -408,6 +408,21 @@ class OneClassMF(IterativeEstimator):
             keep = values >= threshold
             users, items = users[keep], items[keep]
         return users, items
+
+    def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
+                         **inputs):
+        from .._memory import F8, data_sizes, feature_width
+
+        m, n, s = data_sizes(data)
+        k, side = prm["k"], prm["side_features"]
+        d = (m + n + feature_width(user_features, data, "user", side in ("user", "both"))
+             + feature_width(item_features, data, "item", side in ("item", "both")))
+        return {f"W, H and the Newton vectors: {d} variables x k={k}": 10 * F8 * d * k,
+                f"user and item embeddings: ({m} + {n}) x k={k}": 4 * F8 * (m + n) * k,
+                f"the k x k all-pairs terms (k={k})": 6 * F8 * k * k,
+                f"the {s} observed pairs": 6 * F8 * s,
+                f"the user graph: {m} users x graph_neighbors={prm['graph_neighbors']}":
+                    3 * F8 * m * prm["graph_neighbors"] if prm["graph"] != "none" else 0}
 
     def _fit_start(self, data, prm, *, validation=None, user_features=None,
                    item_features=None, user_graph=None):

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..exceptions import NumericalError
 from .allpairs import BlockTerms
 from .features import SideMatrix
 
@@ -82,7 +83,15 @@ class BlockProblem:
                 raise ValueError(f"basis must be None or 'eig'; got {basis!r}")
             self.V = None
             if basis == "eig":
-                _, self.V = np.linalg.eigh(terms.Oc)
+                try:
+                    if not np.isfinite(terms.Oc).all():  # the iterates overflowed
+                        raise np.linalg.LinAlgError
+                    _, self.V = np.linalg.eigh(terms.Oc)
+                except np.linalg.LinAlgError:
+                    raise NumericalError(
+                        "the other side's factors are no longer finite (their k x k Gram "
+                        "matrix has no eigendecomposition). Fix: rescale the side features, "
+                        "lower rho or init_scale, or raise lambda_w / lambda_h.") from None
                 terms.rotate(self.V, eigenbasis=True)
             self.terms = terms
             self.side = side

@@ -112,6 +112,31 @@ def _check_arrays(arrays) -> dict:
     return out
 
 
+def _remove_tree(path: Path) -> None:
+    """Remove a folder of the store, or only the link if ``path`` is a symbolic link (never
+    what it points to); errors are ignored (the next sweep retries)."""
+    try:
+        if os.path.islink(path) or not os.path.isdir(path):
+            os.unlink(path)
+            return
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write ``data`` to a file that must not exist yet; a planted link is not followed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags, 0o644)
+    with open(fd, "wb") as f:
+        f.write(data)
+
+
 def _zip(run_id: str, members: dict) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:

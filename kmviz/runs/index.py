@@ -18,6 +18,7 @@ from .files import (
     _TRASH_PREFIX,
     _make_private,
     _private_dirs,
+    _remove_tree,
     _to_json,
 )
 from .format import _read_meta
@@ -254,11 +255,11 @@ class _Index:
             pid_text = name.rsplit("-", 1)[-1]
             pid = int(pid_text) if pid_text.isdigit() else -1
             try:
-                age = now - entry.stat().st_mtime
+                age = now - entry.lstat().st_mtime  # a link's own age, never its target's
             except OSError:
                 continue
             if name.startswith(_TRASH_PREFIX) or not _pid_alive(pid) or age > _STALE_AFTER_S:
-                shutil.rmtree(entry, ignore_errors=True)
+                _remove_tree(entry)
         conn = self._connect()
         try:
             ids = [r[0] for r in conn.execute("SELECT run_id FROM runs").fetchall()]

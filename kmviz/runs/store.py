@@ -31,10 +31,12 @@ from .files import (
     _make_private,
     _read_json_bytes,
     _read_npz,
+    _remove_tree,
     _to_json,
     _write_bytes_synced,
     _zip,
 )
+from .export import write_folder, write_zip
 from .format import (
     RUN_FORMAT,
     _kmviz_version,
@@ -505,7 +507,7 @@ class RunStore(_Index):
             conn.execute("COMMIT")
         finally:
             conn.close()
-        shutil.rmtree(trash, ignore_errors=True)
+        _remove_tree(trash)  # a folder that is a link: the link goes, its target stays
 
     # -------------------------------------------------------------------- export
     def _export_members(self, run_id: str) -> dict:
@@ -542,26 +544,25 @@ class RunStore(_Index):
         -------
         Path
             The zip file or the created folder.
+
+        Raises
+        ------
+        RunStoreError
+            The destination exists (without ``overwrite``), is a symbolic link (an export
+            never writes or deletes through a link), or cannot be written (a file where a
+            folder should be, no permission ...).
         """
         dest = Path(dest).expanduser()
         members = self._export_members(run_id)
-        if dest.suffix.lower() == ".zip":
-            if dest.exists() and not overwrite:
-                raise RunStoreError(f"{dest} already exists; choose another name or overwrite.")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(dest.name + ".part")
-            tmp.write_bytes(_zip(run_id, members))
-            os.replace(tmp, dest)
-            return dest
-        out = dest / run_id
-        if out.exists():
-            if not overwrite:
-                raise RunStoreError(f"{out} already exists; choose another directory or overwrite.")
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
-        for name, data in members.items():
-            (out / name).write_bytes(data)
-        return out
+        try:
+            if dest.suffix.lower() == ".zip":
+                return write_zip(dest, _zip(run_id, members), overwrite=overwrite)
+            return write_folder(dest / run_id, members, overwrite=overwrite)
+        except OSError as exc:
+            raise RunStoreError(
+                f"Could not export run {run_id!r} to {dest}: {exc.strerror or exc}"
+                f"{f' ({exc.filename})' if exc.filename else ''}. Choose a destination in a "
+                "folder you can write to.") from None
 
     def export_bytes(self, run_id: str) -> bytes:
         """The zip archive of :meth:`export` as bytes (for a download button)."""

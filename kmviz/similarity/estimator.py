@@ -152,7 +152,7 @@ class SimilarityLearning(IterativeEstimator):
     _numerical_hint = ("lower omega or the learning rate, raise lambda_theta, or scale the "
                        "features.")
     _parameter_constraints = {
-        "k": Param(int, low=1, form_high=256, label="k (embedding size)",
+        "k": Param(int, low=1, high=100_000, form_high=256, label="k (embedding size)",
                    help="Output width k of both towers; Yhat = f(u)ᵀ g(v)."),
         "user_tower": TowerParam(str, options=TOWER_PRESETS, label="user tower",
                                  help="identity (embedding table), linear, or mlp:h1,h2 "
@@ -163,27 +163,27 @@ class SimilarityLearning(IterativeEstimator):
                             help="After each hidden layer of the MLP towers (paper: ELU)."),
         "loss": Param(str, options=LOSSES, label="loss on O",
                       help="The convex loss on observed pairs (the paper: logistic)."),
-        "omega": Param(float, low=0, closed="neither", step=0.01, label="ω (omega)",
+        "omega": Param(float, low=0, high=1e12, closed="neither", step=0.01, label="ω (omega)",
                        help="Weight of the squared loss on every unobserved pair, eq. (7)."),
-        "lambda_theta": Param(float, low=0, closed="neither", step=0.5, label="λ (lambda)",
+        "lambda_theta": Param(float, low=0, high=1e12, closed="neither", step=0.5, label="λ (lambda)",
                          help="L2 weight, 0.5 λ‖θ‖²."),
         "imputed": Param(float, low=-1e6, high=1e6, step=0.5, label="imputed label Ỹ",
                          help="Target of the unobserved pairs (the paper: −1)."),
         "solver": Param(str, options=SOLVERS, option_labels=SOLVER_LABELS, label="solver",
                         help="Optimizer: Gauss-Newton (the paper's fastest), GD, GD-diag, "
                              "SOGram, Sampling and their AdaGrad variants."),
-        "max_iter": Param(int, low=1, form_high=500, label="iterations",
+        "max_iter": Param(int, low=1, high=100_000, form_high=500, label="iterations",
                           help="Outer iterations at most."),
-        "tol": Param(float, low=0, step=1e-6, label="tol",
+        "tol": Param(float, low=0, high=1.0, step=1e-6, label="tol",
                      when={"solver": MONOTONE},
                      help="Stop when the objective's relative decrease is below this."),
-        "max_cg": Param(int, low=1, form_high=200, label="CG steps", advanced=True,
+        "max_cg": Param(int, low=1, high=100_000, form_high=200, label="CG steps", advanced=True,
                         when={"solver": ("newton",)},
                         help="CG steps per Newton iteration at most (paper: 30)."),
         "cg_tol": Param(float, low=0, high=1, closed="neither", label="CG tolerance ξ",
                         advanced=True, when={"solver": ("newton",)},
                         help="CG stops at ‖r‖ ≤ ξ‖∇L‖ (paper: 0.1)."),
-        "max_line_search": Param(int, low=1, form_high=100, label="line-search trials",
+        "max_line_search": Param(int, low=1, high=1000, form_high=100, label="line-search trials",
                                  advanced=True,
                                  when={"solver": ("newton", "gd", "gd-diag")},
                                  help="Backtracking trials per iteration at most."),
@@ -196,13 +196,13 @@ class SimilarityLearning(IterativeEstimator):
         "gram_alpha": Param(float, low=0, high=1, closed="right", label="SOGram α",
                             advanced=True, when={"solver": ("sogram", "sogram-diag")},
                             help="Averaging weight of SOGram's Gramian estimates (0.1)."),
-        "learning_rate": Param(float, low=0, closed="neither", none_ok=True,
+        "learning_rate": Param(float, low=0, high=1e6, closed="neither", none_ok=True,
                                label="step size δ", advanced=True,
                                when={"solver": ("sogram", "sampling", "sogram-diag",
                                                 "sampling-diag")},
                                help="Fixed step of the stochastic solvers (empty: 0.01 for "
                                     "-diag, else GD's step shrunk by the gradient noise)."),
-        "adagrad_mu": Param(float, low=0, closed="neither", label="AdaGrad μ",
+        "adagrad_mu": Param(float, low=0, high=1e6, closed="neither", label="AdaGrad μ",
                             advanced=True,
                             when={"solver": ("gd-diag", "sogram-diag", "sampling-diag")},
                             help="μ of the scaling (μI + M)^(-1/2), eq. (51)."),
@@ -214,9 +214,9 @@ class SimilarityLearning(IterativeEstimator):
                                "(known/none: new items are scored from features)."),
         "side_features": Param(str, options=SIDE_FEATURES, label="side features",
                                help="Which of the dataset's own side features to use."),
-        "threshold": Param(float, none_ok=True, step=0.5, label="positive threshold",
+        "threshold": Param(float, low=-1e12, high=1e12, none_ok=True, step=0.5, label="positive threshold",
                            help="Entries with value ≥ threshold are positives."),
-        "init_scale": Param(float, low=0, closed="neither", label="init scale",
+        "init_scale": Param(float, low=0, high=1e6, closed="neither", label="init scale",
                             advanced=True,
                             help="Std of the initial embedding tables and linear maps."),
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
@@ -314,6 +314,25 @@ class SimilarityLearning(IterativeEstimator):
             keep = np.asarray(ratings.values, dtype=np.float64) >= threshold
             users, items = users[keep], items[keep]
         return users, items
+
+    def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
+                         **inputs):
+        from .._memory import F8, data_sizes, feature_width
+        from .towers import parse_tower
+
+        m, n, s = data_sizes(data)
+        k, side, weights, acts = prm["k"], prm["side_features"], 0, 0
+        for spec, rows, given, who in ((prm["user_tower"], m, user_features, "user"),
+                                       (prm["item_tower"], n, item_features, "item")):
+            kind, hidden = parse_tower(spec) if isinstance(spec, str) else ("object", ())
+            width = rows + feature_width(given, data, who, side in (who, "both"))
+            sizes = (width, *hidden, k) if kind != "identity" else (rows, k)
+            weights += sum(a * b for a, b in zip(sizes, sizes[1:]))
+            acts += rows * sum(sizes[1:])
+        return {f"tower weights and the solver's vectors (k={k}, towers "
+                f"{prm['user_tower']!r}, {prm['item_tower']!r})": 12 * F8 * weights,
+                f"tower outputs and activations of {m} users and {n} items": 4 * F8 * acts,
+                f"the {s} observed pairs": 6 * F8 * s}
 
     def _fit_start(self, data, prm, *, validation=None, user_features=None,
                    item_features=None, imputed_factors=None):

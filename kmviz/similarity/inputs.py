@@ -20,6 +20,8 @@ from .towers import make_tower, parse_tower, tower_input
 IDS = ("all", "known", "none")
 SIDE_FEATURES = ("none", "user", "item", "both")
 TOWER_PRESETS = ("identity", "linear", "mlp:64", "mlp:256,256")
+#: Bounds of an MLP tower spec: hidden layers and the width of each.
+MAX_HIDDEN_LAYERS, MAX_HIDDEN_WIDTH = 8, 8192
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,16 @@ class TowerParam(Param):
     def check(self, owner, name, value):
         if isinstance(value, str):
             try:
-                parse_tower(value)
+                hidden = parse_tower(value)[1]
             except ValueError as exc:
                 raise InvalidParameterError(
                     f"The {name!r} parameter of {owner} must be 'identity', 'linear', "
                     f"'mlp:h1,h2,...' or a tower object; {exc}") from None
+            if len(hidden) > MAX_HIDDEN_LAYERS or max(hidden, default=0) > MAX_HIDDEN_WIDTH:
+                raise InvalidParameterError(
+                    f"The {name!r} parameter of {owner} must have at most "
+                    f"{MAX_HIDDEN_LAYERS} hidden layers of at most {MAX_HIDDEN_WIDTH} units "
+                    f"each. Got {value!r} instead.")
             return value
         missing = [m for m in ("forward", "vjp", "jvp", "init", "n_params")
                    if not hasattr(value, m)]

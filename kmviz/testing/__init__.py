@@ -496,6 +496,30 @@ def check_model_file_round_trip_arrays_only(c: FamilyChecker):
 
 
 #: Every check, by name (the function's name without ``check_``), in the order they run.
+def check_work_is_bounded_before_the_fit_starts(c: FamilyChecker):
+    """Every numeric setting has an upper bound; the family estimates a fit's memory from the
+    settings and the data (``_memory_estimate``), and a fit over the per-fit limit is refused
+    with :class:`~kmviz._memory.FitTooLargeError` before ``_fit_start`` allocates anything."""
+    from .._memory import FitTooLargeError, memory_limit
+
+    cls = c.family.estimator_class()
+    unbounded = [name for name, spec in cls._parameter_constraints.items()
+                 if spec.kind in (int, float) and spec.high is None]
+    assert not unbounded, f"{cls.__name__}: numeric settings without an upper bound " \
+                          f"(declare high=): {unbounded}"
+    model = c.make()
+    parts = model._memory_estimate(model._validate_params(), c.split.train)
+    assert parts is not None, f"{cls.__name__} gives no _memory_estimate(params, data)"
+    total = sum(parts.values()) if isinstance(parts, dict) else parts
+    assert total > 0, f"{cls.__name__}._memory_estimate gives {parts!r}"
+    started = []
+    original = model._fit_start
+    model._fit_start = lambda *a, **k: started.append(1) or original(*a, **k)
+    with memory_limit(1), _raises(FitTooLargeError, match=r"per-fit limit.*Fix:"):
+        model.fit(c.split.train)
+    assert not started, "_fit_start ran although the fit was over the memory limit"
+
+
 CHECKS = {name[len("check_"):]: func for name, func in list(globals().items())
           if name.startswith("check_") and callable(func)}
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from kmviz.data import load
 from kmviz.data.catalogue import list_datasets
+from kmviz.data.loaders.checks import EXPANSION_FACTOR
 from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
 from kmviz.exceptions import DataError
 
@@ -100,8 +101,10 @@ def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
     with tempfile.TemporaryDirectory(prefix="kmviz-upload-") as tmp:
         path = Path(tmp) / safe_name
         path.write_bytes(content)
+        limit = upload_limit_mb() * 1024 * 1024  # an archive expands to a multiple at most
+        bounds = {"max_bytes": limit, "max_expanded_bytes": EXPANSION_FACTOR * limit}
         try:
-            ratings = _load(str(path), **dict(options))
+            ratings = _load(str(path), **{**bounds, **dict(options)})
         except ValueError as exc:
             raise _upload_error(exc, tmp, path, shown) from None
     # The temporary path means nothing to the user: name the data after the upload.

@@ -7,12 +7,27 @@ import re
 from kmviz.viz._theme import plural
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=])")
+#: WORD JOINER: invisible, neither a space nor punctuation, so the renderer's pattern
+#: matching (which runs on the text after the backslash escapes are removed) does not see a
+#: link or a shortcode where it stands.
+_JOINER = "\u2060"
+# GFM autolink literals (https://..., www.x.y) count only after a space or punctuation:
+# a joiner in front disarms them. An e-mail needs a letter or digit right after the "@".
+_URL_START = re.compile(r"(?i)(?=https?://[-\w]+\.[-\w]|www\.[-\w])")
+_EMAIL_AT = re.compile(r"(?<=[-.\w+])@(?=[-\w]+\.[-\w])")
+# Icon and emoji shortcodes (:material/home:, :smile:) and colour directives (:red[x]).
+_SHORTCODE_COLON = re.compile(r":(?=[\w+-])")
 
 
 def md_escape(text) -> str:
     """``text`` with every Markdown/HTML-significant character backslash-escaped, so that
-    ``st.markdown`` shows it literally (no links, images, emphasis or math from user data)."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", re.sub(r"\s+", " ", str(text)))
+    ``st.markdown`` shows it literally: no links (bare URLs and e-mail addresses included),
+    images, emphasis, math, icon or emoji shortcodes from user data."""
+    text = re.sub(r"\s+", " ", str(text))
+    text = _URL_START.sub(_JOINER, text)
+    text = _EMAIL_AT.sub("@" + _JOINER, text)
+    text = _SHORTCODE_COLON.sub(":" + _JOINER, text)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def pieces_markdown(pieces) -> str:

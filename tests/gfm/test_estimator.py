@@ -446,7 +446,7 @@ def test_bad_settings_are_refused_with_the_fix():
     p = make_gfm(5, 2, 200, random_state=0)
     X, y = p.X, p.y
     with pytest.raises(InvalidParameterError, match=r"'rank' parameter of GeneralizedFM must "
-                                                    r"be an int in \[1, inf\)\. Got 0"):
+                                                    r"be an int in \[1, 10000\]\. Got 0"):
         GeneralizedFM(0).fit(X, y)
     with pytest.raises(InvalidParameterError, match=r"'rank' .* at most the number of features "
                                                     r"d=5\. Got 7"):

@@ -220,11 +220,11 @@ def test_save_load_round_trip(planted, tmp_path):
 
 # ----------------------------------------------------------------------------- validation
 @pytest.mark.parametrize("params, msg", [
-    ({"D": 0}, "The 'D' parameter of KolmogorovModel must be an int in [1, inf). Got 0 instead."),
+    ({"D": 0}, "The 'D' parameter of KolmogorovModel must be an int in [1, 1024]. Got 0 instead."),
     ({"D": 2.5}, "The 'D' parameter of KolmogorovModel must be an int"),
-    ({"gamma": 0.0}, "The 'gamma' parameter of KolmogorovModel must be a float in (0, inf). "
+    ({"gamma": 0.0}, "The 'gamma' parameter of KolmogorovModel must be a float in (0, 1e+12). "
                      "Got 0.0 instead."),
-    ({"gamma": -1.0}, "The 'gamma' parameter of KolmogorovModel must be a float in (0, inf)"),
+    ({"gamma": -1.0}, "The 'gamma' parameter of KolmogorovModel must be a float in (0, 1e+12)"),
     ({"n_rand": 0}, "The 'n_rand' parameter"),
     ({"max_iter": 0}, "The 'max_iter' parameter"),
     ({"lambda_theta": -1.0}, "The 'lambda_theta' parameter"),

@@ -1,6 +1,7 @@
 """gzip files and zip archives of any supported format: sizes declared inside an archive
-are checked against the file and the size limit before anything is extracted, and errors
-name the archive and the member."""
+are checked against the expansion limit before anything is extracted, the bytes written are
+counted while streaming (over nested archives together), and errors name the archive and
+the member."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ from pathlib import Path, PurePosixPath
 
 from ...exceptions import DataError, FileFormatError, FileTooLargeError
 from ..ratings import Ratings
-from .checks import MAX_MB_ENV, _BLOCK, _format_size, check_file, max_upload_bytes
+from .checks import (
+    MAX_EXPANDED_ENV,
+    MAX_MB_ENV,
+    _BLOCK,
+    _format_size,
+    check_file,
+    max_expanded_bytes,
+)
 
 
 #: Most members a zip archive may hold, and most nested archives (a zip in a zip ...).
@@ -28,6 +36,45 @@ _MAX_NAME_BYTES = 255
 
 # The nesting depth of archives being unpacked in this context (zip in gz in zip ...).
 _NESTING = contextvars.ContextVar("kmviz_archive_nesting", default=0)
+# The expansion budget of the outermost archive, shared by the archives inside it.
+_BUDGET = contextvars.ContextVar("kmviz_archive_budget", default=None)
+
+
+class _Budget:
+    """Bytes an archive and the archives inside it may still expand to."""
+
+    def __init__(self, limit: int, path: Path):
+        self.limit, self.used, self.path = limit, 0, path
+
+    def refusal(self, problem: str, path: Path) -> FileTooLargeError:
+        return FileTooLargeError(
+            problem, path=path, expected=f"at most {_format_size(self.limit)} once unpacked",
+            fix=f"load the data file itself, or a smaller sample; or raise the limit "
+                f"(max_expanded_bytes= or {MAX_EXPANDED_ENV}; max_bytes= or {MAX_MB_ENV} "
+                "sets both the file and the expansion limit)")
+
+    def add(self, n: int, path: Path, verb: str) -> None:
+        """Count ``n`` more bytes written while unpacking ``path``."""
+        self.used += n
+        if self.used > self.limit:
+            nested = "" if path == self.path else f" (inside {self.path.name})"
+            raise self.refusal(f"{verb} more than {_format_size(self.limit)}{nested}, the "
+                               "limit on what an archive expands to", path)
+
+
+@contextlib.contextmanager
+def _budget(path: Path, max_bytes, max_expanded):
+    """The shared expansion budget: made by the outermost archive, reused inside it."""
+    current = _BUDGET.get()
+    if current is not None:
+        yield current
+        return
+    budget = _Budget(max_expanded_bytes(max_bytes, max_expanded), path)
+    token = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(token)
 
 
 @contextlib.contextmanager
@@ -58,10 +105,10 @@ def _relocate(e: DataError, tmp: str, shown: str, single: Path | None = None) ->
     return type(e)(e.problem, path=inner, line=e.line, expected=e.expected, fix=e.fix)
 
 
-def load_gzip(path, *, max_bytes=None, **options) -> Ratings:
+def load_gzip(path, *, max_bytes=None, max_expanded_bytes=None, **options) -> Ratings:
     """Decompress a gzip file (``ratings.csv.gz``, ``x.mtx.gz`` ...) and load what it holds.
 
-    The uncompressed bytes are capped by the same limit as files (counted while
+    The uncompressed bytes are capped by ``max_expanded_bytes`` (counted while
     decompressing, so a forged or misleading header does not help); they go to a temporary
     file, removed afterwards, whose format is detected from the name without ``.gz``.
 
@@ -69,7 +116,11 @@ def load_gzip(path, *, max_bytes=None, **options) -> Ratings:
     ----------
     path : str or Path
     max_bytes : int, optional
-        Limit for the compressed file and for its uncompressed size.
+        Limit for the compressed file (and for the text loaded from it).
+    max_expanded_bytes : int, optional
+        Limit for its uncompressed size, nested archives included; default
+        :data:`~kmviz.data.loaders.checks.EXPANSION_FACTOR` times the file size limit
+        (``$KMVIZ_MAX_EXPANDED_MB`` if set).
     **options
         Passed to the loader chosen for the contents (see :func:`load_path`).
 
@@ -80,13 +131,13 @@ def load_gzip(path, *, max_bytes=None, **options) -> Ratings:
     from .dispatch import load_path  # the dispatcher reads archives: imported on use
 
     path = check_file(path, max_bytes=max_bytes)
-    limit = max_upload_bytes(max_bytes)
     inner = path.name[:-3] if path.name.lower().endswith(".gz") else path.name + ".txt"
-    with _nested(path), tempfile.TemporaryDirectory(prefix="kmviz-gz-") as tmp:
+    with _nested(path), _budget(path, max_bytes, max_expanded_bytes) as budget, \
+            tempfile.TemporaryDirectory(prefix="kmviz-gz-") as tmp:
         target = Path(tmp) / (inner or "data")
-        _gunzip(path, target, limit)
+        _gunzip(path, target, budget)
         try:
-            ratings = load_path(target, max_bytes=max_bytes, **options)
+            ratings = load_path(target, max_bytes=budget.limit, **options)
         except DataError as e:
             raise _relocate(e, tmp, str(path), single=target) from None
     if ratings.name == target.name:
@@ -97,18 +148,12 @@ def load_gzip(path, *, max_bytes=None, **options) -> Ratings:
     return ratings
 
 
-def _gunzip(path: Path, target: Path, limit: int) -> None:
-    written = 0
+def _gunzip(path: Path, target: Path, budget: _Budget) -> None:
     try:
         with gzip.open(path, "rb") as src, open(target, "wb") as out:
             while chunk := src.read(_BLOCK):
-                written += len(chunk)
-                if written > limit:
-                    raise FileTooLargeError(
-                        f"decompresses to more than {_format_size(limit)}, the size limit",
-                        path=path, expected=f"at most {_format_size(limit)} of uncompressed data",
-                        fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}, or use a smaller "
-                            "sample")
+                # counted as it streams: the size in the header is only a claim
+                budget.add(len(chunk), path, "decompresses to")
                 out.write(chunk)
     except (OSError, EOFError, zlib.error) as e:
         reason = "it is truncated" if isinstance(e, EOFError) else str(e) or type(e).__name__
@@ -118,7 +163,7 @@ def _gunzip(path: Path, target: Path, limit: int) -> None:
                                   "uncompressed") from None
 
 
-def load_zip(path, *, max_bytes=None, **options) -> Ratings:
+def load_zip(path, *, max_bytes=None, max_expanded_bytes=None, **options) -> Ratings:
     """Extract a zip (MovieLens directory or one data file) safely, then load what it holds.
 
     Before anything is extracted, the archive is refused if a member has an absolute path,
@@ -132,7 +177,11 @@ def load_zip(path, *, max_bytes=None, **options) -> Ratings:
     ----------
     path : str or Path
     max_bytes : int, optional
-        Limit for the archive and for its total uncompressed size.
+        Limit for the archive (and for each file loaded from it).
+    max_expanded_bytes : int, optional
+        Limit for its total uncompressed size, nested archives included; default
+        :data:`~kmviz.data.loaders.checks.EXPANSION_FACTOR` times the file size limit
+        (``$KMVIZ_MAX_EXPANDED_MB`` if set).
     **options
         Passed to the loader chosen for the contents (see :func:`load_path`).
 
@@ -143,12 +192,12 @@ def load_zip(path, *, max_bytes=None, **options) -> Ratings:
     from .dispatch import load_path  # the dispatcher reads archives: imported on use
 
     path = check_file(path, max_bytes=max_bytes)
-    limit = max_upload_bytes(max_bytes)
-    with _nested(path), tempfile.TemporaryDirectory(prefix="kmviz-zip-") as tmp:
-        _extract(path, Path(tmp), limit)
+    with _nested(path), _budget(path, max_bytes, max_expanded_bytes) as budget, \
+            tempfile.TemporaryDirectory(prefix="kmviz-zip-") as tmp:
+        _extract(path, Path(tmp), budget)
         target = _pick_zip_target(Path(tmp), path)
         try:
-            ratings = load_path(target, max_bytes=max_bytes, **options)
+            ratings = load_path(target, max_bytes=budget.limit, **options)
         except DataError as e:
             raise _relocate(e, tmp, str(path)) from None
     # files at the archive's top level: name the data after the archive, not the temp folder
@@ -161,7 +210,7 @@ _ZIP_FIX = "re-create the archive from the data folder (for example with zip -r)
            "without a password"
 
 
-def _extract(path: Path, dest: Path, limit: int):
+def _extract(path: Path, dest: Path, budget: _Budget):
     try:
         archive = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
@@ -174,19 +223,14 @@ def _extract(path: Path, dest: Path, limit: int):
             raise FileFormatError(f"holds {len(members):,} members", path=path,
                                   expected=f"at most {_MAX_MEMBERS:,} files",
                                   fix="zip only the data files")
-        targets = _check_members(members, dest, path, limit)
-        written = 0
+        targets = _check_members(members, dest, path, budget)
         for m, target in targets:
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(m) as src, open(target, "wb") as out:
                     while chunk := src.read(_BLOCK):
-                        written += len(chunk)
-                        if written > limit:
-                            raise FileTooLargeError(
-                                f"the archive extracts to more than {_format_size(limit)}",
-                                path=path, expected=f"at most {_format_size(limit)}",
-                                fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}")
+                        # declared sizes can be forged: count what is written
+                        budget.add(len(chunk), path, "the archive extracts to")
                         out.write(chunk)
             except (zipfile.BadZipFile, zlib.error, EOFError, RuntimeError,
                     NotImplementedError, ValueError) as e:
@@ -204,7 +248,7 @@ def _extract(path: Path, dest: Path, limit: int):
                     expected="plain file and folder names", fix=_ZIP_FIX) from None
 
 
-def _check_members(members, dest: Path, path: Path, limit: int) -> list:
+def _check_members(members, dest: Path, path: Path, budget: _Budget) -> list:
     """(member, target) pairs to extract, after every check that needs no extraction."""
     declared = 0
     targets, files, folders = [], {}, set()
@@ -235,11 +279,11 @@ def _check_members(members, dest: Path, path: Path, limit: int) -> list:
         raise FileFormatError(
             f"member {clash[0]!r} is both a file and a folder", path=path,
             expected="each name either a file or a folder", fix=_ZIP_FIX)
-    if declared > limit:
-        raise FileTooLargeError(
-            f"the archive would extract to {_format_size(declared)}, over the limit of "
-            f"{_format_size(limit)}", path=path, expected=f"at most {_format_size(limit)}",
-            fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}")
+    if budget.used + declared > budget.limit:
+        nested = "" if path == budget.path else \
+            f" (with {_format_size(budget.used)} unpacked from {budget.path.name} before it)"
+        raise budget.refusal(f"the archive would extract to {_format_size(declared)}{nested}, "
+                             f"over the limit of {_format_size(budget.limit)}", path)
     return targets
 
 

@@ -23,6 +23,14 @@ from ...exceptions import (
 
 DEFAULT_MAX_MB = 500
 MAX_MB_ENV = "KMVIZ_MAX_UPLOAD_MB"
+#: An uploaded archive (zip, gzip, nested ones together) may expand to at most this many
+#: times the upload limit (the app passes it as ``max_expanded_bytes``): ratings text
+#: compresses 3-4 times, so an archive near the limit still loads, while a small archive of
+#: a huge file is refused while it streams.
+EXPANSION_FACTOR = 4
+MAX_EXPANDED_ENV = "KMVIZ_MAX_EXPANDED_MB"
+#: Longest line of a text file, in bytes (Python's csv module refuses longer fields).
+MAX_LINE_BYTES = 128 * 1024
 
 # ASCII unit separator: stands in for MovieLens' two-character '::' so pandas' C parser can
 # read .dat files (multi-character separators force its much slower Python engine).
@@ -64,6 +72,38 @@ def max_upload_bytes(max_bytes=None) -> int:
             f"The environment variable {MAX_MB_ENV} must be a positive number of megabytes. "
             f"Got {env!r} instead.")
     return int(mb * 1024 * 1024)
+
+
+def max_expanded_bytes(max_bytes=None, max_expanded=None) -> int:
+    """How many bytes an archive may expand to, nested archives counted together:
+    ``max_expanded`` if given, else ``$KMVIZ_MAX_EXPANDED_MB``, else the size limit of a
+    file (:func:`max_upload_bytes` of ``max_bytes``: an archive never yields more text than
+    a file could hold). The app allows :data:`EXPANSION_FACTOR` times its upload limit.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the limit or the environment variable is not a positive number.
+    """
+    if max_expanded is not None:
+        if isinstance(max_expanded, bool) or not isinstance(
+                max_expanded, (int, float, np.number)) or not max_expanded > 0:
+            raise InvalidParameterError(
+                "The 'max_expanded_bytes' parameter must be a positive number. Got "
+                f"{max_expanded!r} instead.")
+        return int(max_expanded)
+    env = os.environ.get(MAX_EXPANDED_ENV)
+    if env is not None and env.strip():
+        try:
+            mb = float(env)
+        except ValueError:
+            mb = float("nan")
+        if not mb > 0 or not np.isfinite(mb):
+            raise InvalidParameterError(
+                f"The environment variable {MAX_EXPANDED_ENV} must be a positive number of "
+                f"megabytes. Got {env!r} instead.")
+        return int(mb * 1024 * 1024)
+    return max_upload_bytes(max_bytes)
 
 
 def _format_size(n: int) -> str:
@@ -230,6 +270,7 @@ def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
                 piece, carry = data[:cut], data[cut:]
             else:
                 piece, carry = carry, b""
+            _check_line_lengths(piece, carry, newlines, path)
             if first and piece.startswith(_BOM):
                 piece = piece[len(_BOM):]
             if piece:
@@ -256,6 +297,30 @@ def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
         raise EmptyDataError("the file holds only blank lines", path=path,
                              expected="one rating per line")
     return _Text(path, enc, os.path.getsize(path))
+
+
+def _check_line_lengths(piece: bytes, carry: bytes, newlines: int, path) -> None:
+    """Refuse a line longer than :data:`MAX_LINE_BYTES`: ``piece`` holds whole lines (the
+    first is line ``newlines + 1``), ``carry`` the start of an unfinished one after them."""
+    if len(piece) > MAX_LINE_BYTES:
+        ends = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == 10)
+        starts = np.concatenate(([0], ends[:-1] + 1)) if ends.size else np.zeros(1, np.int64)
+        stops = ends if ends.size else np.array([len(piece)])
+        long = np.flatnonzero(stops - starts > MAX_LINE_BYTES)
+        if long.size:
+            k = int(long[0])
+            _long_line(path, newlines + k + 1, int(stops[k] - starts[k]))
+    if len(carry) > MAX_LINE_BYTES:
+        _long_line(path, newlines + piece.count(b"\n") + 1, len(carry), more=True)
+
+
+def _long_line(path, line: int, length: int, more: bool = False):
+    raise FileFormatError(
+        f"the line is {'more than ' if more else ''}{length:,} bytes long, over the limit "
+        f"of {MAX_LINE_BYTES:,} bytes per line", path=path, line=line,
+        expected="one short record (user, item, value ...) per line",
+        fix="check that this is a ratings table with one record per line (not a file "
+            "without line breaks), and shorten or remove that line")
 
 
 def read_text(path, *, encoding="utf-8", max_bytes=None) -> str:

@@ -72,7 +72,8 @@ def load_path(path, **options) -> Ratings:
     path : str or Path
     **options
         Keyword options of the chosen loader (for example ``duplicates="mean"``,
-        ``delimiter=";"``, ``max_bytes=...``).
+        ``delimiter=";"``, ``max_bytes=...``; ``max_expanded_bytes=...`` limits what an
+        archive expands to and is ignored for other files).
 
     Raises
     ------
@@ -82,6 +83,7 @@ def load_path(path, **options) -> Ratings:
     fmt = detect_format(path)
     loader = _LOADERS[fmt]
     if fmt not in ("zip", "gzip"):
+        options.pop("max_expanded_bytes", None)  # a plain file does not expand
         _check_options(loader, options, fmt)
     return loader(path, **options)
 

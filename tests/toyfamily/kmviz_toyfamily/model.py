@@ -49,10 +49,10 @@ class BiasedMean(IterativeEstimator):
     """
 
     _parameter_constraints = {
-        "reg": Param(float, low=0.0, label="reg", help="Ridge penalty on the biases."),
-        "max_iter": Param(int, low=1, form_high=100, label="max iterations",
+        "reg": Param(float, low=0.0, high=1e12, label="reg", help="Ridge penalty on the biases."),
+        "max_iter": Param(int, low=1, high=100_000, form_high=100, label="max iterations",
                           help="Alternating iterations at most."),
-        "tol": Param(float, low=0.0, label="tol",
+        "tol": Param(float, low=0.0, high=1.0, label="tol",
                      help="Stop when the objective's relative decrease falls below tol."),
         "random_state": Param(RANDOM_STATE, none_ok=True, label="seed",
                               help="Seed of the random start of the item biases."),
@@ -66,6 +66,11 @@ class BiasedMean(IterativeEstimator):
         self.random_state = random_state
 
     # -- the loop -------------------------------------------------------------------------
+    def _memory_estimate(self, params, ratings):
+        """Bytes of the work arrays: the ratings and the two bias vectors."""
+        return {"ratings and biases": 8 * (4 * int(ratings.n_ratings) + int(ratings.n_users)
+                                           + int(ratings.n_items))}
+
     def _fit_start(self, ratings, params, *, validation=None):
         values = np.asarray(ratings.values, dtype=np.float64)
         if values.size == 0 or not np.isfinite(values).all():
