@@ -278,7 +278,8 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
         if wA[j] - u[0] > 0.0:
             npos += 1
     side_pref = SIDE_POS if npos <= n - npos else SIDE_NEG
-    h, phase, k, side = _ssn_eval(u, phase1, opts, side_pref, (w, V, 0, SIDE_ALL),
+    h, phase, k, side = _ssn_eval(u, phase1, opts, side_pref,
+                                  (w, V, np.int64(0), np.int64(SIDE_ALL)),
                                   (C, w, V, g), work, stats)
     if ph_run < 0:
         ph_run = phase
