@@ -19,6 +19,7 @@ from .interpret import (
     support_matrix,
 )
 from .mining import filter_implications, mine_implications, planted_truth, support_groups
+from .stability import stable_implications
 
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "filter_implications",
     "support_groups",
     "planted_truth",
+    "stable_implications",
 ]

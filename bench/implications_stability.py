@@ -1,0 +1,234 @@
+"""Stable implications (kmviz.km.stable_implications): the one default chosen on validation
+splits of both datasets, then judged on held-out data against pairwise rules, and on planted
+KM data against one fit.
+
+Data: MovieLens 100K (--ml100k, read at run time, never stored) and the built-in
+latest-small; random 80/20 outer splits (seeds --seed, --seed + 1, ...); liked = rating >= 4;
+only items with >= 20 training ratings, for KM and rules alike. Held-out figures pool the
+top k pairs (kmviz.rules.pooled_heldout_lift: observed / expected held-out likes, 95%
+interval resampling users); "judged" = pairs with >= 3 held-out ratings of i among j's fans.
+
+1. ``--section select``: on the first outer split's training part, split 80/20 again; the
+   refits (B = 20, D = 8) run on the inner 80% for each training target (ratings, likes)
+   and resampling (bootstrap, half subsample); each table is ranked with stable_share in
+   0.25 / 0.5 / 0.8 and judged on the inner 20% (top 100). The default kept: highest
+   worse-of-the-two-datasets validation lift among those with confidence >= 0.6 on both.
+2. ``--section test``: the default on every outer split: top 50 / 100 / 500 of KM's stable
+   ranking, of the same with co-support >= 20 (the rules' minimum), and of the rules
+   (co-support >= 20, confidence >= 0.5, ranked by lift); the time of the B refits.
+3. ``--section planted``: make_planted_km (2,000 users, 60 items, D = 8), a share of
+   entries dropped and of values flipped; one fit's claims (every nested pair) against the
+   stable ones (stability >= the default share), with precision / recall, and both cut at
+   the same count (the number of true pairs).
+
+    python bench/implications_stability.py [--section select|test|planted|all]
+                                           [--splits 3] [--refits 20] [--quick]
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from _common import footer, header, load_avg, load_ml100k, parser, table
+
+LIKED = 4.0
+MIN_RATINGS = 20
+MIN_SUPPORT = 20
+KS = (50, 100, 500)
+SHARES = (0.25, 0.5, 0.8)
+CONFIGS = [("ratings", "bootstrap"), ("likes", "bootstrap"), ("ratings", "subsample"),
+           ("likes", "subsample")]
+
+
+def summary(train, test, df, k, seed):
+    from kmviz.rules import pooled_heldout_lift
+
+    top = df.head(k)
+    s = pooled_heldout_lift(train, test, top["antecedent"], top["consequent"], liked=LIKED,
+                            n_boot=1000, random_state=seed)
+    judged = int((top["heldout_n"].to_numpy() >= 3).sum()) if "heldout_n" in top else 0
+    return {"k": k, "pairs": s["pairs"], "judged": judged,
+            "median co-support": float(np.median(top["co_support"])) if len(top) else np.nan,
+            "held-out n": s["heldout_n"], "conf": s["confidence"], "lift": s["lift"],
+            "lift 95% CI": (f"{s['lift_lo']:.2f}-{s['lift_hi']:.2f}"
+                            if np.isfinite(s["lift_lo"]) else "-")}
+
+
+def refits_for(train, keep, train_on, resampling, B, seed, D=8):
+    from kmviz.km.stability import _settings, map_refits, refit_supports
+
+    settings = _settings(train, LIKED, train_on, {"D": D})
+    seeds = np.random.SeedSequence(seed).generate_state(B)
+    tasks = [{"ratings": train, "seed": int(s), "resampling": resampling, "fraction": 0.5,
+              "settings": settings} for s in seeds]
+    t0 = time.perf_counter()
+    out = map_refits(refit_supports, tasks)
+    return out, time.perf_counter() - t0
+
+
+def table_of(train, test, keep, refits, share, train_on="ratings"):
+    from kmviz.km import stable_implications
+
+    return stable_implications(train, liked=LIKED, validation=test, items=keep, refits=refits,
+                               stable_share=share, train_on=train_on)
+
+
+def select(data, seed, B):
+    rows = []
+    for name, ratings in data:
+        train, _ = ratings.split(0.2, random_state=seed)
+        inner, val = train.split(0.2, random_state=seed + 1)
+        keep = inner.item_counts() >= MIN_RATINGS
+        for train_on, how in CONFIGS:
+            refits, t = refits_for(inner, keep, train_on, how, B, seed)
+            print(f"- {name}: {train_on}/{how}: {B} refits {t:.0f} s; load {load_avg()}",
+                  flush=True)
+            for share in SHARES:
+                df = table_of(inner, val, keep, refits, share, train_on)
+                rows.append({"data": name, "train on": train_on, "resampling": how,
+                             "stable share": share, "stable pairs": int(df["stable"].sum()),
+                             **summary(inner, val, df, 100, seed)})
+    by = {}
+    for r in rows:
+        by.setdefault((r["train on"], r["resampling"], r["stable share"]), []).append(r)
+    ok = {c: min(r["lift"] for r in rs) for c, rs in by.items()
+          if all(r["conf"] >= 0.6 for r in rs)}
+    pool = ok or {c: min(r["lift"] for r in rs) for c, rs in by.items()}
+    chosen = max(pool, key=pool.get)
+    for r in rows:
+        r["chosen"] = "<-" if (r["train on"], r["resampling"], r["stable share"]) == chosen \
+            else ""
+    print(f"\n## 1. Validation (inner 80/20 of the training part of split {seed}; B = {B}, "
+          "D = 8; top 100)\n")
+    print(table(rows, ["data", "train on", "resampling", "stable share", "stable pairs",
+                       "judged", "median co-support", "held-out n", "conf", "lift",
+                       "lift 95% CI", "chosen"], floatfmt="{:.3f}"))
+    print(f"Chosen: train on {chosen[0]}, {chosen[1]}, stable share {chosen[2]}\n")
+    return chosen
+
+
+def test(data, seeds, B):
+    from kmviz.km.stability import DEFAULTS
+    from kmviz.rules import pairwise_rules
+
+    train_on, how, share = DEFAULTS["train_on"], DEFAULTS["resampling"], DEFAULTS["stable_share"]
+    rows, cost = [], []
+    for name, ratings in data:
+        for seed in seeds:
+            train, test_ = ratings.split(0.2, random_state=seed)
+            keep = train.item_counts() >= MIN_RATINGS
+            refits, t = refits_for(train, keep, train_on, how, B, seed, DEFAULTS["D"])
+            cost.append({"data": name, "split": seed, "B": B, "D": DEFAULTS["D"],
+                         "refits (s)": t, "median refit (s)":
+                         float(np.median([r["seconds"] for r in refits])),
+                         "load": load_avg()})
+            print(f"- {name}, split {seed}: {B} refits {t:.0f} s; load {load_avg()}",
+                  flush=True)
+            km = table_of(train, test_, keep, refits, share, train_on)
+            rules = pairwise_rules(train, liked=LIKED, min_support=MIN_SUPPORT,
+                                   min_confidence=0.5, validation=test_, items=keep)
+            for label, df in (("KM stable", km),
+                              (f"KM stable, co-support >= {MIN_SUPPORT}",
+                               km[km["co_support"] >= MIN_SUPPORT]),
+                              ("rules (lift)", rules)):
+                for k in KS:
+                    rows.append({"data": name, "split": seed, "method": label,
+                                 **summary(train, test_, df, k, seed)})
+    print(f"\n## 2. Held-out part of each outer split (train on {train_on}, {how}, B = {B}, "
+          f"D = {DEFAULTS['D']}, stable share {share})\n")
+    print(table(rows, ["data", "split", "method", "k", "pairs", "judged", "median co-support",
+                       "held-out n", "conf", "lift", "lift 95% CI"], floatfmt="{:.3f}"))
+    agg = {}
+    for r in rows:
+        agg.setdefault((r["data"], r["method"], r["k"]), []).append(r)
+    mean_rows = [{"data": d, "method": m, "k": k, "splits": len(rs),
+                  "mean conf": float(np.mean([r["conf"] for r in rs])),
+                  "mean lift": float(np.mean([r["lift"] for r in rs])),
+                  "min lift": float(np.min([r["lift"] for r in rs])),
+                  "mean judged": float(np.mean([r["judged"] for r in rs]))}
+                 for (d, m, k), rs in agg.items()]
+    print("\n### Mean over the outer splits\n")
+    print(table(mean_rows, floatfmt="{:.3f}"))
+    print("\n### Cost of the refits\n")
+    print(table(cost, floatfmt="{:.1f}"))
+
+
+def planted(seed, B, quick):
+    from kmviz.data import Ratings, make_planted_km
+    from kmviz.km import KolmogorovModel, stable_implications
+    from kmviz.km.mining import km_claims
+    from kmviz.km.stability import DEFAULTS
+    from kmviz.rules import recovery_scores
+
+    rows = []
+    n_users = 1000 if quick else 2000
+    for drop in (0.5, 0.9):
+        for flip in (0.05, 0.2):
+            rng = np.random.default_rng(seed)
+            ratings, truth = make_planted_km(n_users, 60, 8, observed=1 - drop,
+                                             random_state=seed)
+            v = ratings.values.copy()
+            flipped = rng.random(v.size) < flip
+            v[flipped] = 1.0 - v[flipped]
+            noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
+                                        user_ids=np.arange(ratings.n_users),
+                                        item_ids=np.arange(ratings.n_items))
+            m = KolmogorovModel(D=8, random_state=seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m.fit(noisy)
+            one = km_claims(m, noisy)
+            st_ = stable_implications(noisy, n_refits=B, random_state=seed, D=8,
+                                      items=np.ones(noisy.n_items, bool))
+            stable = st_[st_["stable"]][["antecedent", "consequent"]].to_numpy()
+            true = truth.implications
+            ranked = st_[["antecedent", "consequent"]].to_numpy()
+            row = {"drop": f"{drop:.0%}", "flip": f"{flip:.0%}", "true pairs": len(true)}
+            for label, found in (("one fit", one), (f"stable (>= {DEFAULTS['stable_share']})",
+                                                     stable)):
+                s = recovery_scores(found, true)
+                row.update({f"{label} found": s["found"], f"{label} P": s["precision"],
+                            f"{label} R": s["recall"]})
+            s = recovery_scores(ranked[:len(one)], true)
+            row.update({"stable top (one fit's count) P": s["precision"],
+                        "stable top (one fit's count) R": s["recall"]})
+            rows.append(row)
+            print(f"- planted drop {drop:.0%} flip {flip:.0%} done; load {load_avg()}",
+                  flush=True)
+    print(f"\n## 3. Planted KM ({n_users} users, 60 items, D = 8, B = {B}): the true "
+          "implications found by one fit and by stability\n")
+    print(table(rows, floatfmt="{:.2f}"))
+
+
+def main():
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--section", default="all", choices=["select", "test", "planted", "all"])
+    ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--refits", type=int, default=20)
+    ap.add_argument("--no-ml100k", action="store_true")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    header("Stable KM implications: the default, held-out evidence, rules, planted truth")
+    from kmviz.data import load
+
+    data = []
+    if args.section != "planted":
+        if not args.no_ml100k:
+            r = load_ml100k(args.ml100k)
+            if r is not None:
+                data.append(("MovieLens 100K", r))
+        data.append(("MovieLens latest-small", load("movielens-small")))
+    if args.section in ("select", "all"):
+        select(data, args.seed, args.refits)
+    if args.section in ("test", "all"):
+        test(data, [args.seed + k for k in range(args.splits)], args.refits)
+    if args.section in ("planted", "all"):
+        planted(args.seed, args.refits, args.quick)
+    footer(t_start)
+
+
+if __name__ == "__main__":
+    main()
