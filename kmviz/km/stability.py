@@ -43,7 +43,8 @@ from ..rules import (
 )
 
 __all__ = ["stable_implications", "map_refits", "resample_users", "refit_supports",
-           "rank_stable", "add_stability", "stability_caption", "DEFAULTS", "MIN_JUDGED", "RESAMPLING",
+           "rank_stable", "add_stability", "stability_caption", "refits_held",
+           "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED", "RESAMPLING",
            "STABILITY_COLUMNS"]
 
 #: The one default, for every dataset (chosen on validation splits: module docstring).
@@ -363,3 +364,50 @@ def stability_caption(df: pd.DataFrame, shown: int | None = None) -> str:
             f"{share:.0%} of them (stable). Of the {len(top):,} rows shown, "
             f"{int(top['judged'].sum()):,} have at least {MIN_JUDGED} {where} ratings of i "
             "among j's fans: enough evidence to be judged.")
+
+
+def refits_held(stable: pd.DataFrame, antecedent: int, consequent: int) -> np.ndarray:
+    """Per refit of a :func:`stable_implications` table: whether j => i held (all False
+    for a pair that held in none)."""
+    H = stable.attrs.get("held")
+    if H is None:
+        return np.zeros(0, bool)
+    hit = np.flatnonzero((stable["antecedent"].to_numpy() == int(antecedent))
+                         & (stable["consequent"].to_numpy() == int(consequent)))
+    return H[:, hit[0]].copy() if hit.size else np.zeros(H.shape[0], bool)
+
+
+def evidence_caption(rows: pd.DataFrame) -> str:
+    """How many of ``rows`` have enough evidence to be judged: at least :data:`MIN_JUDGED`
+    held-out ratings of i among j's fans (out-of-bag per refit without a held-out part)."""
+    col, where = (("heldout_n", "held-out") if "heldout_n" in rows else
+                  ("oob_n", "out-of-bag (per refit)") if "oob_n" in rows else (None, ""))
+    if col is None or not len(rows):
+        return ""
+    k = int((rows[col].fillna(0).to_numpy() >= MIN_JUDGED).sum())
+    return (f"{k:,} of the {len(rows):,} rows shown have at least {MIN_JUDGED} {where} "
+            "ratings of i among j's fans: enough evidence to judge them; the others rest on "
+            "too few co-ratings to say.")
+
+
+def evidence_sentence(row) -> str:
+    """The held-out and out-of-bag evidence of one row, in words (plain text)."""
+    parts = []
+    if "stability" in row:
+        parts.append(f"held in {int(row['n_held'])} of {int(row['n_refits'])} refits "
+                     f"(stability {row['stability']:.2f})")
+    parts.append(f"training: {int(row['co_support']):,} of {int(row['n_known']):,} of j's fans "
+                 f"like i (base rate {row['base_rate']:.0%}, lift {row['lift']:.2f})")
+    n = row.get("heldout_n", 0)
+    if n == n and n:
+        lo, hi = wilson_interval(row["heldout_co_support"], n)
+        parts.append(f"held-out: {int(row['heldout_co_support']):,} of {int(n):,} like i "
+                     f"(confidence {row['heldout_confidence']:.2f}, 95% interval "
+                     f"{float(lo):.2f}-{float(hi):.2f}; lift {row['heldout_lift']:.2f})")
+    else:
+        parts.append("held-out: no held-out rating of i among j's fans")
+    if row.get("oob_n", np.nan) == row.get("oob_n", np.nan) and "oob_lift" in row:
+        parts.append(f"out of bag: {row['oob_co_support']:.1f} of {row['oob_n']:.1f} per refit "
+                     f"like i (lift {row['oob_lift']:.2f}, lower bound "
+                     f"{row['oob_lift_lo']:.2f})")
+    return "; ".join(parts) + "."
