@@ -90,7 +90,7 @@ if stable is not None:
     frame = stab.add_stability(frame, stable)
     frame = frame[frame["stability"] >= f_stab]
     if by_stab.startswith("stability"):
-        frame = km.sort_by_stability(frame, stable.attrs["stable_share"])
+        frame = stab.sort_by_stability(frame, stable.attrs["stable_share"])
 filters = dict(min_support=f_support, min_confidence=f_conf, min_lift=f_lift,
                min_heldout_confidence=f_held if held is not None else None, hubs=not f_hubs)
 table = mining.filter_implications(frame, top_k=f_top, **filters)
@@ -115,7 +115,8 @@ st.caption(
     "ranked by default with the supported ones (exact test, p ≤ 0.05) and non-hubs first, by "
     "the lower 95% bound of the confidence minus the base rate. Held-out columns: users who "
     "like j in training and whose rating of i was held out.")
-SHOWN = ["rank", "stability", "oob_lift_lo", "antecedent_name", "consequent_name", "equivalent", "antecedent_group_size",
+SHOWN = ["rank", "stability", "oob_lift_lo", "antecedent_name", "consequent_name",
+         "equivalent", "antecedent_group_size",
          "consequent_group_size", "support", "co_support", "confidence", "confidence_lo",
          "base_rate", "lift", "p_value", "heldout_n", "heldout_confidence", "heldout_lift",
          "implied_by", "hub", "antecedent", "consequent"]

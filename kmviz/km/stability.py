@@ -43,9 +43,9 @@ from ..rules import (
 )
 
 __all__ = ["stable_implications", "map_refits", "resample_users", "refit_supports",
-           "rank_stable", "add_stability", "stability_caption", "refits_held",
-           "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED", "RESAMPLING",
-           "STABILITY_COLUMNS"]
+           "rank_stable", "add_stability", "sort_by_stability", "stability_caption",
+           "refits_held", "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED",
+           "RESAMPLING", "STABILITY_COLUMNS"]
 
 #: The one default, for every dataset (chosen on validation splits: module docstring).
 DEFAULTS = {
@@ -350,6 +350,16 @@ def add_stability(df: pd.DataFrame, stable: pd.DataFrame | None) -> pd.DataFrame
             vals = np.where(hit, vals.astype(float), np.nan)
         out[col] = vals
     return out
+
+
+def sort_by_stability(frame: pd.DataFrame, stable_share: float) -> pd.DataFrame:
+    """Rows carrying the stability columns (:func:`add_stability`) in the stability ranking:
+    stable rows first, then by the lower bound of the out-of-bag lift, stability and
+    co-support (the order of :func:`rank_stable`, for any implication table)."""
+    key = frame["oob_lift_lo"].fillna(-np.inf).to_numpy()
+    order = np.lexsort((-frame["co_support"].to_numpy(), -frame["stability"].to_numpy(), -key,
+                        frame["stability"].to_numpy() < stable_share - 1e-12))
+    return frame.iloc[order]
 
 
 def stability_caption(df: pd.DataFrame, shown: int | None = None) -> str:

@@ -266,11 +266,3 @@ def stability_panel(run, liked, min_ratings: int):
         _progress()
     return job.result if job.finished else None
 
-
-def sort_by_stability(frame, stable_share: float):
-    """The rows (with the stability columns) in the stability ranking: stable rows first,
-    then by the lower bound of the out-of-bag lift, stability, co-support."""
-    key = frame["oob_lift_lo"].fillna(-np.inf).to_numpy()
-    order = np.lexsort((-frame["co_support"].to_numpy(), -frame["stability"].to_numpy(), -key,
-                        frame["stability"].to_numpy() < stable_share))
-    return frame.iloc[order]
