@@ -3,7 +3,7 @@
 One fit of a Kolmogorov model is one draw from a non-convex problem: an implication j => i
 (``supp(psi_j) ⊆ supp(psi_i)``) found in one local optimum may be absent from the next.
 :func:`stable_implications` fits the model ``B`` times, each on a resample of the users
-(a bootstrap by default, or a subsample) with its own seed, and gives every implication its
+(half of them without replacement by default, or a bootstrap) with its own seed, and gives every implication its
 *stability*: the share of the refits in which it holds. Each refit also checks its
 implications on the users it did not see (out of bag): among those users who like j and
 rated i, how many like i. Pooled over the refits in which the pair holds, that gives an
@@ -51,7 +51,7 @@ __all__ = ["stable_implications", "map_refits", "resample_users", "refit_support
 DEFAULTS = {
     "D": 8,             # events of each refit
     "n_refits": 20,     # B
-    "resampling": "bootstrap",
+    "resampling": "subsample",  # half the users, without replacement
     "train_on": "ratings",  # "ratings" or "likes" (KolmogorovModel(threshold=liked))
     "stable_share": 0.8,    # stability from which a pair counts as stable
 }
@@ -181,7 +181,7 @@ def stable_implications(ratings, *, liked=None, n_refits: int | None = None,
         The items taken into account (default: those with at least 20 ratings on data with
         more than 10,000 ratings, else every rated item); at most :data:`MAX_ITEMS`.
     resampling : {"bootstrap", "subsample"}, optional
-        How the users are resampled (``fraction`` of them for "subsample").
+        How the users are resampled (``fraction`` of them for "subsample", the default).
     train_on : {"ratings", "likes"}, optional
         Fit the ratings, or the likes (``threshold=liked``).
     stable_share : float, optional

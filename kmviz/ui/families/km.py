@@ -234,8 +234,9 @@ def stability_panel(run, liked, min_ratings: int):
     c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
     B = int(c1.number_input("refits B", min_value=2, max_value=200,
                             value=DEFAULTS["n_refits"], step=5, key="impl_stab_B",
-                            help="KM is refitted B times, each on a bootstrap resample of the "
-                                 "users with its own seed and the run's settings."))
+                            help="KM is refitted B times, each on half of the users (drawn "
+                                 "without replacement) with its own seed and the run's "
+                                 "settings."))
     job = jobs.get(key)
     if c2.button("Compute stability", key="impl_stab_go", icon=":material/replay:",
                  disabled=job is not None and not job.finished):
