@@ -78,13 +78,14 @@ def table_of(train, test, keep, refits, share, train_on="ratings"):
                                stable_share=share, train_on=train_on)
 
 
-def select(data, seed, B):
+def select(data, seed, B, configs=None):
     rows = []
+    configs = configs or CONFIGS
     for name, ratings in data:
         train, _ = ratings.split(0.2, random_state=seed)
         inner, val = train.split(0.2, random_state=seed + 1)
         keep = inner.item_counts() >= MIN_RATINGS
-        for train_on, how in CONFIGS:
+        for train_on, how in configs:
             refits, t = refits_for(inner, keep, train_on, how, B, seed)
             print(f"- {name}: {train_on}/{how}: {B} refits {t:.0f} s; load {load_avg()}",
                   flush=True)
@@ -233,6 +234,8 @@ def main():
     ap.add_argument("--refits", type=int, default=20)
     ap.add_argument("--no-ml100k", action="store_true")
     ap.add_argument("--no-latest", action="store_true", help="leave out latest-small")
+    ap.add_argument("--select-configs", default=None,
+                    help="train_on,resampling;... for --section select (default: all four)")
     ap.add_argument("--config", default=None, help="train_on,resampling for --section test "
                     "(default: kmviz.km.stability.DEFAULTS)")
     args = ap.parse_args()
@@ -249,7 +252,9 @@ def main():
         if not args.no_latest:
             data.append(("MovieLens latest-small", load("movielens-small")))
     if args.section in ("select", "all"):
-        select(data, args.seed, args.refits)
+        configs = ([tuple(c.split(",")) for c in args.select_configs.split(";")]
+                   if args.select_configs else None)
+        select(data, args.seed, args.refits, configs)
     if args.section in ("test", "all"):
         test(data, [args.seed + k for k in range(args.splits)], args.refits, args.config)
     if args.section in ("planted", "all"):

@@ -53,7 +53,7 @@ DEFAULTS = {
     "n_refits": 20,     # B
     "resampling": "subsample",  # half the users, without replacement
     "train_on": "ratings",  # "ratings" or "likes" (KolmogorovModel(threshold=liked))
-    "stable_share": 0.8,    # stability from which a pair counts as stable
+    "stable_share": 0.25,   # stability from which a pair counts as stable
 }
 RESAMPLING = ("bootstrap", "subsample")
 #: Held-out (or out-of-bag) ratings of i among j's fans from which a pair can be judged.
