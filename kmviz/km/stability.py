@@ -19,7 +19,11 @@ callback and a stop flag, so a backend can run them elsewhere later without chan
 callers.
 
 The one default (:data:`DEFAULTS`) was chosen on validation splits of MovieLens 100K and
-latest-small together and is the same for every dataset (bench/implications_stability.py).
+latest-small together and is the same for every dataset (bench/implications_stability.py):
+KM on the ratings, D = 8, B = 20 refits on half the users, stable from a share of 0.25 (top
+100 validation lift 1.29 / 1.20 against 1.08 / 1.07 at 0.5 and 1.06 / 1.05 at 0.8; on the
+likes 1.42 / 1.17). On held-out data its top 100 reach a lift of about 1.44 on ML-100K and
+1.23 on latest-small (rules: 1.33, 1.25): below the 1.5 aimed at (see the bench).
 """
 
 from __future__ import annotations
