@@ -7,7 +7,9 @@ import streamlit as st
 from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
 from kmviz.km import mining
+from kmviz.km import stability as stab
 from kmviz.km.figures import ego_graph_figure, implication_graph_figure, influence_figure
+from kmviz.km.figures.implications import stability_figure
 from kmviz.ui.families import km
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
@@ -53,6 +55,8 @@ if summary["shown"] == 0:
 with user_errors("mining the implications"):
     frame = km.implications(run, liked, min_ratings)
 counts = frame.attrs.get("counts", {})
+st.subheader("Stability over refits")
+stable = km.stability_panel(run, liked, min_ratings)
 
 # ------------------------------------------------------------------ filters and counts
 st.subheader("Implications and their figures")
@@ -77,6 +81,16 @@ f_top = int(f5.number_input("top k (0 = all)", min_value=0, value=100, step=10,
 f_hubs = f6.checkbox("hide hubs", value=False, key="impl_f_hubs",
                      help="Hubs: consequents implied by more than "
                           f"{pair_rules.HUB_SHARE:.0%} of the items shown.")
+if stable is not None:
+    s1, s2 = st.columns([1, 3], vertical_alignment="bottom")
+    f_stab = s1.number_input("min stability", 0.0, 1.0, 0.0, 0.05, key="impl_f_stab",
+                             help="Share of the refits in which the implication held.")
+    by_stab = s2.radio("order", ["stability, then out-of-bag lift (lower bound)",
+                                 "the model's ranking"], key="impl_sort", horizontal=True)
+    frame = stab.add_stability(frame, stable)
+    frame = frame[frame["stability"] >= f_stab]
+    if by_stab.startswith("stability"):
+        frame = stab.sort_by_stability(frame, stable.attrs["stable_share"])
 filters = dict(min_support=f_support, min_confidence=f_conf, min_lift=f_lift,
                min_heldout_confidence=f_held if held is not None else None, hubs=not f_hubs)
 table = mining.filter_implications(frame, top_k=f_top, **filters)
@@ -101,18 +115,30 @@ st.caption(
     "ranked by default with the supported ones (exact test, p ≤ 0.05) and non-hubs first, by "
     "the lower 95% bound of the confidence minus the base rate. Held-out columns: users who "
     "like j in training and whose rating of i was held out.")
-SHOWN = ["rank", "antecedent_name", "consequent_name", "equivalent", "antecedent_group_size",
+SHOWN = ["rank", "stability", "oob_lift_lo", "antecedent_name", "consequent_name",
+         "equivalent", "antecedent_group_size",
          "consequent_group_size", "support", "co_support", "confidence", "confidence_lo",
          "base_rate", "lift", "p_value", "heldout_n", "heldout_confidence", "heldout_lift",
          "implied_by", "hub", "antecedent", "consequent"]
 fmt = {c: st.column_config.NumberColumn(format="%.2f") for c in
        ("confidence", "confidence_lo", "base_rate", "lift", "heldout_confidence",
-        "heldout_lift", "model_confidence")}
+        "heldout_lift", "model_confidence", "stability", "oob_lift_lo")}
 fmt["p_value"] = st.column_config.NumberColumn(format="%.1e")
 fmt["antecedent_name"] = st.column_config.TextColumn("if liked (j)")
 fmt["consequent_name"] = st.column_config.TextColumn("then liked (i)")
 st.dataframe(table[[c for c in SHOWN if c in table]], hide_index=True, column_config=fmt,
              key="impl_table", height=min(320, 38 + 35 * max(len(table), 1)))
+st.caption(stab.evidence_caption(table))
+if stable is not None and len(table):
+    st.caption(md_escape(stab.stability_caption(stable)))
+    pick = st.selectbox("one implication across the refits", range(min(len(table), 500)),
+                        key="impl_stab_pick", format_func=lambda k: (
+                            f"{table['antecedent_name'].iloc[k]} ⇒ "
+                            f"{table['consequent_name'].iloc[k]}"))
+    row = table.iloc[pick]
+    st.plotly_chart(stability_figure(stab.refits_held(stable, row["antecedent"],
+                                                      row["consequent"])), key="impl_stab_fig")
+    st.text(stab.evidence_sentence(row))
 st.download_button("Download the implications (CSV)",
                    data=lambda: mining.export_csv(
                        mining.filter_implications(frame, top_k=f_top, **filters),

@@ -3,7 +3,9 @@
 ``KolmogorovModel`` learns ``P(X_ui = 1) = theta_u^T psi_i``; ``solve_bqp`` solves one item's
 binary QP (4); ``influence_scores`` and ``implication_graph`` read the logical relations
 ("everyone who likes A also likes B") out of the learned supports; ``mine_implications``
-checks and ranks them against the ratings (association rules: :mod:`kmviz.rules`).
+checks and ranks them against the ratings (association rules: :mod:`kmviz.rules`);
+``stable_implications`` refits the model on resampled users and keeps the implications that
+hold across the refits, ranked by their out-of-bag evidence.
 """
 
 from .bqp import solve_bqp
@@ -19,6 +21,7 @@ from .interpret import (
     support_matrix,
 )
 from .mining import filter_implications, mine_implications, planted_truth, support_groups
+from .stability import stable_implications
 
 
 __all__ = [
@@ -36,4 +39,5 @@ __all__ = [
     "filter_implications",
     "support_groups",
     "planted_truth",
+    "stable_implications",
 ]

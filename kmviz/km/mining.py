@@ -204,7 +204,8 @@ def _group_pairs(groups: dict, merge: bool, around: int | None = None):
 def mine_implications(model, ratings, *, liked=None, validation=None, items=None,
                       merge_groups: bool | str = True, rank_by: str = "score",
                       hub_share: float = HUB_SHARE, alpha: float = ALPHA, level: float = 0.95,
-                      names=None, around: int | None = None) -> pd.DataFrame:
+                      names=None, around: int | None = None,
+                      stability: pd.DataFrame | None = None) -> pd.DataFrame:
     """The model's implications j => i with their statistics, in the default ranking.
 
     Parameters
@@ -242,6 +243,10 @@ def mine_implications(model, ratings, *, liked=None, validation=None, items=None
         Only the item-level rows with this item on one side (what it implies, what implies
         it, and its equivalent items, each pair with its own statistics); ``merge_groups``
         is then ignored.
+    stability : DataFrame, optional
+        A :func:`kmviz.km.stable_implications` table: adds its columns ``stability``,
+        ``n_held``, ``n_refits`` and the out-of-bag ``oob_*`` figures to each row (stability
+        0 for a pair that held in no refit); the order stays ``rank_by``'s.
 
     Returns
     -------
@@ -254,7 +259,8 @@ def mine_implications(model, ratings, *, liked=None, validation=None, items=None
         :func:`kmviz.rules.pair_statistics` (``support``, ``co_support``, ``n_known``,
         ``confidence``, ``confidence_lo``, ``confidence_hi``, ``base_rate``, ``lift``,
         ``p_value``, ``heldout_*``), ``implied_by``, ``hub``, ``score``, ``supported`` and
-        ``statement``. ``attrs`` holds ``liked`` and the :func:`implication_counts`.
+        ``statement`` (and the ``stability`` columns when given). ``attrs`` holds ``liked``
+        and the :func:`implication_counts`.
     """
     b = _psi_of(model)
     c = LikeCounts.of(ratings, liked)
@@ -312,6 +318,10 @@ def mine_implications(model, ratings, *, liked=None, validation=None, items=None
         (f"{a} and {c} are liked by the same people" if e else
          f"everyone who likes {a} also likes {c}")
         for a, c, e in zip(an, cn, equiv)]
+    if stability is not None:
+        from .stability import add_stability
+
+        df = add_stability(df, stability)
     df.attrs.update(liked=c.liked, counts=counts, merge_groups=merge_groups,
                     rank_by=rank_by, group_of=tuple(int(x) for x in g))
     return df

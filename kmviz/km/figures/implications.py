@@ -389,3 +389,24 @@ def ego_graph_figure(rows, center, *, hops: int = 1, max_nodes: int = EGO_MAX_NO
     fig.update_yaxes(visible=False)
     height = max(360, 30 * max(len(v) for v in columns.values()) + 160)
     return styled(fig, title=title, height=min(height, 1400))
+
+
+# ----------------------------------------------------------------------------- stability
+def stability_figure(held, *, name: str = "") -> go.Figure:
+    """The refits in which one implication held: one square per refit (filled = held)."""
+    held = np.asarray(held, dtype=bool).ravel()
+    title = "Refits in which the implication held"
+    if held.size == 0:
+        return empty_figure(title, "No refit yet.")
+    k = np.arange(1, held.size + 1)
+    fig = go.Figure()
+    for mask, colour, label in ((held, color(2), "held"), (~held, "#d0d0d0", "did not hold")):
+        fig.add_trace(go.Scatter(
+            x=k[mask], y=np.zeros(int(mask.sum())), mode="markers", name=label,
+            marker=dict(symbol="square", size=18, color=colour),
+            hovertemplate=f"refit %{{x}}: {label}<extra></extra>"))
+    fig.update_yaxes(visible=False, range=[-1, 1])
+    fig.update_xaxes(dtick=1 if held.size <= 30 else None)
+    sub = f" ({int(held.sum())} of {held.size})"
+    return styled(fig, title=(_short(name, 70) + ": " if name else "") + title + sub,
+                  x="refit", y="", height=200)

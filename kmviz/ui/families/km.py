@@ -4,6 +4,9 @@ shared item picker, and reading the implication graph's click state."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import streamlit as st
 
@@ -177,3 +180,90 @@ def phase_metrics(trace) -> None:
     for c, (phase, share) in zip(cols, overall.items()):
         c.metric(f"phase {phase}", "n/a" if share != share else f"{share:.1%}",
                  help="Share of all dual GD iterations of the run spent in this phase.")
+
+
+# --------------------------------------------------------------------- stability over refits
+class StabilityJob:
+    """:func:`kmviz.km.stable_implications` of one run in a background thread (Streamlit
+    cannot cancel a script), with progress and a stop flag checked between refits."""
+
+    def __init__(self, run, liked, min_ratings: int, n_refits: int):
+        from kmviz.km.stability import stable_implications
+
+        self.total, self.done_n, self.result, self.error = int(n_refits), 0, None, None
+        self.stop_event = threading.Event()
+        self.started = time.perf_counter()
+        self.elapsed = 0.0
+        train = run.split.train
+        settings = {k: v for k, v in run.model.get_params().items() if k != "random_state"}
+        seed = run.params.get("random_state")
+
+        def work():
+            try:
+                self.result = stable_implications(
+                    train, liked=liked, validation=run.split.held_out(),
+                    items=an.shown_items(train, min_ratings), n_refits=self.total,
+                    random_state=seed, progress=self._progress,
+                    stop=self.stop_event.is_set, **settings)
+            except Exception as exc:  # shown on the page
+                self.error = f"{type(exc).__name__}: {exc}"
+            self.elapsed = time.perf_counter() - self.started
+
+        self.thread = threading.Thread(target=work, name="kmviz-stability", daemon=True)
+        self.thread.start()
+
+    def _progress(self, done: int, total: int) -> None:
+        self.done_n = done
+
+    @property
+    def finished(self) -> bool:
+        return not self.thread.is_alive()
+
+
+def _stability_key(run, liked, min_ratings) -> str:
+    return f"{run.run_id}|{liked}|{int(min_ratings)}"
+
+
+def stability_panel(run, liked, min_ratings: int):
+    """On the Implications page: B, the button that starts the refits, their progress and
+    Stop; returns the finished :func:`kmviz.km.stable_implications` table, else None."""
+    from kmviz.km.stability import DEFAULTS
+
+    jobs = st.session_state.setdefault("impl_stability_jobs", {})
+    key = _stability_key(run, liked, min_ratings)
+    c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
+    B = int(c1.number_input("refits B", min_value=2, max_value=200,
+                            value=DEFAULTS["n_refits"], step=5, key="impl_stab_B",
+                            help="KM is refitted B times, each on half of the users (drawn "
+                                 "without replacement) with its own seed and the run's "
+                                 "settings."))
+    job = jobs.get(key)
+    if c2.button("Compute stability", key="impl_stab_go", icon=":material/replay:",
+                 disabled=job is not None and not job.finished):
+        jobs[key] = job = StabilityJob(run, liked, min_ratings, B)
+    c3.caption("Stability: the share of refits on resampled users in which an implication "
+               "holds. Out-of-bag figures check each refit on the users it did not see.")
+    if job is None:
+        return None
+
+    @st.fragment(run_every=0.5 if not job.finished else None)
+    def _progress():
+        if not job.finished:
+            st.progress(job.done_n / max(job.total, 1),
+                        text=f"Refit {job.done_n} of {job.total} · "
+                             f"{time.perf_counter() - job.started:.0f} s")
+            if st.button("Stop", key="impl_stab_stop", icon=":material/stop:",
+                         disabled=job.stop_event.is_set(),
+                         help="End after the current refit; the refits done are kept."):
+                job.stop_event.set()
+            return
+        if job.error:
+            st.error(job.error, icon=":material/error:")
+        if not st.session_state.get(f"impl_stab_seen_{id(job)}"):
+            st.session_state[f"impl_stab_seen_{id(job)}"] = True
+            st.rerun(scope="app")
+
+    with st.container():
+        _progress()
+    return job.result if job.finished else None
+

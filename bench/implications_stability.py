@@ -1,0 +1,266 @@
+"""Stable implications (kmviz.km.stable_implications): the one default chosen on validation
+splits of both datasets, then judged on held-out data against pairwise rules, and on planted
+KM data against one fit.
+
+Data: MovieLens 100K (--ml100k, read at run time, never stored) and the built-in
+latest-small; random 80/20 outer splits (seeds --seed, --seed + 1, ...); liked = rating >= 4;
+only items with >= 20 training ratings, for KM and rules alike. Held-out figures pool the
+top k pairs (kmviz.rules.pooled_heldout_lift: observed / expected held-out likes, 95%
+interval resampling users); "judged" = pairs with >= 3 held-out ratings of i among j's fans.
+
+1. ``--section select``: on the first outer split's training part, split 80/20 again; the
+   refits (B = 20, D = 8) run on the inner 80% for each training target (ratings, likes)
+   and resampling (bootstrap, half subsample); each table is ranked with stable_share in
+   0.25 / 0.5 / 0.8 and judged on the inner 20% (top 100). The default kept: highest
+   worse-of-the-two-datasets validation lift among those with confidence >= 0.6 on both.
+2. ``--section test``: the default on every outer split: top 50 / 100 / 500 of KM's stable
+   ranking, of the same with co-support >= 20 (the rules' minimum), and of the rules
+   (co-support >= 20, confidence >= 0.5, ranked by lift); the time of the B refits.
+3. ``--section planted``: make_planted_km (2,000 users, 60 items, D = 8), a share of
+   entries dropped and of values flipped; one fit's claims (every nested pair) against the
+   stable ones (stability >= the default share), with precision / recall, and both cut at
+   the same count (the number of true pairs).
+
+    python bench/implications_stability.py [--section select|test|planted|all]
+                                           [--splits 3] [--refits 20] [--quick]
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from _common import footer, header, load_avg, load_ml100k, parser, table
+
+LIKED = 4.0
+MIN_RATINGS = 20
+MIN_SUPPORT = 20
+KS = (50, 100, 500)
+SHARES = (0.25, 0.5, 0.8)
+N_SINGLE = 5  # seeds of the single fits on planted data
+CONFIGS = [("ratings", "bootstrap"), ("likes", "bootstrap"), ("ratings", "subsample"),
+           ("likes", "subsample")]
+
+
+def summary(train, test, df, k, seed):
+    from kmviz.rules import pooled_heldout_lift
+
+    top = df.head(k)
+    s = pooled_heldout_lift(train, test, top["antecedent"], top["consequent"], liked=LIKED,
+                            n_boot=1000, random_state=seed)
+    judged = int((top["heldout_n"].to_numpy() >= 3).sum()) if "heldout_n" in top else 0
+    return {"k": k, "pairs": s["pairs"], "judged": judged,
+            "median co-support": float(np.median(top["co_support"])) if len(top) else np.nan,
+            "held-out n": s["heldout_n"], "conf": s["confidence"], "lift": s["lift"],
+            "lift 95% CI": (f"{s['lift_lo']:.2f}-{s['lift_hi']:.2f}"
+                            if np.isfinite(s["lift_lo"]) else "-")}
+
+
+def refits_for(train, keep, train_on, resampling, B, seed, D=8):
+    from kmviz.km.stability import _settings, map_refits, refit_supports
+
+    settings = _settings(train, LIKED, train_on, {"D": D})
+    seeds = np.random.SeedSequence(seed).generate_state(B)
+    tasks = [{"ratings": train, "seed": int(s), "resampling": resampling, "fraction": 0.5,
+              "settings": settings} for s in seeds]
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = map_refits(refit_supports, tasks)
+    refits_for.cpu = time.process_time() - c0
+    return out, time.perf_counter() - t0
+
+
+def table_of(train, test, keep, refits, share, train_on="ratings"):
+    from kmviz.km import stable_implications
+
+    return stable_implications(train, liked=LIKED, validation=test, items=keep, refits=refits,
+                               stable_share=share, train_on=train_on)
+
+
+def select(data, seed, B, configs=None):
+    rows = []
+    configs = configs or CONFIGS
+    for name, ratings in data:
+        train, _ = ratings.split(0.2, random_state=seed)
+        inner, val = train.split(0.2, random_state=seed + 1)
+        keep = inner.item_counts() >= MIN_RATINGS
+        for train_on, how in configs:
+            refits, t = refits_for(inner, keep, train_on, how, B, seed)
+            print(f"- {name}: {train_on}/{how}: {B} refits {t:.0f} s; load {load_avg()}",
+                  flush=True)
+            for share in SHARES:
+                df = table_of(inner, val, keep, refits, share, train_on)
+                rows.append({"data": name, "train on": train_on, "resampling": how,
+                             "stable share": share, "stable pairs": int(df["stable"].sum()),
+                             **summary(inner, val, df, 100, seed)})
+    by = {}
+    for r in rows:
+        by.setdefault((r["train on"], r["resampling"], r["stable share"]), []).append(r)
+    ok = {c: min(r["lift"] for r in rs) for c, rs in by.items()
+          if all(r["conf"] >= 0.6 for r in rs)}
+    pool = ok or {c: min(r["lift"] for r in rs) for c, rs in by.items()}
+    chosen = max(pool, key=pool.get)
+    for r in rows:
+        r["chosen"] = "<-" if (r["train on"], r["resampling"], r["stable share"]) == chosen \
+            else ""
+    print(f"\n## 1. Validation (inner 80/20 of the training part of split {seed}; B = {B}, "
+          "D = 8; top 100)\n")
+    print(table(rows, ["data", "train on", "resampling", "stable share", "stable pairs",
+                       "judged", "median co-support", "held-out n", "conf", "lift",
+                       "lift 95% CI", "chosen"], floatfmt="{:.3f}"))
+    print(f"Chosen: train on {chosen[0]}, {chosen[1]}, stable share {chosen[2]}\n")
+    return chosen
+
+
+def test(data, seeds, B, config=None):
+    from kmviz.km.stability import DEFAULTS
+    from kmviz.rules import pairwise_rules
+
+    train_on, how, share = DEFAULTS["train_on"], DEFAULTS["resampling"], DEFAULTS["stable_share"]
+    if config:
+        train_on, how = config.split(",")
+    rows, cost = [], []
+    for name, ratings in data:
+        for seed in seeds:
+            train, test_ = ratings.split(0.2, random_state=seed)
+            keep = train.item_counts() >= MIN_RATINGS
+            refits, t = refits_for(train, keep, train_on, how, B, seed, DEFAULTS["D"])
+            cost.append({"data": name, "split": seed, "B": B, "D": DEFAULTS["D"],
+                         "refits, wall (s)": t, "refits, CPU of this process (s)":
+                         refits_for.cpu, "median refit, wall (s)":
+                         float(np.median([r["seconds"] for r in refits])),
+                         "load": load_avg()})
+            print(f"- {name}, split {seed}: {B} refits {t:.0f} s; load {load_avg()}",
+                  flush=True)
+            rules = pairwise_rules(train, liked=LIKED, min_support=MIN_SUPPORT,
+                                   min_confidence=0.5, validation=test_, items=keep)
+            variants = []
+            for sh in sorted(set(SHARES) | {share}):
+                km = table_of(train, test_, keep, refits, sh, train_on)
+                mark = " (default)" if sh == share else ""
+                variants += [(f"KM stable, share {sh}{mark}", km),
+                             (f"KM stable, share {sh}{mark}, co-support >= {MIN_SUPPORT}",
+                              km[km["co_support"] >= MIN_SUPPORT])]
+            new = [{"data": name, "split": seed, "method": label,
+                    **summary(train, test_, df, k, seed)}
+                   for label, df in variants + [("rules (lift)", rules)] for k in KS]
+            rows += new
+            print(table(new, ["data", "split", "method", "k", "pairs", "judged",
+                              "median co-support", "held-out n", "conf", "lift",
+                              "lift 95% CI"], floatfmt="{:.3f}"), flush=True)
+    print(f"\n## 2. Held-out part of each outer split (train on {train_on}, {how}, B = {B}, "
+          f"D = {DEFAULTS['D']}; stable shares {sorted(set(SHARES) | {share})}, the default "
+          f"{share} marked)\n")
+    print(table(rows, ["data", "split", "method", "k", "pairs", "judged", "median co-support",
+                       "held-out n", "conf", "lift", "lift 95% CI"], floatfmt="{:.3f}"),
+          flush=True)
+    agg = {}
+    for r in rows:
+        agg.setdefault((r["data"], r["method"], r["k"]), []).append(r)
+    mean_rows = [{"data": d, "method": m, "k": k, "splits": len(rs),
+                  "mean conf": float(np.mean([r["conf"] for r in rs])),
+                  "mean lift": float(np.mean([r["lift"] for r in rs])),
+                  "min lift": float(np.min([r["lift"] for r in rs])),
+                  "mean judged": float(np.mean([r["judged"] for r in rs]))}
+                 for (d, m, k), rs in agg.items()]
+    print("\n### Mean over the outer splits\n")
+    print(table(mean_rows, floatfmt="{:.3f}"))
+    print("\n### Cost of the refits (wall time under the shared box's load; CPU time of this "
+          "process, all its threads, is what they would take alone with one core)\n")
+    print(table(cost, floatfmt="{:.1f}"))
+
+
+def planted(seed, B, quick):
+    from kmviz.data import Ratings, make_planted_km
+    from kmviz.km import KolmogorovModel, stable_implications
+    from kmviz.km.mining import km_claims
+    from kmviz.km.stability import DEFAULTS
+    from kmviz.rules import recovery_scores
+
+    rows = []
+    n_users = 1000 if quick else 2000
+    for drop in (0.5, 0.9):
+        for flip in (0.05, 0.2):
+            rng = np.random.default_rng(seed)
+            ratings, truth = make_planted_km(n_users, 60, 8, observed=1 - drop,
+                                             random_state=seed)
+            v = ratings.values.copy()
+            flipped = rng.random(v.size) < flip
+            v[flipped] = 1.0 - v[flipped]
+            noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
+                                        user_ids=np.arange(ratings.n_users),
+                                        item_ids=np.arange(ratings.n_items))
+            true = truth.implications
+            st_ = stable_implications(noisy, n_refits=B, random_state=seed, D=8,
+                                      items=np.ones(noisy.n_items, bool))
+            stable = st_[st_["stable"]][["antecedent", "consequent"]].to_numpy()
+            ranked = st_[["antecedent", "consequent"]].to_numpy()
+            row = {"drop": f"{drop:.0%}", "flip": f"{flip:.0%}", "true pairs": len(true)}
+            ones = []
+            for k in range(N_SINGLE):  # one fit on all users, several seeds
+                m = KolmogorovModel(D=8, random_state=seed + k)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    m.fit(noisy)
+                one = km_claims(m, noisy)
+                s1 = recovery_scores(one, true)
+                s2 = recovery_scores(ranked[:len(one)], true)
+                ones.append((s1["found"], s1["precision"], s1["recall"], s2["precision"],
+                             s2["recall"]))
+            o = np.array(ones, dtype=float)
+            row.update({"one fit: found (mean)": o[:, 0].mean(),
+                        "one fit P (mean)": o[:, 1].mean(), "one fit P (min)": o[:, 1].min(),
+                        "one fit R (mean)": o[:, 2].mean(),
+                        "stable top, same count: P (mean)": o[:, 3].mean(),
+                        "stable top, same count: R (mean)": o[:, 4].mean()})
+            s = recovery_scores(stable, true)
+            row.update({f"stable (>= {DEFAULTS['stable_share']}) found": s["found"],
+                        "stable P": s["precision"], "stable R": s["recall"]})
+            rows.append(row)
+            print(f"- planted drop {drop:.0%} flip {flip:.0%} done; load {load_avg()}",
+                  flush=True)
+    print(f"\n## 3. Planted KM ({n_users} users, 60 items, D = 8, B = {B}): the true "
+          f"implications found by one fit on all users ({N_SINGLE} seeds: mean, min) and by "
+          "stability (the stable set; and the stability ranking cut at each single fit's "
+          "count)\n")
+    print(table(rows, floatfmt="{:.2f}"))
+
+
+def main():
+    ap = parser(__doc__.splitlines()[0])
+    ap.add_argument("--section", default="all", choices=["select", "test", "planted", "all"])
+    ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--refits", type=int, default=20)
+    ap.add_argument("--no-ml100k", action="store_true")
+    ap.add_argument("--no-latest", action="store_true", help="leave out latest-small")
+    ap.add_argument("--select-configs", default=None,
+                    help="train_on,resampling;... for --section select (default: all four)")
+    ap.add_argument("--config", default=None, help="train_on,resampling for --section test "
+                    "(default: kmviz.km.stability.DEFAULTS)")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    header("Stable KM implications: the default, held-out evidence, rules, planted truth")
+    from kmviz.data import load
+
+    data = []
+    if args.section != "planted":
+        if not args.no_ml100k:
+            r = load_ml100k(args.ml100k)
+            if r is not None:
+                data.append(("MovieLens 100K", r))
+        if not args.no_latest:
+            data.append(("MovieLens latest-small", load("movielens-small")))
+    if args.section in ("select", "all"):
+        configs = ([tuple(c.split(",")) for c in args.select_configs.split(";")]
+                   if args.select_configs else None)
+        select(data, args.seed, args.refits, configs)
+    if args.section in ("test", "all"):
+        test(data, [args.seed + k for k in range(args.splits)], args.refits, args.config)
+    if args.section in ("planted", "all"):
+        planted(args.seed, args.refits, args.quick)
+    footer(t_start)
+
+
+if __name__ == "__main__":
+    main()
