@@ -87,7 +87,8 @@ def _train(page, timeout: int, *, settle_first: bool = True) -> None:
 #: The sidebar's links, in order: the shared pages, then KM's and OCMF's Explore sections. Nothing else
 #: (in particular no "app" entry from Streamlit's own pages/ discovery).
 NAV_LINKS = ["Home", "Data", "Train", "Runs", "Convergence", "Dual GD", "Phases", "Lanczos",
-             "Implications", "OCMF", "Completion", "Nyström", "Recovery", "Interactions"]
+             "Implications", "OCMF", "Completion", "Nyström", "Recovery", "Interactions",
+             "Optimizers", "Embeddings"]
 
 
 def test_fresh_server_train_then_implications_without_data_step(server):
@@ -361,7 +362,7 @@ def test_first_start_compiles_the_picked_family_first_and_a_click_during_a_rerun
         notice = page.locator('[data-testid="stAlert"]').filter(
             has_text="Compiling the Numba kernels of gFM")
         expect(notice).to_be_visible()
-        expect(notice).to_contain_text("Still to compile after it: KM, OCMF, KMC.")
+        expect(notice).to_contain_text("Still to compile after it: KM, OCMF, KMC, SimL.")
         page.screenshot(path=str(ARTIFACTS / "cold-01-gfm-compiling.png"), full_page=True)
 
         # Train at once, while the notice's fragment reruns: the click is not lost, and the
