@@ -122,3 +122,16 @@ def test_stop_message_survives_a_round_trip():
     old = m.trace_.to_dict()
     del old["stop_message"]  # a trace saved before stop messages existed still loads
     assert Trace.from_dict(old).stop_message == ""
+
+
+def test_the_app_says_the_stop_reason_once():
+    from kmviz.trace import Trace
+    from kmviz.ui.training import stop_words
+
+    t = Trace(solver="x", stop_reason="converged",
+              stop_message="CG converged: relative residual 9e-07 <= tol 1e-06")
+    assert stop_words(t) == "CG converged: relative residual 9e-07 <= tol 1e-06"
+    t.stop_message = "the objective's relative decrease 3e-05 is below tol 0.0001"
+    assert stop_words(t).startswith("converged: the objective's relative decrease")
+    assert stop_words(Trace(solver="x", stop_reason="max_iter")) == \
+        "the iteration budget was used up"  # a run saved before stop messages

@@ -49,7 +49,7 @@ def stop_words(trace) -> str:
     """Why a fit ended, in its family's words ("converged: CG relative residual ...")."""
     reason = str(trace.stop_reason)
     message = getattr(trace, "stop_message", "")
-    if reason == "converged" and message:
+    if reason == "converged" and message and "converged" not in message.lower():
         return f"converged: {message}"
     return message or STOP_REASONS.get(reason, reason)
 
