@@ -4,16 +4,11 @@ graph around an item, the association-rule baseline, the planted truth, and the 
 import numpy as np
 import streamlit as st
 
-from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
-from kmviz.km import mining
-from kmviz.km import stability as stab
-from kmviz.km.figures import ego_graph_figure, implication_graph_figure, influence_figure
-from kmviz.km.figures.implications import stability_figure
 from kmviz.ui.families import km
+from kmviz.ui.families import km_implications as page
 from kmviz.ui.errors import user_errors
 from kmviz.ui.state import init_state
-from kmviz.ui.text import md_escape, pieces_markdown
 from kmviz.ui.views import collect_finished_job, require_run
 
 init_state()
@@ -27,245 +22,28 @@ train, held = run.split.train, run.split.held_out()
 psi, names = np.asarray(run.model.psi_), an.item_names(train)
 
 # ------------------------------------------------------------------ what is shown, "liked"
-c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
-min_ratings = int(c1.number_input("minimum training ratings per item", min_value=1, step=1,
-                                  value=an.default_min_ratings(train), key="impl_min_ratings",
-                                  help=an.MIN_RATINGS_HELP))
-default_liked = an.default_liked(run.model, train)
-if default_liked == pair_rules.INTERACTED:
-    liked = pair_rules.INTERACTED
-    c2.caption("liked = interacted (0/1 data)")
-else:
-    step = pair_rules.rating_step(train) or round((train.r_max - train.r_min) / 20, 6)
-    liked = float(c2.number_input(
-        "liked when rating ≥", min_value=float(train.r_min), max_value=float(train.r_max),
-        value=float(default_liked), step=float(step), key="impl_liked",
-        help="One setting for every figure, sentence, graph and export on this page. Default: "
-             "the threshold the model was trained on likes with, else the top quarter of the "
-             f"scale rounded to the rating step ({default_liked:g} here; 4 on a 1-5 scale)."))
-keep = an.shown_items(train, min_ratings)
-scores = km.influence(run.run_id, psi)
-summary = an.influence_summary(scores, keep)
-c3.caption(an.filter_caption(summary, min_ratings) + " Liked means "
-           + md_escape(pair_rules.liked_phrase(train, liked)) + ".")
-if summary["shown"] == 0:
-    st.info("No item has that many training ratings; lower the minimum.")
-    st.stop()
+min_ratings, liked, keep, scores, summary = page.liked_controls(run, train, psi)
 
 with user_errors("mining the implications"):
     frame = km.implications(run, liked, min_ratings)
-counts = frame.attrs.get("counts", {})
 st.subheader("Stability over refits")
 stable = km.stability_panel(run, liked, min_ratings)
 
 # ------------------------------------------------------------------ filters and counts
-st.subheader("Implications and their figures")
-f1, f2, f3, f4, f5, f6 = st.columns(6, vertical_alignment="bottom")
-f_support = int(f1.number_input("min co-support", min_value=0, value=0, step=1,
-                                key="impl_f_support",
-                                help="Users (training) who like both items."))
-f_conf = float(f2.number_input("min confidence", min_value=0.0, max_value=1.0, value=0.0,
-                               step=0.05, key="impl_f_conf",
-                               help="Training share of j's fans (who rated i) who like i."))
-f_lift = float(f3.number_input("min lift", min_value=0.0, value=0.0, step=0.1,
-                               key="impl_f_lift"))
-f_held = float(f4.number_input("min held-out confidence", min_value=0.0, max_value=1.0,
-                               value=0.0, step=0.05, key="impl_f_heldout",
-                               disabled=held is None,
-                               help="Confidence on the held-out ratings; above 0, rows "
-                                    "without held-out data are hidden."))
-f_top = int(f5.number_input("top k (0 = all)", min_value=0, value=100, step=10,
-                            key="impl_f_topk",
-                            help="The k best-ranked rows of each view: the table, the "
-                                 "sentences about the item and the graph."))
-f_hubs = f6.checkbox("hide hubs", value=False, key="impl_f_hubs",
-                     help="Hubs: consequents implied by more than "
-                          f"{pair_rules.HUB_SHARE:.0%} of the items shown.")
-if stable is not None:
-    s1, s2 = st.columns([1, 3], vertical_alignment="bottom")
-    f_stab = s1.number_input("min stability", 0.0, 1.0, 0.0, 0.05, key="impl_f_stab",
-                             help="Share of the refits in which the implication held.")
-    by_stab = s2.radio("order", ["stability, then out-of-bag lift (lower bound)",
-                                 "the model's ranking"], key="impl_sort", horizontal=True)
-    frame = stab.add_stability(frame, stable)
-    frame = frame[frame["stability"] >= f_stab]
-    if by_stab.startswith("stability"):
-        frame = stab.sort_by_stability(frame, stable.attrs["stable_share"])
-filters = dict(min_support=f_support, min_confidence=f_conf, min_lift=f_lift,
-               min_heldout_confidence=f_held if held is not None else None, hubs=not f_hubs)
-table = mining.filter_implications(frame, top_k=f_top, **filters)
-passing = len(mining.filter_implications(frame, **filters))
-m = st.columns(5)
-m[0].metric("implications", f"{counts.get('implications', 0):,}",
-            help="Item pairs j ⇒ i with supp(ψ_j) ⊆ supp(ψ_i) among the items shown "
-                 "(equivalent pairs once).")
-m[1].metric("claims between groups", f"{counts.get('claims', 0):,}",
-            help="Distinct statements: one per pair of groups of equivalent items, plus one "
-                 "per group. The table states each group once and each implication between "
-                 "items of different groups on its own row.")
-m[2].metric("groups of equivalent items", f"{counts.get('groups', 0):,}",
-            help="Two or more items with the same support: liked by the same people.")
-m[3].metric("hubs", f"{counts.get('hubs', 0):,}",
-            help=f"Items implied by more than {pair_rules.HUB_SHARE:.0%} of the items shown: "
-                 "that says they are popular, not that there is a logical relation.")
-m[4].metric("rows passing the filters", f"{passing:,}")
-st.caption(
-    "**Lift** = confidence ÷ base rate: how many times likelier a user who likes j is to like "
-    "i than a typical user who rated i (1 = j tells nothing beyond i's popularity). Rows are "
-    "ranked by default with the supported ones (exact test, p ≤ 0.05) and non-hubs first, by "
-    "the lower 95% bound of the confidence minus the base rate. Held-out columns: users who "
-    "like j in training and whose rating of i was held out.")
-SHOWN = ["rank", "stability", "oob_lift_lo", "antecedent_name", "consequent_name",
-         "equivalent", "antecedent_group_size",
-         "consequent_group_size", "support", "co_support", "confidence", "confidence_lo",
-         "base_rate", "lift", "p_value", "heldout_n", "heldout_confidence", "heldout_lift",
-         "implied_by", "hub", "antecedent", "consequent"]
-fmt = {c: st.column_config.NumberColumn(format="%.2f") for c in
-       ("confidence", "confidence_lo", "base_rate", "lift", "heldout_confidence",
-        "heldout_lift", "model_confidence", "stability", "oob_lift_lo")}
-fmt["p_value"] = st.column_config.NumberColumn(format="%.1e")
-fmt["antecedent_name"] = st.column_config.TextColumn("if liked (j)")
-fmt["consequent_name"] = st.column_config.TextColumn("then liked (i)")
-st.dataframe(table[[c for c in SHOWN if c in table]], hide_index=True, column_config=fmt,
-             key="impl_table", height=min(320, 38 + 35 * max(len(table), 1)))
-st.caption(stab.evidence_caption(table))
-if stable is not None and len(table):
-    st.caption(md_escape(stab.stability_caption(stable)))
-    pick = st.selectbox("one implication across the refits", range(min(len(table), 500)),
-                        key="impl_stab_pick", format_func=lambda k: (
-                            f"{table['antecedent_name'].iloc[k]} ⇒ "
-                            f"{table['consequent_name'].iloc[k]}"))
-    row = table.iloc[pick]
-    st.plotly_chart(stability_figure(stab.refits_held(stable, row["antecedent"],
-                                                      row["consequent"])), key="impl_stab_fig")
-    st.text(stab.evidence_sentence(row))
-st.download_button("Download the implications (CSV)",
-                   data=lambda: mining.export_csv(
-                       mining.filter_implications(frame, top_k=f_top, **filters),
-                       pair_rules.liked_phrase(train, liked)),
-                   file_name=f"implications-{run.run_id}.csv", mime="text/csv",
-                   key="impl_csv", icon=":material/download:")
-st.caption("The rows that pass the filters, with every statistic (training and held-out), the "
-           "groups' other members, the hub count and the meaning of liked.")
+fmt = page.column_formats()
+frame, filters, f_top = page.implications_table(run, frame, stable, held, train, liked, fmt)
 
 # ------------------------------------------------------------------ hubs: influence scores
-st.subheader("Hubs: items most others imply ($\\varsigma_i$, Fig. 8)")
-c1, c2 = st.columns([1, 3])
-kind = c1.radio("view", ["bar", "histogram"], key="impl_kind", horizontal=True,
-                help="bar: the items with the largest ς_i; histogram: how ς_i is "
-                     "spread over all shown items.")
-top = c1.slider("items shown", 1, max(2, min(100, summary["shown"])),
-                min(15, summary["shown"]), key="impl_top")
-c1.metric("items shown with $\\varsigma_i = 1$", summary["one_shown"])
-c1.caption("ς_i is the share of items whose support lies inside item i's, eq. (21): near 1, "
-           "liking almost anything implies liking i, which says i is popular with everyone "
-           "the model sees rather than that the items are related.")
-c2.plotly_chart(influence_figure(scores, names, kind=kind, top=top,
-                                 items=np.flatnonzero(keep)))
+page.hubs_section(scores, names, keep, summary)
 
 # ------------------------------------------------------------------ one item: words and graph
-st.subheader("Implication graph")
-rated = [i for i in an.items_by_count(train) if keep[i]]
-clicked = km.clicked_item(st.session_state.get("impl_graph"))
-if clicked is not None and clicked != st.session_state.get("impl_last_click"):
-    st.session_state["impl_last_click"] = clicked  # a click selects once; the picker stays free
-    if clicked in rated:
-        km.set_item(run, clicked)
-        st.session_state.pop("impl_item", None)
-groups = km.support_groups(run, liked, min_ratings)
-n_groups = len(groups["members"])
-g1, g2, g3 = st.columns([2, 1, 1], vertical_alignment="bottom")
-with g1:
-    item = km.item_picker(run, key="impl_item", label="item", restrict=keep)
-views = ["around the item", "whole lattice"]
-view = g2.radio("view", views, index=1 if n_groups <= mining.HASSE_MAX_GROUPS else 0,
-                key="impl_view", horizontal=True,
-                help="The whole lattice (a Hasse diagram of the groups) reads well for small "
-                     f"models (up to {mining.HASSE_MAX_GROUPS} groups; here {n_groups}).")
-hops = int(g3.radio("steps", [1, 2], key="impl_hops", horizontal=True,
-                    disabled=view != views[0],
-                    help="Around the item: its direct implications (1) or also "
-                         "those of its neighbours (2)."))
-graph_rows = mining.filter_implications(frame, **filters)
-center = mining.group_of(frame, item)
-if view == views[0]:
-    ego = mining.ego_rows(graph_rows, item, hops) if center is not None else graph_rows.head(0)
-    fig = ego_graph_figure(ego.head(f_top) if f_top else ego,
-                           center if center is not None else -1, hops=hops,
-                           center_item=item, center_name=names[item])
-else:
-    G = mining.lattice_graph(graph_rows.head(f_top) if f_top else graph_rows, groups,
-                             run.model, names)
-    fig = implication_graph_figure(G, selected=center if center in G else None)
-st.plotly_chart(fig, key="impl_graph", on_select="rerun", selection_mode="points")
-around = km.item_implications(run, liked, min_ratings, item)
-said = mining.sentences(mining.filter_implications(around, top_k=f_top, **filters), item,
-                        names)
-if said:
-    st.markdown("\n".join(f"- {pieces_markdown(p)}" for p in said))
+rated = an.shown_by_count(train, keep)
+page.graph_section(run, frame, filters, f_top, rated, keep, liked, min_ratings, names)
 
 # ------------------------------------------------------------------ rules, planted truth
-st.subheader("Side by side with association rules")
-r1, r2, r3 = st.columns([1, 1, 2], vertical_alignment="bottom")
-default_support = 20 if train.n_ratings > an.LARGE_DATA_RATINGS else 3
-rule_support = int(r1.number_input("rules: min co-support", min_value=1,
-                                   value=default_support, step=1, key="impl_rules_support",
-                                   help="Least number of users who like both j and i "
-                                        "for a rule j ⇒ i to be listed."))
-rule_conf = float(r2.number_input("rules: min confidence", min_value=0.0, max_value=1.0,
-                                  value=0.5, step=0.05, key="impl_rules_conf",
-                                  help="Least share of j's likers who also like i."))
-r3.caption("Pairwise rules j ⇒ i from the co-occurrence of likes, ranked by lift (supported "
-           "and non-hub first). The same figures as above, on the same items and likes.")
-with user_errors("computing the association rules"):
-    rule_frame = km.rules(run, liked, min_ratings, rule_support, rule_conf)
-    both = pair_rules.compare_with_rules(
-        mining.filter_implications(frame, **filters), rule_frame, n_items=train.n_items,
-        min_support=rule_support, strong=max(f_top, 1) if f_top else 100)
-    c = both["counts"]
-    k1, k2, k3, k4 = st.columns(4)
-    k1.metric("KM implications the rules confirm", f"{c['confirmed']:,}")
-    k2.metric("too rarely co-liked for a rule", f"{c['too_rare']:,}",
-              help=f"Co-support below {rule_support}: no rule can be judged; the held-out "
-                   "columns show how they fare.")
-    k3.metric("enough data, not a rule", f"{c['unconfirmed']:,}")
-    missed = mining.missed_rules(run.model, rule_frame, strong=c["strong"])
-    k4.metric("strong rules KM misses", f"{len(missed):,} of {c['strong']:,}",
-              help="The best-ranked rules (as many as the top k) whose antecedent's support "
-                   "is not inside the consequent's: the model does not say everyone who "
-                   "likes j likes i.")
-    rare = both["too_rare"]
-    pooled = mining.heldout_summary(train, held, rare, liked)
-    if pooled:
-        st.caption(an.heldout_sentence(pooled))
-    tabs = st.tabs(["rules", "confirmed", "too rare for a rule", "missed by KM"])
-    cols = ["rank", "antecedent_name", "consequent_name", "co_support", "confidence", "lift",
-            "heldout_confidence", "heldout_lift", "model_confidence", "outside_events", "why",
-            "antecedent", "consequent"]
-    for tab, df in zip(tabs, (rule_frame.head(f_top or len(rule_frame)), both["confirmed"],
-                              rare, missed)):
-        tab.dataframe(df[[x for x in cols if x in df]], hide_index=True, column_config=fmt)
-    tabs[3].caption(mining.missed_caption(missed))
-
-recovered = km.recovery(run, liked, min_ratings, rule_support)
-if recovered is not None:
-    st.subheader("Against the planted truth")
-    st.caption("This data is a planted Kolmogorov model: the true implications are known. "
-               "Precision: share of the pairs found that are true; recall: share of the true "
-               "pairs found (directed item pairs among the items shown).")
-    st.dataframe(recovered, hide_index=True, key="impl_truth",
-                 column_config={k: st.column_config.NumberColumn(format="%.2f")
-                                for k in ("precision", "recall", "f1")})
+rule_support = page.rules_section(run, frame, filters, f_top, train, held, liked,
+                                  min_ratings, fmt)
+page.truth_section(run, liked, min_ratings, rule_support)
 
 # ------------------------------------------------------------------ the paper's views
-with st.expander("The paper's relation-mining accuracy (Table VI)"):
-    chosen = st.multiselect("items for the Table VI measure", rated, default=summary["top3"],
-                            key="impl_table_items", format_func=lambda i: f"{names[i]} [{i}]")
-    users = st.multiselect("users (empty = every user who rated the items)",
-                           an.raters_of(train, chosen), key="impl_table_users")
-    with user_errors("computing the relation-mining accuracy"):
-        tab = an.table_vi(run.model, train, chosen, liked=liked, users=users)
-        st.markdown("**Relation-mining accuracy: the paper's measure (Table VI)**: for each "
-                    "user who rated the item, the share of their rated items that they like "
-                    "(liked as set above).")
-        st.dataframe(tab, hide_index=True, key="impl_table_vi")
+page.table_vi_section(run, train, rated, summary, names, liked)

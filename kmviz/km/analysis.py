@@ -128,6 +128,24 @@ def shown_items(train, min_ratings: int) -> np.ndarray:
     return train.item_counts() >= max(1, int(min_ratings))
 
 
+def liked_step(train) -> float:
+    """Step of the "liked when rating >=" input: the data's rating step, else a twentieth
+    of the scale (rounded)."""
+    from ..rules import rating_step
+
+    return rating_step(train) or round((train.r_max - train.r_min) / 20, 6)
+
+
+def default_rule_support(train) -> int:
+    """The Implications view's default least co-support of an association rule."""
+    return 20 if train.n_ratings > LARGE_DATA_RATINGS else 3
+
+
+def shown_by_count(train, keep: np.ndarray) -> list[int]:
+    """The items of the mask ``keep``, most rated first (:func:`items_by_count`)."""
+    return [i for i in items_by_count(train) if keep[i]]
+
+
 def influence_summary(scores: np.ndarray, keep: np.ndarray) -> dict:
     """Counts for the view: items shown and hidden, and how many of each have ς = 1."""
     one = np.isclose(scores, 1.0)
