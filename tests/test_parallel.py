@@ -29,10 +29,16 @@ def _km(**kw):
     return KolmogorovModel(**{"D": 4, "max_iter": 3, "tol": 0.0, "random_state": 7, **kw})
 
 
-def _assert_same_fit(a, b):
-    np.testing.assert_array_equal(a.theta_, b.theta_)
+def _assert_same_fit(a, b, *, exact=True):
+    """Bit for bit in one process; across processes to 1e-10 (a worker loads the kernels
+    from Numba's cache, and a kernel loaded from the cache and one compiled in-process can
+    differ in the last bits of a float)."""
     np.testing.assert_array_equal(a.psi_, b.psi_)
-    np.testing.assert_array_equal(a.dual_u_, b.dual_u_)
+    for x, y in ((a.theta_, b.theta_), (a.dual_u_, b.dual_u_)):
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(a.trace_.column("objective"), b.trace_.column("objective"),
                                rtol=1e-10)
 
@@ -80,6 +86,7 @@ def test_unknown_backend_and_missing_client_are_refused():
 
 # ----------------------------------------------------------------------------- clusters
 def _check_cluster_fits(spec, data, ref, *, kill_one_worker=False):
+    exact = spec.startswith("threads:")
     with kmviz.parallel_backend("dask", client=spec, n_blocks=3) as backend:
         assert parallel.active_backend() is backend
         got = _km().fit(data)
@@ -92,10 +99,11 @@ def _check_cluster_fits(spec, data, ref, *, kill_one_worker=False):
                     os.kill(pids[0], signal.SIGKILL)
 
             killed = _km().fit(data, callback=kill_one)
-            _assert_same_fit(ref, killed)
+            _assert_same_fit(ref, killed, exact=exact)
     assert parallel.active_backend() is None
-    _assert_same_fit(ref, got)
-    _assert_same_fit(_km(bqp_solver="enhanced", mu_psi=0.5).fit(data), got_enhanced)
+    _assert_same_fit(ref, got, exact=exact)
+    _assert_same_fit(_km(bqp_solver="enhanced", mu_psi=0.5).fit(data), got_enhanced,
+                     exact=exact)
     phases = got.trace_.phase_names()
     for name in ("items_scatter", "items_compute", "items_gather", "users_compute"):
         assert name in phases
