@@ -64,7 +64,9 @@ def cell(family_name: str, dataset: str) -> dict:
     except ValueError as exc:
         row.update(note=f"cannot use: {exc}", passed=None)
         return row
-    params = found.params
+    params = dict(found.params)
+    if params.get("random_state") is None and "random_state" in family.constraints():
+        params["random_state"] = 0  # as the Train form does: the same seed, the same cell
     changed = {k: v for k, v in params.items() if family.default_params().get(k) != v}
     row["defaults"] = ", ".join(f"{k}={v}" for k, v in changed.items()) or "(estimator's)"
     split = make_split(ratings)
