@@ -301,37 +301,6 @@ def _joint_gn_row(i, indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
             row_out[i, f] += t * Q[j, f]
 
 
-@njit(**JIT)
-def _top_k_row(u, P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
-    n_items = Q.shape[0]
-    k = P.shape[1]
-    skip = np.zeros(n_items, dtype=np.bool_)
-    for e in range(excl_ptr[u], excl_ptr[u + 1]):
-        skip[excl_idx[e]] = True
-    for r in range(K):
-        out_idx[u, r] = -1
-        out_score[u, r] = -np.inf
-    filled = 0
-    for j in range(n_items):
-        if skip[j]:
-            continue
-        s = 0.0
-        for f in range(k):
-            s += P[u, f] * Q[j, f]
-        if filled == K and not s > out_score[u, K - 1]:
-            continue
-        # insert after every entry with a score >= s (stable: lower index first)
-        pos = filled if filled < K else K - 1
-        while pos > 0 and out_score[u, pos - 1] < s:
-            out_score[u, pos] = out_score[u, pos - 1]
-            out_idx[u, pos] = out_idx[u, pos - 1]
-            pos -= 1
-        out_score[u, pos] = s
-        out_idx[u, pos] = j
-        if filled < K:
-            filled += 1
-
-
 # ----------------------------------------------------------------------------- loops
 @njit(**PJIT)
 def _scores_par(indptr, idx, E, O, out):
@@ -513,18 +482,6 @@ def _joint_gn_ser(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
         _joint_gn_row(i, indptr, idx, P, Q, dP, dQ, d2, z_out, row_out)
 
 
-@njit(**PJIT)
-def _top_k_par(P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
-    for u in prange(P.shape[0]):
-        _top_k_row(u, P, Q, excl_ptr, excl_idx, K, out_idx, out_score)
-
-
-@njit(**JIT)
-def _top_k_ser(P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
-    for u in range(P.shape[0]):
-        _top_k_row(u, P, Q, excl_ptr, excl_idx, K, out_idx, out_score)
-
-
 # ----------------------------------------------------------------------------- dense parts
 # The all-pairs terms of a block whose Gramian O_c is diagonal (the eigenbasis of
 # BlockProblem(basis="eig")), one pass over E each instead of a NumPy temporary per term.
@@ -700,9 +657,3 @@ def observed_joint_gn(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
     fn(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out)
 
 
-def top_k(P, Q, excl_ptr, excl_idx, K, out_idx, out_score):
-    """Per row u of P: the K items of largest ``P[u] . Q[j]`` not in row u of the exclusion
-    CSR, best first, ties to the lower item index; ``-1`` / ``-inf`` pad short rows."""
-    work = P.shape[0] * Q.shape[0] * max(P.shape[1], 1) // 8
-    fn = _top_k_par if work >= PARALLEL_MIN_WORK else _top_k_ser
-    fn(P, Q, excl_ptr, excl_idx, int(K), out_idx, out_score)

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from .. import ranking
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
@@ -688,32 +689,13 @@ class OneClassMF(IterativeEstimator):
 
     def _exclusion(self, users, drop=None):
         """CSR (over ``users``) of the training positives, minus the pairs in ``drop``."""
-        ptr, idx = self._seen_ptr, self._seen_idx
-        counts = ptr[users + 1] - ptr[users]
-        out_ptr = np.zeros(users.size + 1, dtype=np.int64)
-        np.cumsum(counts, out=out_ptr[1:])
-        take = np.concatenate([np.arange(ptr[u], ptr[u + 1]) for u in users]) if users.size \
-            else np.zeros(0, dtype=np.int64)
-        out_idx = idx[take.astype(np.int64)] if take.size else np.zeros(0, dtype=np.int64)
-        if drop is not None and out_idx.size:
-            n = self.item_factors_.shape[0]
-            row_of = np.repeat(np.arange(users.size), counts)
-            keys = users[row_of] * n + out_idx
-            keep = ~np.isin(keys, drop)
-            out_idx = out_idx[keep]
-            out_ptr = np.zeros(users.size + 1, dtype=np.int64)
-            np.cumsum(np.bincount(row_of[keep], minlength=users.size), out=out_ptr[1:])
-        return out_ptr, np.ascontiguousarray(out_idx, dtype=np.int64)
+        return ranking.exclusion(self._seen_ptr, self._seen_idx, users,
+                                 self.item_factors_.shape[0], drop)
 
     def _top_k(self, users, k, excl_ptr, excl_idx):
         """Top-k items per user of ``users`` (Numba, no n_users x n_items matrix)."""
-        kk = min(int(k), self.item_factors_.shape[0])
-        out_idx = np.empty((users.size, kk), dtype=np.int64)
-        out_score = np.empty((users.size, kk))
-        K.top_k(np.ascontiguousarray(self.user_factors_[users]),
-                np.ascontiguousarray(self.item_factors_), excl_ptr, excl_idx, kk, out_idx,
-                out_score)
-        return out_idx, out_score
+        return ranking.top_items(self.user_factors_[users], self.item_factors_, k, excl_ptr,
+                                 excl_idx)
 
     def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
         """The top-k item indices per user, best first (ties: lower index first).

@@ -463,32 +463,16 @@ class SimilarityLearning(IterativeEstimator):
         idx = self._indices(users, "users")
         return self.user_factors_[idx] @ self.item_factors_.T
 
-    def _exclusion(self, users, drop=None):
-        """CSR (over ``users``) of their training positives, minus the keys in ``drop``."""
-        ptr, idx = self._seen_ptr, self._seen_idx
-        counts = ptr[users + 1] - ptr[users]
-        take = np.repeat(ptr[users] - (np.cumsum(counts) - counts), counts) + \
-            np.arange(int(counts.sum()), dtype=np.int64)
-        out_idx = idx[take]
-        row_of = np.repeat(np.arange(users.size), counts)
-        if drop is not None and out_idx.size:
-            keep = ~np.isin(users[row_of] * self.item_factors_.shape[0] + out_idx, drop)
-            out_idx, row_of = out_idx[keep], row_of[keep]
-        out_ptr = np.zeros(users.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(row_of, minlength=users.size), out=out_ptr[1:])
-        return out_ptr, np.ascontiguousarray(out_idx, dtype=np.int64)
-
     def _top(self, users, k, drop=None, exclude_seen=True):
         """Top-k items of each user (training positives left out except ``drop`` keys),
         by a Numba kernel that never holds the users x items score matrix."""
-        from . import _kernels as K
+        from .. import ranking
 
-        kk = min(int(k), self.item_factors_.shape[0])
+        ptr = ex = None
         if exclude_seen:
-            ptr, ex = self._exclusion(users, drop)
-        else:
-            ptr, ex = np.zeros(users.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return K.top_k(self.user_factors_[users], self.item_factors_, ptr, ex, kk)
+            ptr, ex = ranking.exclusion(self._seen_ptr, self._seen_idx, users,
+                                        self.item_factors_.shape[0], drop)
+        return ranking.top_items(self.user_factors_[users], self.item_factors_, k, ptr, ex)[0]
 
     def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
         """The top-k item indices per user, best first (ties: lower index first).

@@ -172,20 +172,6 @@ def test_warmup_compiles():
     assert compile_kernels() >= 0
 
 
-def test_top_k_kernel_matches_rank_items():
-    from kmviz.similarity import _kernels as K
-
-    rng = np.random.default_rng(0)
-    P, Q = rng.standard_normal((7, 3)), rng.standard_normal((9, 3))
-    Q[4] = Q[2]                           # a tie: the lower index first
-    excl = [[1, 2], [], [0, 3, 5, 6, 7, 8, 1, 2], [4], [], [8], [0]]
-    ptr = np.cumsum([0] + [len(e) for e in excl])
-    idx = np.array([j for e in excl for j in e], dtype=np.int64)
-    got = K.top_k(P, Q, ptr, idx, 3)
-    want = metrics.rank_items(P @ Q.T, 3, exclude=excl)
-    np.testing.assert_array_equal(got, want)
-
-
 def test_evaluate_agrees_with_kmviz_metrics(fitted, planted):
     _, train, test = planted
     n = train.n_items

@@ -39,16 +39,3 @@ def test_parallel_and_serial_loops_agree(loss):
     dense = np.zeros((p.n_rows, p.n_cols))
     dense[p.rows, p.cols] = ev.dplus
     np.testing.assert_allclose(res[2], dense.T @ P, rtol=1e-12, atol=1e-14)
-
-
-def test_top_k_parallel_and_serial_agree():
-    rng = np.random.default_rng(1)
-    P, Q = rng.standard_normal((6, 3)), rng.standard_normal((10, 3))
-    ptr = np.array([0, 1, 1, 3, 3, 3, 4])
-    idx = np.array([2, 0, 9, 5])
-    outs = []
-    for fn in (K._top_k_seq, K._top_k_par):
-        oi, os_ = np.empty((6, 4), dtype=np.int64), np.empty((6, 4))
-        fn(P, Q, ptr, idx, 4, oi, os_)
-        outs.append(oi)
-    np.testing.assert_array_equal(outs[0], outs[1])
