@@ -49,11 +49,12 @@ def target_cell(emit, n, s, solver, mu, eta, seed, preconditioner="jacobi", tol=
     from kmviz.kmc import KernelMatrixCompletion, krr, nmse
 
     if precision == "double":
-        krr.MIXED_MIN_S = 10 ** 12
+        krr.dense.MIXED_MIN_S = 10 ** 12
     elif precision == "mixed":
-        krr.MIXED_MIN_S = 0
-    if threads is not None:
-        krr.factor_threads = lambda n=None: threads
+        krr.dense.MIXED_MIN_S = 0
+    if threads is not None:  # each krr module reads its own name (as krr.py's did)
+        for module in (krr.dense, krr.factored, krr.eigen):
+            module.factor_threads = lambda n=None: threads
 
     ratings, truth = _problem(n, s, eta, seed)
     # warm the Numba kernels (cache load) on a tiny problem first

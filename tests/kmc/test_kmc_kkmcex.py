@@ -538,7 +538,7 @@ def test_mixed_precision_falls_back_to_float64_when_float32_cannot_factor():
 
 
 def test_direct_fit_records_the_factor_phases_and_precision(monkeypatch):
-    monkeypatch.setattr(krr, "MIXED_MIN_S", 50)
+    monkeypatch.setattr(krr.dense, "MIXED_MIN_S", 50)
     ratings, truth = make_kernel_mc(30, 25, edge_prob=0.15, observed=0.3, random_state=1)
     kw = dict(row_kernel=truth.row_kernel, col_kernel=truth.col_kernel)
     mixed = KernelMatrixCompletion(mu=1e-3, solver="direct").fit(ratings, **kw)
@@ -546,7 +546,7 @@ def test_direct_fit_records_the_factor_phases_and_precision(monkeypatch):
     assert row["mixed_precision"] and row["refine_iter"] >= 1 and row["blas_threads"] >= 1
     for phase in ("gram", "factor", "refine"):
         assert f"t_{phase}_s" in row
-    monkeypatch.setattr(krr, "MIXED_MIN_S", 10 ** 9)
+    monkeypatch.setattr(krr.dense, "MIXED_MIN_S", 10 ** 9)
     double = KernelMatrixCompletion(mu=1e-3, solver="direct").fit(ratings, **kw)
     assert not double.trace_.rows[-1]["mixed_precision"]
     np.testing.assert_allclose(mixed.coef_, double.coef_, rtol=1e-9,

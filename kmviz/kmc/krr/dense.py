@@ -1,28 +1,11 @@
-"""Kernel regression on a Kronecker kernel: KKMCEX (3.46) and RRMCEX (3.59), as functions.
+"""KKMCEX (3.45)-(3.46) on dense side kernels, as functions.
 
-Notation: the row kernel ``K_row`` (N x N, the thesis's K_w) and the column kernel ``K_col``
-(L x L, K_h); the observed entries ``(rows[k], cols[k])`` with values ``m[k]``, k < s. The
-Kronecker kernel ``K_f = K_col ⊗ K_row`` (NL x NL, entry (i, j) of the matrix at flat index
-``i + j N``, vec stacking columns) is never formed.
-
-KKMCEX (3.45)-(3.46)::
-
-    K_OO[k, k'] = K_row[rows[k], rows[k']] * K_col[cols[k], cols[k']]        (s x s)
-    c = (K_OO + mu I)^-1 m
-    F_hat = K_row Gamma K_col,  Gamma = unvec(S^T c): c[k] at (rows[k], cols[k])
-    prediction(u, i) = sum_k K_row[u, rows[k]] K_col[i, cols[k]] c[k]
-
-:func:`kkmcex_direct` / :func:`kkmcex_cholesky` form K_OO (O(s^2) memory, a Cholesky in
-O(s^3); float32 factor + float64 refinement from :data:`MIXED_MIN_S` observations up, which
-halves memory and about halves the time); :class:`KronGram` is
-the matrix-free product ``v -> K_OO v = (K_row unvec(v) K_col)[rows, cols]`` (the vec trick,
-O(N^2 L + N L^2) per product with BLAS, never K_OO) used by :class:`KKMCEXConjugateGradient`.
-
-RRMCEX (3.58)-(3.59) with eigen features: ``Phi_z`` has columns
-``sqrt(sigma_row[a] sigma_col[b]) (q_col,b ⊗ q_row,a)`` for the d largest products of the two
-kernels' eigenvalues (§3.5.3), so row (i, j) of Phi_z is
-``w[k] Q_row[i, a[k]] Q_col[j, b[k]]``; ``xi = (Phi^T Phi + mu I)^-1 Phi^T m`` over the observed
-rows of Phi. With all N L features it equals KKMCEX (3.61).
+``K_OO = S (K_col ⊗ K_row) S^T`` formed (:func:`kkmcex_gram`) and solved by a Cholesky,
+float64 or float32 with float64 refinement (:func:`kkmcex_cholesky`); the matrix-free
+product :class:`KronGram` (the vec trick) and the conjugate gradients on it
+(:class:`KKMCEXConjugateGradient`); predictions at index pairs (:func:`kkmcex_predict`).
+The base of :mod:`kmviz.kmc.krr`: the chunk size its modules share and the NMSE (3.68) every
+method is scored by live here too. Notation in the package's docstring.
 """
 
 from __future__ import annotations
@@ -32,7 +15,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from .kernels import blas_threads, factor_threads
+from ..kernels import blas_threads, factor_threads
 
 #: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
 #: O(s (N + L)) serial Numba kernel against the O(N L (N + L)) of two BLAS products). Measured
@@ -69,7 +52,7 @@ def kkmcex_gram(K_row, K_col, rows, cols, *, dtype=np.float64, lower_only=False,
     uninitialized: what a lower Cholesky reads); ``dtype`` float32 halves memory and
     traffic.
     """
-    from ._numba import kron_gram_fill, kron_gram_fill_serial
+    from .._numba import kron_gram_fill, kron_gram_fill_serial
 
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
@@ -347,7 +330,7 @@ class KronGram:
     def matvec(self, v) -> np.ndarray:
         self.n_matvec += 1
         if self.route == "sparse":
-            from ._numba import kron_gram_matvec
+            from .._numba import kron_gram_matvec
 
             out = np.empty(self.s)
             kron_gram_matvec(self.K_row, self.K_col, self.rows, self.cols, self._colptr,
@@ -359,303 +342,6 @@ class KronGram:
     def diagonal(self) -> np.ndarray:
         return self.K_row[self.rows, self.rows] * self.K_col[self.cols, self.cols]
 
-
-# ----------------------------------------------------------------------------- factored kernels
-class SideKernel:
-    """One side's kernel in the cheapest exact form: dense, identity, or a factor ``F F^T``.
-
-    ``kind`` is ``"dense"`` (``K``, n x n), ``"identity"`` (never formed) or ``"factor"``
-    (``F``, n x r, ``K = F F^T``: a linear kernel on r < n features, a kernel on feature rows
-    with r distinct values, a bandlimited graph kernel, or a low-rank approximation when
-    ``exact`` is False). A factor may carry a ``shift`` d >= 0: ``K = d I + F F^T`` (e.g.
-    ``I + 1 1^T``: a per-entity term plus a shared one), still applied in O(n r).
-    :class:`FactoredKronGram` multiplies by ``K`` through :meth:`apply` without forming it.
-    """
-
-    def __init__(self, n, *, dense=None, factor=None, identity=False, exact=True, note="",
-                 shift=0.0):
-        self.n = int(n)
-        self.exact = bool(exact)
-        self.note = note
-        self.shift = float(shift)
-        if not (self.shift >= 0 and math.isfinite(self.shift)):
-            raise ValueError(f"shift must be a finite number >= 0; got {shift!r}")
-        if self.shift and factor is None:
-            raise ValueError("shift is only for a factor (K = shift I + F F^T)")
-        self.K = self.F = None
-        if identity:
-            self.kind = "identity"
-        elif factor is not None:
-            self.kind = "factor"
-            self.F = np.ascontiguousarray(factor, dtype=np.float64)
-            if self.F.ndim != 2 or self.F.shape[0] != self.n:
-                raise ValueError(f"a kernel factor must have {self.n} rows; got shape "
-                                 f"{self.F.shape}")
-        else:
-            self.kind = "dense"
-            self.K = np.ascontiguousarray(dense, dtype=np.float64)
-        self._diag = None
-
-    @property
-    def rank(self) -> int:
-        """Columns of the factor (n for dense and identity kernels)."""
-        return int(self.F.shape[1]) if self.kind == "factor" else self.n
-
-    def dense(self) -> np.ndarray:
-        """The n x n kernel (formed for a factor or the identity)."""
-        if self.kind == "dense":
-            return self.K
-        if self.kind == "identity":
-            return np.eye(self.n)
-        K = self.F @ self.F.T
-        K = 0.5 * (K + K.T)
-        if self.shift:
-            K[np.diag_indices_from(K)] += self.shift
-        return K
-
-    @property
-    def low_rank(self) -> bool:
-        """True for a pure factor ``K = F F^T`` (no shift): the side a product can go
-        through."""
-        return self.kind == "factor" and not self.shift
-
-    def diag(self) -> np.ndarray:
-        if self._diag is None:
-            if self.kind == "dense":
-                self._diag = np.ascontiguousarray(np.diag(self.K))
-            elif self.kind == "identity":
-                self._diag = np.ones(self.n)
-            else:
-                self._diag = np.einsum("ij,ij->i", self.F, self.F) + self.shift
-        return self._diag
-
-    def apply(self, T) -> np.ndarray:
-        """``K T`` for an n x k matrix T: O(n r k) for a factor, free for the identity."""
-        if self.kind == "identity":
-            return T
-        if self.kind == "dense":
-            return self.K @ T
-        out = self.F @ (self.F.T @ T)
-        if self.shift:
-            out += self.shift * T
-        return out
-
-    def apply_cost(self, k) -> float:
-        """Multiply-adds of :meth:`apply` on an n x k matrix."""
-        if self.kind == "identity":
-            return 0.0
-        if self.kind == "dense":
-            return float(self.n) * self.n * k
-        return 2.0 * self.n * self.rank * k
-
-    def block(self, a, b) -> np.ndarray:
-        """``K[a][:, b]`` for index arrays a, b."""
-        a = np.asarray(a, dtype=np.int64)
-        b = np.asarray(b, dtype=np.int64)
-        if self.kind == "dense":
-            return self.K[np.ix_(a, b)]
-        if self.kind == "identity":
-            return (a[:, None] == b[None, :]).astype(np.float64)
-        out = np.take(self.F, a, axis=0) @ np.take(self.F, b, axis=0).T
-        if self.shift:
-            out += self.shift * (a[:, None] == b[None, :])
-        return out
-
-    def eigen(self, d):
-        """``(sigma, Q)``: at least the d leading eigenpairs, eigenvalues descending (for
-        the eigen features of the CG preconditioner): the whole spectrum of a dense kernel,
-        the thin SVD of a factor, d unit vectors of the identity."""
-        if self.kind == "dense":
-            return kernel_eigen(self.K)
-        if self.kind == "factor":
-            sig, U = features_svd(self.F)  # the rest of the spectrum is the shift
-            return sig + self.shift, U
-        k = min(int(d), self.n)
-        Q = np.zeros((self.n, k))
-        Q[np.arange(k), np.arange(k)] = 1.0
-        return np.ones(k), Q
-
-    def linked(self, known, *, rtol=1e-12) -> np.ndarray:
-        """:func:`kmviz.kmc.kernels.linked` without forming the kernel."""
-        from .kernels import linked
-
-        known = np.asarray(known, dtype=bool)
-        if self.kind == "dense":
-            return linked(self.K, known, rtol=rtol)
-        out = known.copy()
-        if self.kind == "identity" or known.all() or not known.any():
-            return out
-        kn_idx = np.flatnonzero(known)
-        scale = float(np.max(self.diag())) if self.n else 0.0  # max |K| of a PSD K
-        reach = np.zeros(self.n)
-        step = max(1, CHUNK_VALUES // max(self.n, 1))
-        for lo in range(0, kn_idx.shape[0], step):
-            B = self.F @ np.take(self.F, kn_idx[lo:lo + step], axis=0).T
-            np.maximum(reach, np.max(np.abs(B), axis=1), out=reach)
-        return out | (reach > rtol * max(scale, 1e-300))
-
-
-def as_side(K, n=None) -> SideKernel:
-    """A :class:`SideKernel` from a dense kernel (or pass a SideKernel through)."""
-    if isinstance(K, SideKernel):
-        return K
-    K = np.asarray(K, dtype=np.float64)
-    return SideKernel(K.shape[0] if n is None else n, dense=K)
-
-
-class FactoredKronGram:
-    """The matrix-free ``K_OO = S (K_col ⊗ K_row) S^T`` for side kernels that are factors
-    ``K = F F^T`` or the identity (:class:`SideKernel`), never forming either kernel.
-
-    With ``Gamma = unvec(S^T v)`` (N x L, s nonzeros) and the column kernel a factor
-    ``B`` (L x r_c): ``K_row Gamma K_col = Y B^T`` with ``Y = K_row (Gamma B)``, so
-    ``matvec(v)[k] = Y[rows[k]] . B[cols[k]]``: ``s r_c`` for ``Gamma B``, the row kernel's
-    product on an N x r_c matrix (``2 N r_r r_c`` for a factor A, nothing for the identity,
-    ``N^2 r_c`` for a dense kernel) and ``s r_c`` for the observed entries. The mirror route
-    works from a row factor A (``Z = K_col (Gamma^T A)``, ``Z[cols[k]] . A[rows[k]]``); the
-    cheaper of the two is taken. Both identities: ``K_OO`` is the identity on distinct pairs
-    (repeats summed). A side may be dense when the other is a factor. The same factors give
-    the whole estimate as ``P Q^T`` (:meth:`estimate_factors`).
-    """
-
-    def __init__(self, row_side, col_side, rows, cols, *, route="auto"):
-        self.row = as_side(row_side)
-        self.col = as_side(col_side)
-        self.rows = np.ascontiguousarray(rows, dtype=np.int64)
-        self.cols = np.ascontiguousarray(cols, dtype=np.int64)
-        self.N, self.L = self.row.n, self.col.n
-        s = self.rows.shape[0]
-        # Gamma as CSR (row-major) and its transpose as CSR, duplicates summed: the
-        # distinct cells in row order, and where each entry lands
-        flat = self.rows * self.L + self.cols
-        self._cells, self._inv = np.unique(flat, return_inverse=True)
-        self._inv = self._inv.astype(np.int64)
-        r, c = np.divmod(self._cells, self.L)
-        self._indptr = np.zeros(self.N + 1, dtype=np.int64)
-        np.cumsum(np.bincount(r, minlength=self.N), out=self._indptr[1:])
-        self._indices = c.astype(np.int64)
-        tord = np.lexsort((r, c))
-        self._t_order = tord.astype(np.int64)
-        self._t_indptr = np.zeros(self.L + 1, dtype=np.int64)
-        np.cumsum(np.bincount(c, minlength=self.L), out=self._t_indptr[1:])
-        self._t_indices = r[tord].astype(np.int64)
-        self.unique = self._cells.shape[0] == s
-        costs = {}
-        if self.col.low_rank:
-            rc = self.col.rank
-            costs["col"] = 2.0 * s * rc + self.row.apply_cost(rc)
-        if self.row.low_rank:
-            rr = self.row.rank
-            costs["row"] = 2.0 * s * rr + self.col.apply_cost(rr)
-        if self.row.kind == "identity" and self.col.kind == "identity":
-            costs["identity"] = float(s)
-        if not costs:
-            raise ValueError("FactoredKronGram needs a low-rank factor (no shift) on one side, "
-                             "or the identity on both; use KronGram for two dense kernels")
-        self.route = min(costs, key=costs.get) if route == "auto" else route
-        self.n_matvec = 0
-
-    @property
-    def s(self) -> int:
-        return int(self.rows.shape[0])
-
-    def _data(self, v):
-        v = np.asarray(v, dtype=np.float64)
-        if self.unique:
-            out = np.empty(self._cells.shape[0])
-            out[self._inv] = v
-            return out
-        return np.bincount(self._inv, weights=v, minlength=self._cells.shape[0])
-
-    def _gamma_times(self, data, B):
-        """``Gamma B`` (N x k)."""
-        from ._numba import csr_times_dense
-
-        out = np.empty((self.N, B.shape[1]))
-        csr_times_dense(self._indptr, self._indices, data, np.ascontiguousarray(B), out)
-        return out
-
-    def _gamma_t_times(self, data, A):
-        """``Gamma^T A`` (L x k)."""
-        from ._numba import csr_times_dense
-
-        out = np.empty((self.L, A.shape[1]))
-        csr_times_dense(self._t_indptr, self._t_indices,
-                        np.ascontiguousarray(data[self._t_order]), np.ascontiguousarray(A),
-                        out)
-        return out
-
-    def unvec(self, v) -> np.ndarray:
-        """``Gamma = unvec(S^T v)`` as a dense N x L matrix (repeated pairs summed)."""
-        G = np.zeros((self.N, self.L))
-        r, c = np.divmod(self._cells, self.L)
-        G[r, c] = self._data(v)
-        return G
-
-    def estimate_factors(self, v, route=None):
-        """``(P, Q)`` with ``K_row unvec(S^T v) K_col = P Q^T``.
-
-        Column route: ``P = K_row (Gamma B)``, ``Q = B``; row route: ``P = A``,
-        ``Q = K_col (Gamma^T A)``. Two identities give ``P = Gamma`` (dense N x L), ``Q = I``
-        (only for :meth:`full`)."""
-        route = self.route if route is None else route
-        data = self._data(v)
-        if route == "col":
-            B = self.col.F
-            return np.ascontiguousarray(self.row.apply(self._gamma_times(data, B))), B
-        if route == "row":
-            A = self.row.F
-            return A, np.ascontiguousarray(self.col.apply(self._gamma_t_times(data, A)))
-        G = self.unvec(v)
-        return G, np.eye(self.L)
-
-    def matvec(self, v) -> np.ndarray:
-        from ._numba import pair_rowdot
-
-        self.n_matvec += 1
-        if self.route == "identity":
-            return self._data(v)[self._inv]
-        P, Q = self.estimate_factors(v)
-        out = np.empty(self.s)
-        pair_rowdot(np.ascontiguousarray(P), np.ascontiguousarray(Q), self.rows, self.cols,
-                    out)
-        return out
-
-    def full(self, v) -> np.ndarray:
-        """``K_row unvec(S^T v) K_col``: the whole N x L matrix."""
-        if self.route == "identity":
-            return self.unvec(v)
-        P, Q = self.estimate_factors(v)
-        return P @ Q.T
-
-    def diagonal(self) -> np.ndarray:
-        return self.row.diag()[self.rows] * self.col.diag()[self.cols]
-
-    def gram(self) -> np.ndarray:
-        """The dense ``K_OO`` (s x s), for the direct solve: the product of the two gathered
-        blocks ``K_row[rows][:, rows] * K_col[cols][:, cols]``, O(s^2 (r_r + r_c))."""
-        G = self.row.block(self.rows, self.rows)
-        G *= self.col.block(self.cols, self.cols)
-        return G
-
-
-def kkmcex_factored_cholesky(gram: FactoredKronGram, m, mu, *, ridge=None, threads=None):
-    """KKMCEX coefficients ``c = (K_OO + mu I)^-1 m`` by a float64 Cholesky of the K_OO of
-    factored side kernels (:meth:`FactoredKronGram.gram`). Returns ``(c, info)`` like
-    :func:`kkmcex_cholesky`."""
-    import time
-
-    b = np.asarray(m, dtype=np.float64)
-    s = b.shape[0]
-    diag = np.full(s, float(mu)) if ridge is None else np.asarray(ridge, dtype=np.float64)
-    threads = factor_threads(s) if threads is None else int(threads)
-    info = {"precision": "double", "refine_iter": 0, "backward_error": math.nan,
-            "fallback": "", "threads": threads, "gram": 0.0, "factor": 0.0, "refine": 0.0,
-            "solve": 0.0}
-    t0 = time.perf_counter()
-    A = gram.gram()
-    info["gram"] = time.perf_counter() - t0
-    return _double_solve(A, b, diag, threads, info), info
 
 
 def kkmcex_predict(K_row, K_col, rows, cols, c, users, items, *, K_row_users=None,
@@ -795,108 +481,6 @@ class KKMCEXConjugateGradient:
         return kkmcex_objective(self.Kx, self.x, self.b, self.mu)
 
 
-# ----------------------------------------------------------------------------- eigen features
-def kernel_eigen(K):
-    """``(sigma, Q)`` of a symmetric PSD kernel, eigenvalues descending and clipped at 0."""
-    K = np.asarray(K, dtype=np.float64)
-    with blas_threads(factor_threads(K.shape[0])):  # see kernels.factor_threads
-        sig, Q = np.linalg.eigh(K)
-    sig = np.clip(sig[::-1], 0.0, None)
-    return sig, np.ascontiguousarray(Q[:, ::-1])
-
-
-def features_svd(X):
-    """``(sigma, U)`` of the linear kernel ``X X^T`` from the thin SVD of X (O(N t^2)):
-    eigenvalues ``d^2`` (descending) and left singular vectors, as :func:`kernel_eigen`."""
-    U, d, _ = np.linalg.svd(np.asarray(X, dtype=np.float64), full_matrices=False)
-    return d * d, np.ascontiguousarray(U)
-
-
-def top_products(sig_row, sig_col, d):
-    """The d largest products ``sig_row[a] sig_col[b]`` of two descending spectra.
-
-    Returns ``(a, b, prod)``, ordered by decreasing product (ties by row-major flat index).
-    Only the first d values of each spectrum can take part, so at most d^2 products are
-    formed.
-    """
-    sig_row = np.asarray(sig_row, dtype=np.float64)
-    sig_col = np.asarray(sig_col, dtype=np.float64)
-    kr, kc = min(sig_row.shape[0], d), min(sig_col.shape[0], d)
-    d = min(d, kr * kc)
-    P = np.outer(sig_row[:kr], sig_col[:kc]).ravel()
-    if d < P.shape[0]:
-        cut = np.partition(-P, d - 1)[d - 1]  # -(d-th largest)
-        cand = np.flatnonzero(-P <= cut)
-    else:
-        cand = np.arange(P.shape[0])
-    order = cand[np.lexsort((cand, -P[cand]))][:d]
-    a, b = np.divmod(order, kc)
-    return a.astype(np.int64), b.astype(np.int64), P[order]
-
-
-class EigenFeatures:
-    """Kronecker features ``phi(i, j)_k = w[k] U[i, k] V[j, k]`` (d of them).
-
-    ``U = Q_row[:, a]``, ``V = Q_col[:, b]``, ``w = sqrt(sig_row[a] sig_col[b])``: the top d
-    eigen features of ``K_col ⊗ K_row`` (§3.5.3), or of the linear kernels of two feature
-    matrices when the spectra come from their SVDs.
-    """
-
-    def __init__(self, sig_row, Q_row, sig_col, Q_col, d):
-        a, b, prod = top_products(sig_row, sig_col, d)
-        self.a, self.b = a, b
-        self.eigenvalues = prod
-        self.weights = np.sqrt(np.clip(prod, 0.0, None))
-        self.U = np.ascontiguousarray(Q_row[:, a])
-        self.V = np.ascontiguousarray(Q_col[:, b])
-
-    @property
-    def d(self) -> int:
-        return int(self.weights.shape[0])
-
-    def rows(self, rows, cols) -> np.ndarray:
-        """The feature rows ``phi(rows[k], cols[k])`` (s x d)."""
-        return np.take(self.U, rows, axis=0) * np.take(self.V, cols, axis=0) * self.weights
-
-    def gram_and_rhs(self, rows, cols, m):
-        """``(Phi^T Phi, Phi^T m)`` over the given entries, accumulated in chunks."""
-        d = self.d
-        G = np.zeros((d, d))
-        h = np.zeros(d)
-        s = rows.shape[0]
-        chunk = max(1, CHUNK_VALUES // max(d, 1))
-        for lo in range(0, s, chunk):
-            Phi = self.rows(rows[lo:lo + chunk], cols[lo:lo + chunk])
-            G += Phi.T @ Phi
-            h += Phi.T @ m[lo:lo + chunk]
-        return G, h
-
-    def predict(self, xi, users, items) -> np.ndarray:
-        coef = self.weights * xi
-        users = np.asarray(users, dtype=np.int64).ravel()
-        items = np.asarray(items, dtype=np.int64).ravel()
-        out = np.empty(users.shape[0])
-        chunk = max(1, CHUNK_VALUES // max(self.d, 1))
-        for lo in range(0, users.shape[0], chunk):
-            out[lo:lo + chunk] = np.einsum(
-                "ij,ij->i", np.take(self.U, users[lo:lo + chunk], axis=0) * coef,
-                np.take(self.V, items[lo:lo + chunk], axis=0))
-        return out
-
-
-def rrmcex_solve(G, h, mu):
-    """``xi = (G + mu I)^-1 h`` (3.59) by Cholesky, G = Phi^T Phi."""
-    A = G.copy()
-    A[np.diag_indices_from(A)] += mu
-    return sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), h,
-                         check_finite=False)
-
-
-def rrmcex_objective(G, h, mm, xi, mu) -> float:
-    """(3.58) ``||m - Phi xi||^2 + mu ||xi||^2`` from ``G = Phi^T Phi``, ``h = Phi^T m``,
-    ``mm = m^T m``."""
-    return float(max(mm - 2.0 * (xi @ h) + xi @ (G @ xi), 0.0) + mu * (xi @ xi))
-
 
 def nmse(estimate, truth) -> float:
     """The thesis's NMSE (3.68) of one estimate: ``||F_hat - F||_F^2 / ||F||_F^2``."""
@@ -906,24 +490,19 @@ def nmse(estimate, truth) -> float:
     return float(np.sum(e * e)) / den if den > 0 else math.nan
 
 
+
 __all__ = [
-    "EigenFeatures",
-    "FactoredKronGram",
+    "CHUNK_VALUES",
     "KKMCEXConjugateGradient",
-    "SideKernel",
-    "as_side",
     "KronGram",
-    "features_svd",
-    "kernel_eigen",
+    "MIXED_MIN_S",
+    "REFINE_MAX_ITER",
+    "SPARSE_DENSITY",
     "kkmcex_cholesky",
     "kkmcex_direct",
-    "kkmcex_factored_cholesky",
     "kkmcex_gram",
     "kkmcex_objective",
     "kkmcex_predict",
     "nmse",
-    "rrmcex_objective",
-    "rrmcex_solve",
-    "top_products",
     "weighted_ridge",
 ]
