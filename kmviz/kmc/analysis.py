@@ -20,7 +20,7 @@ import pandas as pd
 
 from .._validation import check_random_state
 from ..exceptions import ConvergenceWarning
-from . import nystrom as ny
+from .nystrom import ridge as ny
 from .nystrom import (SAMPLINGS, approximate_ridge_leverage_scores, recursive_rls_sample,
                       sample_distinct, tail_alpha)
 

@@ -250,7 +250,7 @@ def test_recursive_sampling_never_forms_the_n_by_n_kernel(monkeypatch):
         seen.append(out.shape)
         return out
 
-    monkeypatch.setattr(ny, "gaussian_kernel", spy)
+    monkeypatch.setattr(ny.approximation, "gaussian_kernel", spy)
     nm = ny.Nystroem(gamma=0.5, n_components=40, sampling="recursive", random_state=0).fit(X)
     assert len(np.unique(nm.component_indices_)) == 40
     assert max(a * b for a, b in seen) < 1200 * 1200 / 4
