@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import PARTS, SAMPLING_LABELS
+from .analysis.landmarks import SAMPLING_LABELS
+from .analysis.matrix import PARTS
 
 COLD = "#00a3a3"  # cold-start marks
 PART_COLOURS = {"unobserved": "#eeeeee", "train": "#4c78a8", "validation": "#f58518",

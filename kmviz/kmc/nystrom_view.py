@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analysis import sklearn_available
+from .analysis.kernel_data import sklearn_available
 
 #: The γ values offered for the Gaussian kernel of a point data set.
 GAMMA_OPTIONS = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0]
