@@ -511,6 +511,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.similarity.warmup",
+    suggestions="kmviz.similarity.suggested:SUGGESTIONS",
     defaults_for="kmviz.similarity.suggested:defaults_for",
     reference=("Yuan, Li, Quan, Lin, *Efficient optimization methods for extreme similarity "
                "learning with nonlinear embeddings*, KDD 2021 "
