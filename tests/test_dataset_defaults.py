@@ -194,3 +194,27 @@ def test_planted_set_settings_hold_for_any_seed_of_that_shape_only():
         for family in ("ocmf", "similarity"):
             assert suggested_settings(name, family, {"random_state": 7}) is not None
             assert suggested_settings(name, family, {"n_users": 50}) is None
+
+
+@pytest.mark.parametrize("family", ["ocmf", "similarity"])
+def test_model_p_at_5_follows_the_protocol_of_the_popularity_baseline(family):
+    """The one-class cells compare like with like: the model's own evaluate() equals the
+    bench's protocol (kmviz.metrics.rank_items with the training positives at the same
+    threshold left out, hits / 5 over users with a test positive) applied to its scores."""
+    from kmviz import metrics
+    from kmviz.data.splits import make_split
+
+    ratings = load("planted-km")
+    params = families.get(family).dataset_defaults(ratings, "planted-km").params
+    split = make_split(ratings)
+    model = families.get(family).make({**params, "random_state": 0}).fit(split.train)
+    thr = params["threshold"]
+    assert thr is not None and model.threshold == thr
+    tr, te = split.train.binarize(thr), split.test.binarize(thr)
+    ranked = metrics.rank_items(model.user_factors_ @ model.item_factors_.T, 5,
+                                exclude=tr.csr)
+    relevant = [set() for _ in range(ratings.n_users)]
+    for u, i in zip(np.asarray(te.users), np.asarray(te.items)):
+        relevant[int(u)].add(int(i))
+    assert model.evaluate(split.test)["precision_at_5"] == pytest.approx(
+        metrics.precision_at_k(ranked, relevant, 5), abs=1e-12)
