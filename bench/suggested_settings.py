@@ -22,10 +22,6 @@ import numpy as np
 from _common import footer, header, parser, table
 
 
-def rmse(pred, part) -> float:
-    return float(np.sqrt(np.mean((pred - part.values) ** 2)))
-
-
 def ranking_scores(model, train, val, test) -> dict:
     """Validation / test p@5 (percent) of a one-class model, and popularity's test p@5 with
     the model's positive threshold."""
@@ -58,29 +54,34 @@ def main() -> None:
     rows = []
     for entry in list_datasets():
         for family, suggestion in entry.suggested.items():
-            split = make_split(entry.load(**suggestion.options))
+            ratings = entry.load(**suggestion.options)
+            split = make_split(ratings)
             train, val, test = split.train, split.validation, split.test
             mean = float(train.values.mean())
-            cells = [("suggested", suggestion.params)]
+            fam = families.get(family)
+            # the Train page's defaults: the family's rule (a positive threshold, ...) with
+            # the measured settings on top
+            found = fam.dataset_defaults(ratings, entry.name, suggestion.options).params
+            cells = [("suggested", found)]
             if args.with_defaults:
                 # a positive threshold says what the data are, not how to fit them: the
                 # defaults keep it
-                keep = {k: v for k, v in suggestion.params.items() if k == "threshold"}
+                keep = {k: v for k, v in found.items() if k == "threshold" and v is not None}
                 cells.append(("defaults" + (" (same threshold)" if keep else ""), keep))
             for which, params in cells:
                 t0, c0 = time.perf_counter(), time.process_time()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    model = families.get(family).make(params).fit(train)
+                    model = fam.make(params).fit(train)
                 row = {"dataset": entry.name, "family": family, "settings": which,
                        "iterations": model.trace_.n_iter,
                        "wall s": time.perf_counter() - t0, "CPU s": time.process_time() - c0}
-                if family == "ocmf":
+                if not str(type(model).score_metric).startswith("-"):  # a ranking
                     row.update(ranking_scores(model, train, val, test))
                 else:
                     row.update({
-                        "validation RMSE": rmse(model.predict(val.users, val.items), val),
-                        "test RMSE": rmse(model.predict(test.users, test.items), test),
+                        "validation RMSE": float(model.evaluate(val)["rmse"]),
+                        "test RMSE": float(model.evaluate(test)["rmse"]),
                         "mean's test RMSE": float(np.sqrt(np.mean((mean - test.values) ** 2)))})
                 rows.append(row)
                 print(f"  done: {entry.name} / {family} / {which}", flush=True)

@@ -377,6 +377,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
+    suggestions="kmviz.km.suggested:SUGGESTIONS",
     defaults_for="kmviz.km.suggested:defaults_for",
     demo_dataset="planted-km",
     reference=("Duan, Ghauch, Kim, *Dual optimization for Kolmogorov model learning using "
@@ -477,6 +478,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "n_passes"},
     warmup="kmviz.gfm.warmup",
+    suggestions="kmviz.gfm.suggested:SUGGESTIONS",
     demo_dataset="boston",
     reference=("Lin, Ye, *A non-convex one-pass framework for generalized factorization "
                "machine and rank-one matrix sensing*, NIPS 2016"),
@@ -509,6 +511,7 @@ register(Family(
                    "random_state": 1},
     cli_aliases={"iters": "max_iter"},
     warmup="kmviz.similarity.warmup",
+    suggestions="kmviz.similarity.suggested:SUGGESTIONS",
     defaults_for="kmviz.similarity.suggested:defaults_for",
     reference=("Yuan, Li, Quan, Lin, *Efficient optimization methods for extreme similarity "
                "learning with nonlinear embeddings*, KDD 2021 "

@@ -85,21 +85,138 @@ def _bench():
     return module
 
 
-#: Cells of bench/defaults_table.py on the small sets that pass now (the others are listed
-#: in the table's output; see the report of issue 20).
-SMALL_PASSING = [("planted-km", "km"), ("planted-km", "gfm"), ("planted-km", "kmc"),
-                 ("planted-lowrank", "kmc"), ("planted-lowrank", "gfm"),
-                 ("gapminder", "km"), ("gapminder", "gfm"), ("boston", "kmc"),
-                 ("boston", "gfm")]
+#: The small catalogue sets (every one but MovieLens latest-small, whose cells take 7-30 s
+#: each and are left to ``python bench/defaults_table.py``).
+SMALL_SETS = ("km-toy", "planted-km", "planted-lowrank", "gapminder", "boston")
+#: Cells whose fit takes more than about a second (slow-marked).
+SLOW_CELLS = {("gapminder", "kmc")}
+#: Cells that do not beat their baseline yet, and why (strict: a pass is reported too).
+FAILING = {("planted-lowrank", "km"): (
+    "KM on planted-lowrank: the validation-chosen lambda_theta=3 has 0.96 x the mean's "
+    "validation RMSE on the catalogue's seed but 1.12 x on its test part; KM reads no side "
+    "features and a user has ~11 ratings of a sign-indefinite rank-5 matrix")}
 
 
-@pytest.mark.parametrize("dataset,family", SMALL_PASSING)
+def _marks(cell):
+    marks = [pytest.mark.slow] if cell in SLOW_CELLS else []
+    if cell in FAILING:
+        marks.append(pytest.mark.xfail(strict=True, reason=FAILING[cell]))
+    return marks
+
+
+CELLS = [pytest.param(d, f, marks=_marks((d, f))) for d in SMALL_SETS for f in families.names()]
+
+
+def test_the_small_cells_are_every_cell_of_the_table_but_movielens():
+    from kmviz.data import list_datasets
+
+    table = {(e.name, f) for e in list_datasets() for f in families.names()}
+    assert {tuple(c.values) for c in CELLS} == {c for c in table if c[0] != "movielens-small"}
+
+
+@pytest.mark.parametrize("dataset,family", CELLS)
 def test_train_page_defaults_beat_the_baseline_on_small_sets(dataset, family):
+    """Each cell of bench/defaults_table.py on a small set: the Train page's defaults fit
+    in 60 s and beat the baseline, or the family refuses the data before any fit."""
     row = _bench().cell(family, dataset)
-    assert row["passed"], row
+    if row["passed"] is None:
+        assert row["note"].startswith("cannot use: it has 1 item"), row
+        assert "fit s" not in row
+    else:
+        assert row["passed"], row
+
+
+def test_noise_law_of_p_at_5_matches_random_rankings():
+    """bench/defaults_table.chance_p5 (the law every ranking's p@5 follows on km-toy) against
+    random rankings drawn on the same split: mean and spread agree."""
+    from kmviz import metrics
+    from kmviz.data.splits import make_split
+
+    bench = _bench()
+    ratings = load("km-toy")
+    threshold = families.get("ocmf").dataset_defaults(ratings, "km-toy").params["threshold"]
+    split = make_split(ratings)
+    mean, sd = bench.chance_p5(split.train, split.test, threshold)
+    tr, te = split.train.binarize(threshold), split.test.binarize(threshold)
+    relevant = [set() for _ in range(ratings.n_users)]
+    for u, i in zip(np.asarray(te.users), np.asarray(te.items)):
+        relevant[int(u)].add(int(i))
+    rng = np.random.default_rng(0)
+    draws = [metrics.precision_at_k(metrics.rank_items(
+        rng.random((ratings.n_users, ratings.n_items)), 5, exclude=tr.csr), relevant, 5)
+        for _ in range(600)]
+    assert 0 < sd < mean
+    assert np.mean(draws) == pytest.approx(mean, abs=3 * sd / np.sqrt(600))
+    assert np.std(draws) == pytest.approx(sd, rel=0.15)
+
+
+def _settings_bench():
+    spec = importlib.util.spec_from_file_location("small_set_settings",
+                                                  BENCH / "small_set_settings.py")
+    sys.path.insert(0, str(BENCH))
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
+def test_measured_small_set_settings_are_the_train_page_defaults():
+    """Each (dataset, family) the selection bench measures has catalogue settings, and only
+    those small-set cells do (besides the settings measured on the real sets)."""
+    measured = set(_settings_bench().GRIDS) | {("gapminder", "kmc")}  # kmc: kmc_gapminder.py
+    for d in SMALL_SETS:
+        for f in families.names():
+            assert (suggested_settings(d, f) is not None) == ((d, f) in measured), (d, f)
 
 
 @pytest.mark.slow
-def test_train_page_defaults_on_gapminder_kernel_mc():
-    row = _bench().cell("kmc", "gapminder")
-    assert row["passed"], row
+@pytest.mark.parametrize("dataset,family", [c for c in _settings_bench().GRIDS
+                                             if c[0] in SMALL_SETS])
+def test_selection_on_validation_picks_the_catalogue_settings(dataset, family):
+    """The grid point bench/small_set_settings.py chooses on validation parts (never a test
+    part) is what the Train page starts from on that small set (1-40 s a cell; MovieLens's
+    cell takes minutes and is left to the bench)."""
+    rows = _settings_bench().grid_rows(dataset, family)
+    chosen = next(r for r in rows if r.get("chosen"))
+    found = families.get(family).dataset_defaults(load(dataset), dataset).params
+    for k, v in chosen["params"].items():
+        assert found[k] == v, (k, chosen, found)
+
+
+def test_planted_set_settings_hold_for_any_seed_of_that_shape_only():
+    from kmviz.data import get_dataset
+    from kmviz.data.catalogue import PLANTED_KM_SHAPE, PLANTED_LOWRANK_SHAPE
+
+    for name, shape in (("planted-km", PLANTED_KM_SHAPE),
+                        ("planted-lowrank", PLANTED_LOWRANK_SHAPE)):
+        defaults = get_dataset(name).parameters
+        assert all(defaults[k] == v for k, v in shape.items())  # the catalogue's own shape
+        for family in ("ocmf", "similarity"):
+            assert suggested_settings(name, family, {"random_state": 7}) is not None
+            assert suggested_settings(name, family, {"n_users": 50}) is None
+
+
+@pytest.mark.parametrize("family", ["ocmf", "similarity"])
+def test_model_p_at_5_follows_the_protocol_of_the_popularity_baseline(family):
+    """The one-class cells compare like with like: the model's own evaluate() equals the
+    bench's protocol (kmviz.metrics.rank_items with the training positives at the same
+    threshold left out, hits / 5 over users with a test positive) applied to its scores."""
+    from kmviz import metrics
+    from kmviz.data.splits import make_split
+
+    ratings = load("planted-km")
+    params = families.get(family).dataset_defaults(ratings, "planted-km").params
+    split = make_split(ratings)
+    model = families.get(family).make({**params, "random_state": 0}).fit(split.train)
+    thr = params["threshold"]
+    assert thr is not None and model.threshold == thr
+    tr, te = split.train.binarize(thr), split.test.binarize(thr)
+    ranked = metrics.rank_items(model.user_factors_ @ model.item_factors_.T, 5,
+                                exclude=tr.csr)
+    relevant = [set() for _ in range(ratings.n_users)]
+    for u, i in zip(np.asarray(te.users), np.asarray(te.items)):
+        relevant[int(u)].add(int(i))
+    assert model.evaluate(split.test)["precision_at_5"] == pytest.approx(
+        metrics.precision_at_k(ranked, relevant, 5), abs=1e-12)
