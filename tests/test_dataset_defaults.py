@@ -90,18 +90,8 @@ def _bench():
 SMALL_SETS = ("km-toy", "planted-km", "planted-lowrank", "gapminder", "boston")
 #: Cells whose fit takes more than about a second (slow-marked).
 SLOW_CELLS = {("gapminder", "kmc")}
-#: Cells that do not beat their baseline yet, and why (strict: a pass is reported too).
-FAILING = {("planted-lowrank", "km"): (
-    "KM on planted-lowrank: the validation-chosen lambda_theta=3 has 0.96 x the mean's "
-    "validation RMSE on the catalogue's seed but 1.12 x on its test part; KM reads no side "
-    "features and a user has ~11 ratings of a sign-indefinite rank-5 matrix")}
-
-
 def _marks(cell):
-    marks = [pytest.mark.slow] if cell in SLOW_CELLS else []
-    if cell in FAILING:
-        marks.append(pytest.mark.xfail(strict=True, reason=FAILING[cell]))
-    return marks
+    return [pytest.mark.slow] if cell in SLOW_CELLS else []
 
 
 CELLS = [pytest.param(d, f, marks=_marks((d, f))) for d in SMALL_SETS for f in families.names()]

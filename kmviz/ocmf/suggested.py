@@ -34,13 +34,12 @@ SUGGESTIONS = {
              "(the defaults 0.96 x), `python bench/small_set_settings.py --cells "
              "planted-km/ocmf`."),
     "planted-lowrank": Suggestion(
-        params={"a_bar": 0.0, "side_features": "both", "user_identity": "none"},
+        params={"side_features": "both"},
         options=PLANTED_LOWRANK_SHAPE,
-        note="The factors are linear in the side features and a user has about 3 training "
-             "positives, so the users are embedded from their features alone (W maps the "
-             "6 features) and the items from identity and features. Best of the "
-             "inputs x ā grid on validation over three seeds of the set: p@5 2.4 x "
-             "popularity's (the defaults 0.83 x), `python bench/small_set_settings.py "
+        note="The factors are linear in the side features: users and items are embedded "
+             "from identity and features (W maps the 6 features of each side). Best of the "
+             "inputs x ā grid on validation over three seeds of the set: p@5 3.06 x "
+             "popularity's (the defaults 0.99 x), `python bench/small_set_settings.py "
              "--cells planted-lowrank/ocmf`."),
     "gapminder": Suggestion(
         params={"side_features": "item", "a_bar": 0.0, "rho": 0.25},

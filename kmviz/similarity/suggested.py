@@ -24,11 +24,11 @@ SUGGESTIONS = {
         params={"imputed": 0.0, "user_tower": "linear", "item_tower": "linear",
                 "side_features": "both", "user_ids": "none"},
         options=PLANTED_LOWRANK_SHAPE,
-        note="The factors are linear in the side features and a user has about 3 training "
-             "positives: linear towers, users from their features alone, items from id "
-             "and features. Best of the inputs x Ỹ grid on validation over three seeds of "
-             "the set: p@5 2.4 x popularity's (the defaults 0.83 x), `python "
-             "bench/small_set_settings.py --cells planted-lowrank/similarity`."),
+        note="The factors are linear in the side features: linear towers, users from their "
+             "features alone, items from id and features. Best of the inputs x Ỹ grid on "
+             "validation over three seeds of the set: p@5 2.90 x popularity's (the "
+             "defaults 0.99 x), `python bench/small_set_settings.py --cells "
+             "planted-lowrank/similarity`."),
     "gapminder": Suggestion(
         params={"imputed": 0.0, "omega": 0.5, "item_tower": "linear",
                 "side_features": "item"},
