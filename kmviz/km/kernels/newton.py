@@ -4,9 +4,9 @@ with the randomization (Alg. 3) from the same spectrum."""
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from kmviz._jit import JIT, PJIT
+from kmviz._jit import JIT, run_rows
 
 from .._eigen import SMALL_N, cholesky_solve, eigh_into, lanczos_side_capped, psd_cholesky
 from .common import (EVD_EXACT, LZ_PAPER, MAX_BACKTRACK, PHASE_IB, PHASE_IIA, PHASE_IIB,
@@ -415,19 +415,19 @@ def positive_factor(w, V, k, side, C, out_w, out_V):
     return _keep_positive_pairs(w, V, k, out_w, out_V)
 
 
-@njit(**PJIT)
-def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
-                           out_improved, out_phase, out_st_dual, out_st_rand):
-    """"fast" per item in parallel: Newton dual solve, then Alg. 3 from the same spectrum.
+@njit(**JIT)
+def newton_randomize_rows(lo, hi, S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
+                          out_improved, out_phase, out_st_dual, out_st_rand):
+    """"fast" for the items lo..hi-1: Newton dual solve, then Alg. 3 from the same spectrum.
 
     Fusing the two reuses the decomposition at u* for the randomization (one EVD per item
     fewer than a separate randomization pass). opts: ``DualOptions``; out_*: the fields of
-    ``BatchOutputs``, in its order (``*outputs``).
-    Outputs are separate arguments, not a tuple: Numba drops writes made in a ``prange``
-    loop to arrays taken from a tuple argument (numba issues #7135, #10338).
+    ``BatchOutputs``, in its order (``*outputs``). Serial: ``newton_randomize_batch`` runs it
+    on row blocks in threads (a ``parallel=True`` twin compiled 3x slower, see
+    ``kmviz._jit``).
     """
-    for i in prange(S.shape[0]):
-        n = S.shape[1] + 1
+    n = S.shape[1] + 1
+    for i in range(lo, hi):
         w = np.empty(n)
         V = np.empty((n, n))
         C = np.empty((n, n))
@@ -442,3 +442,10 @@ def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_o
         out_obj[i] = f
         out_improved[i] = imp
         out_st_rand[i, ST_ALL_CYC] += float(_read_cycles() - c0)
+
+
+def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
+                           out_improved, out_phase, out_st_dual, out_st_rand):
+    """``newton_randomize_rows`` on every item, row blocks on Numba's thread count."""
+    run_rows(newton_randomize_rows, S.shape[0], S, v, u, opts, xi, psi_prev, has_prev,
+             out_psi, out_obj, out_improved, out_phase, out_st_dual, out_st_rand)
