@@ -50,7 +50,7 @@ LZ_CAP_DIV = 4
 LZ_SWITCH_ITER = 6
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def _ssn_spectrum(u, opts, side_pref, prev, out, work, stats):
     """Spectral data of C(u) = -A - diag(u) at a phase II-B point; returns (k, side).
 
@@ -190,7 +190,7 @@ def _phase1_minimizer(wA, gamma):
     return (s - n / gamma) / n
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
     """Minimize h_gamma (14) from u (overwritten) by semismooth Newton; returns (k, side).
 
@@ -390,7 +390,7 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
     return k, side
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def positive_factor(w, V, k, side, C, out_w, out_V):
     """Pairs (out_w[:k'], out_V[:, :k']) with sum_j w_j v_j v_j^T = Pi_+(C(u)) for Alg. 3.
 
