@@ -6,8 +6,9 @@ constants, so they are left out on purpose.
 ``run_rows`` is the other way to spread independent rows over the cores: a serial kernel
 ``kernel(lo, hi, *args)`` (``JIT``: nogil) run on row blocks from Python threads. Compiling
 a ``parallel=True`` kernel costs several times its serial twin, because Numba compiles the
-loop body (with every kernel it calls linked in) once more as a gufunc: for KM's default BQP
-kernel that was 17.7 of the 52.5 CPU seconds of a first fit (``bench/first_fit.py``).
+loop body (with every kernel it calls linked in) once more as a gufunc: for one family's
+default batch kernel that was 17.7 of the 52.5 CPU seconds of a first fit
+(``bench/first_fit.py``).
 Kernels whose rows are many small independent problems use ``run_rows``; ``PJIT`` stays for
 loops whose body is a few lines.
 """
