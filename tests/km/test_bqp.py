@@ -335,7 +335,7 @@ def test_kernels_compiled():
     for method in ("fast", "enhanced"):
         bqp.solve_bqp_batch(S[None], v[None], np.zeros((1, 3)), method=method, rng=0)
     assert K.dual_solve_batch.signatures and K.randomize_batch.signatures
-    assert K.newton_randomize_batch.signatures
+    assert K.newton_randomize_rows.signatures
 
 
 @pytest.mark.parametrize("method", ["fast", "enhanced"])

@@ -13,8 +13,11 @@ from kmviz.km._simplex import (
     _fw_reference,
     _user_qp_reference,
     build_item_stats,
+    build_item_stats_rows,
     fw_users,
+    fw_users_rows,
     predict_pairs,
+    predict_pairs_rows,
 )
 
 
@@ -172,5 +175,6 @@ def test_build_item_stats_matches_reference():
 
 
 def test_kernels_compiled():
-    assert build_item_stats.signatures and fw_users.signatures and predict_pairs.signatures
+    assert (build_item_stats_rows.signatures and fw_users_rows.signatures
+            and predict_pairs_rows.signatures)
     assert set(_simplex.FW_VARIANTS) == {"plain", "away", "pairwise"}

@@ -26,7 +26,8 @@ from .dual import Trajectory, dual_solve_batch, dual_solve_item, dual_value_grad
 from .exact import bnb_batch, bnb_bqp, enumerate_batch, enumerate_bqp  # noqa: F401
 from .lanczos import lanczos_positive_pairs, lanczos_threshold, lanczos_tridiag  # noqa: F401
 from .newton import (  # noqa: F401
-    LZ_CAP_DIV, LZ_DENSE_N, LZ_SWITCH_ITER, newton_randomize_batch, newton_solve_item,
+    LZ_CAP_DIV, LZ_DENSE_N, LZ_SWITCH_ITER, newton_randomize_batch, newton_randomize_rows,
+    newton_solve_item,
     positive_factor,
 )
 from .randomize import randomize_batch, randomize_from_pairs, randomize_item  # noqa: F401

@@ -4,9 +4,9 @@ with the randomization (Alg. 3) from the same spectrum."""
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from kmviz._jit import JIT, PJIT
+from kmviz._jit import JIT, run_rows
 
 from .._eigen import SMALL_N, cholesky_solve, eigh_into, lanczos_side_capped, psd_cholesky
 from .common import (EVD_EXACT, LZ_PAPER, MAX_BACKTRACK, PHASE_IB, PHASE_IIA, PHASE_IIB,
@@ -50,7 +50,28 @@ LZ_CAP_DIV = 4
 LZ_SWITCH_ITER = 6
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
+def _ssn_spectrum_exact(u, out, work, stats):
+    """``_ssn_spectrum`` with evd exact: all pairs of C(u) by ``eigh_into``; (n, SIDE_ALL).
+
+    The same operations as ``_ssn_spectrum``'s exact branch, without its Lanczos code: a fit
+    with the default EVD then never compiles the Lanczos kernels (see ``_ssn_eval``).
+    """
+    C, out_w, out_V = out[0], out[1], out[2]
+    negA, ws = work[0], work[3]
+    n = negA.shape[0]
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = negA[i, j]
+        C[i, i] -= u[i]
+    c0 = _read_cycles()
+    eigh_into(C, out_w, out_V, ws[0])
+    stats[ST_EVD_CYC] += float(_read_cycles() - c0)
+    stats[ST_N_EVD] += 1.0
+    return n, SIDE_ALL
+
+
+@njit(inline="always", **JIT)
 def _ssn_spectrum(u, opts, side_pref, prev, out, work, stats):
     """Spectral data of C(u) = -A - diag(u) at a phase II-B point; returns (k, side).
 
@@ -143,10 +164,12 @@ def _ssn_spectrum(u, opts, side_pref, prev, out, work, stats):
 
 
 @njit(**JIT)
-def _ssn_eval(u, phase1, opts, side_pref, prev, out, work, stats):
+def _ssn_eval(u, phase1, opts, side_pref, prev, out, work, stats, lanczos):
     """h, gradient and spectral data at u with Alg. 2's EVD elimination; (h, phase, k, side).
 
-    Arguments as for ``_ssn_spectrum``; the gradient goes to out's g.
+    Arguments as for ``_ssn_spectrum``; the gradient goes to out's g. ``lanczos`` None: evd
+    is exact (``_ssn_spectrum_exact``); Numba prunes the other branch before typing, so the
+    Lanczos kernels are compiled only for fits that use them (``lanczos`` True).
     """
     C, out_w, out_V, out_g = out
     negA, wA, VA = work[0], work[1], work[2]
@@ -155,7 +178,10 @@ def _ssn_eval(u, phase1, opts, side_pref, prev, out, work, stats):
     k = 0
     side = SIDE_POS
     if phase == PHASE_IIB:
-        k, side = _ssn_spectrum(u, opts, side_pref, prev, out, work, stats)
+        if lanczos is None:
+            k, side = _ssn_spectrum_exact(u, out, work, stats)
+        else:
+            k, side = _ssn_spectrum(u, opts, side_pref, prev, out, work, stats)
     elif phase == PHASE_IB:
         c = u[0]
         for j in range(n):
@@ -190,12 +216,13 @@ def _phase1_minimizer(wA, gamma):
     return (s - n / gamma) / n
 
 
-@njit(**JIT)
-def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
+@njit(inline="always", **JIT)
+def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C, lanczos):
     """Minimize h_gamma (14) from u (overwritten) by semismooth Newton; returns (k, side).
 
     opts: ``DualOptions`` (method NEWTON; nm_window and ls_restart unused); out_phase:
-    iterations per phase (4,); stats: the ``ST_*`` row.
+    iterations per phase (4,); stats: the ``ST_*`` row; lanczos: None when opts.evd is exact,
+    else True (see ``_ssn_eval``).
 
     Cold start (all u_i equal, ``initial_step``): the exact minimizer of h along the ones
     direction from the eigenvalues of -A (phase I, no EVD; the Sec. IV-A idea taken to its
@@ -280,7 +307,7 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
     side_pref = SIDE_POS if npos <= n - npos else SIDE_NEG
     h, phase, k, side = _ssn_eval(u, phase1, opts, side_pref,
                                   (w, V, np.int64(0), np.int64(SIDE_ALL)),
-                                  (C, w, V, g), work, stats)
+                                  (C, w, V, g), work, stats, lanczos)
     if ph_run < 0:
         ph_run = phase
     c_mark = c_start
@@ -336,7 +363,8 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
             for j in range(n):
                 u_trial[j] = u[j] + t * d[j]
             h_t, ph_t, k_t, side_t = _ssn_eval(u_trial, phase1, opts, side_pref,
-                                               (w, V, k, side), (Ct, wt, Vt, gt), work, stats)
+                                               (w, V, k, side), (Ct, wt, Vt, gt), work, stats,
+                                               lanczos)
             if h_t <= h + c_armijo * t * gd:
                 accepted = True
                 break
@@ -351,7 +379,7 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
                     u_trial[j] = u[j] + 2.0 * t * d[j]
                 h2, ph2, k2, side2 = _ssn_eval(u_trial, phase1, opts, side_pref,
                                                (wt, Vt, k_t, side_t), (C, w, V, g), work,
-                                               stats)
+                                               stats, lanczos)
                 if h2 <= h_t + c_armijo * t * gd:
                     t *= 2.0
                     h_t, ph_t, k_t, side_t = h2, ph2, k2, side2
@@ -390,7 +418,7 @@ def newton_solve_item(S, v, u, opts, out_phase, stats, out_w, out_V, out_C):
     return k, side
 
 
-@njit(**JIT)
+@njit(inline="always", **JIT)
 def positive_factor(w, V, k, side, C, out_w, out_V):
     """Pairs (out_w[:k'], out_V[:, :k']) with sum_j w_j v_j v_j^T = Pi_+(C(u)) for Alg. 3.
 
@@ -415,24 +443,25 @@ def positive_factor(w, V, k, side, C, out_w, out_V):
     return _keep_positive_pairs(w, V, k, out_w, out_V)
 
 
-@njit(**PJIT)
-def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
-                           out_improved, out_phase, out_st_dual, out_st_rand):
-    """"fast" per item in parallel: Newton dual solve, then Alg. 3 from the same spectrum.
+@njit(**JIT)
+def newton_randomize_rows(lo, hi, S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
+                          out_improved, out_phase, out_st_dual, out_st_rand, lanczos):
+    """"fast" for the items lo..hi-1: Newton dual solve, then Alg. 3 from the same spectrum.
 
     Fusing the two reuses the decomposition at u* for the randomization (one EVD per item
     fewer than a separate randomization pass). opts: ``DualOptions``; out_*: the fields of
-    ``BatchOutputs``, in its order (``*outputs``).
-    Outputs are separate arguments, not a tuple: Numba drops writes made in a ``prange``
-    loop to arrays taken from a tuple argument (numba issues #7135, #10338).
+    ``BatchOutputs``, in its order (``*outputs``); lanczos: None when opts.evd is exact, else
+    True (the Lanczos code is compiled only then, see ``_ssn_eval``). Serial:
+    ``newton_randomize_batch`` runs it on row blocks in threads (a ``parallel=True`` twin
+    compiled 3x slower, see ``kmviz._jit``).
     """
-    for i in prange(S.shape[0]):
-        n = S.shape[1] + 1
+    n = S.shape[1] + 1
+    for i in range(lo, hi):
         w = np.empty(n)
         V = np.empty((n, n))
         C = np.empty((n, n))
         k, side = newton_solve_item(S[i], v[i], u[i], opts, out_phase[i], out_st_dual[i], w, V,
-                                    C)
+                                    C, lanczos)
         c0 = _read_cycles()
         wp = np.empty(n)
         Vp = np.empty((n, n))
@@ -442,3 +471,11 @@ def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_o
         out_obj[i] = f
         out_improved[i] = imp
         out_st_rand[i, ST_ALL_CYC] += float(_read_cycles() - c0)
+
+
+def newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out_psi, out_obj,
+                           out_improved, out_phase, out_st_dual, out_st_rand):
+    """``newton_randomize_rows`` on every item, row blocks on Numba's thread count."""
+    lanczos = None if opts.evd == EVD_EXACT else True
+    run_rows(newton_randomize_rows, S.shape[0], S, v, u, opts, xi, psi_prev, has_prev,
+             out_psi, out_obj, out_improved, out_phase, out_st_dual, out_st_rand, lanczos)
