@@ -9,6 +9,7 @@ whose function, gradient and Hessian-vector products never touch the m x n matri
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
@@ -19,9 +20,11 @@ from .. import ranking
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
+from ..parallel import active_backend
 from .._validation import check_random_state
 from ..exceptions import DataError, EmptyDataError, InvalidParameterError
 from ..trace import Trace
+from . import _dist
 from . import _kernels as K
 from .allpairs import AllPairsLoss, ObservedPairs
 from .features import (
@@ -388,10 +391,18 @@ class OneClassMF(IterativeEstimator):
     def _solver_name(self, prm, state):
         return f"ocmf.{prm['solver']}"
 
+    @contextmanager
     def _fit_context(self, prm):
         # Numba's threads run the pair sums; BLAS only sees (m x k) x (k x k) products, and a
         # multi-threaded OpenBLAS next to Numba's OpenMP threads oversubscribes the cores
-        return single_blas_thread()
+        try:
+            with single_blas_thread():
+                yield
+        finally:
+            # on a cluster: free the per-pair state the fit left on the workers
+            dist = self.__dict__.pop("_dist_pairs", None)
+            if dist is not None:
+                dist.close()
 
     @staticmethod
     def _check_interactions(ratings, what="interactions"):
@@ -566,18 +577,31 @@ class OneClassMF(IterativeEstimator):
             trace.event(kind, message)
         st.events = []
         row = {}
+        backend = active_backend()
+        if backend is not None and getattr(st, "dist", None) is None:
+            # the observed pairs go to the workers once per fit (kmviz.ocmf._dist)
+            with trace.phase("scatter_data"):
+                st.dist = self._dist_pairs = _dist.DistPairs(
+                    backend, st.loss, prm["k"], diag=prm["solver"] == "tron")
+        dist = getattr(st, "dist", None) if backend is not None else None
+
+        def terms(side, O, timer):
+            if dist is None:
+                return st.loss.block(side, O, prm["dtype"])
+            return dist.block(side, O, prm["dtype"], timer)
+
         # W-step: users vary, items fixed
         timer_w = {}
         Q = st.Z.apply(st.Wv)
         basis = TRON_BASIS if prm["solver"] == "tron" else None
-        prob_w = BlockProblem(st.loss.block("rows", Q, prm["dtype"]), st.X, prm["lambda_w"],
+        prob_w = BlockProblem(terms("rows", Q, timer_w), st.X, prm["lambda_w"],
                               st.L, st.lam_graph, prm["small_d"], timer_w, basis)
         res_w = self._solve_block(prob_w, st.Wu.ravel(), prm)
         st.Wu = res_w.x.reshape(st.X.d, prm["k"])
         # H-step: items vary, users fixed
         timer_h = {}
         P = st.X.apply(st.Wu)
-        prob_h = BlockProblem(st.loss.block("cols", P, prm["dtype"]), st.Z, prm["lambda_h"],
+        prob_h = BlockProblem(terms("cols", P, timer_h), st.Z, prm["lambda_h"],
                               None, 0.0, prm["small_d"], timer_h, basis)
         res_h = self._solve_block(prob_h, st.Wv.ravel(), prm, back=False)
         if prob_h.V is not None:
@@ -586,7 +610,7 @@ class OneClassMF(IterativeEstimator):
             # item side's (d_2 x k) (k x k) product back
             st.Wu = st.Wu @ prob_h.V
         st.Wv = res_h.x.reshape(st.Z.d, prm["k"])
-        for name in PHASES:
+        for name in PHASES + _dist.PHASES:
             for block, timer in (("w", timer_w), ("h", timer_h)):
                 if name in timer:
                     trace.add_time(f"{block}_{name}", timer[name])
