@@ -11,6 +11,10 @@ blocks' data on the workers once per fit (:meth:`DaskBackend.scatter_blocks`; th
 blocks stay resident across iterations), and each half-step broadcasts the other side's
 factors once and runs one task per block (:meth:`DaskBackend.map_blocks`); the results come
 back in block order, so a distributed fit equals the in-process fit with the same seed.
+KM runs its half-steps this way (:mod:`kmviz.km._blocks`). One-class MF's half-step is one
+convex problem solved by TRON in this process; its observed-pair passes run as block tasks,
+many per half-step, with the fixed factors broadcast once (:meth:`DaskBackend.broadcast`) and
+per-pair state left on the workers (:mod:`kmviz.ocmf._dist`).
 
 ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://host:8786"``),
 ``"local:N"`` (a LocalCluster of N worker processes, one thread each) or ``"threads:N"`` (N
@@ -402,6 +406,9 @@ class DaskBackend:
                 timer[key] = timer.get(key, 0.0) + sec
             timer[f"{name}_task_max"] = max(timer.get(f"{name}_task_max", 0.0),
                                             max(s for _, s in out))
+            timer[f"{name}_task_sum"] = timer.get(f"{name}_task_sum", 0.0) + \
+                sum(s for _, s in out)
+            timer[f"{name}_calls"] = timer.get(f"{name}_calls", 0) + 1
             return [r for r, _ in out]
         raise AssertionError("unreachable")  # pragma: no cover
 

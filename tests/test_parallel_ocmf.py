@@ -63,6 +63,26 @@ def test_ocmf_on_worker_threads_equals_the_in_process_fit_bit_for_bit():
 
 
 @pytest.mark.slow
+def test_hessian_diagonal_returned_with_every_value_pass_gives_the_same_fit(monkeypatch):
+    # DistPairs(diag=True): the diagonal rides with each value pass instead of its own call
+    calls = []
+    init = _dist.DistPairs.__init__
+
+    def with_diag(self, backend, loss, k, *, diag=False):
+        calls.append(k)
+        init(self, backend, loss, k, diag=True)
+
+    monkeypatch.setattr(_dist.DistPairs, "__init__", with_diag)
+    data = _data()
+    configs = [{}, {"side_features": "both", "dtype": "float32"}]
+    refs = [_ocmf(**c).fit(data) for c in configs]
+    with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+        for cfg, ref in zip(configs, refs):
+            _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=True)
+    assert len(calls) == 2
+
+
+@pytest.mark.slow
 def test_ocmf_on_worker_processes_equals_the_in_process_fit():
     data = _data()
     _check("local:2", data, [_ocmf(**c).fit(data) for c in CONFIGS], exact=False)

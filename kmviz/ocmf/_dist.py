@@ -22,9 +22,10 @@ and point; calls name the points they need. A task that does not find its state 
 died and the block moved, or the scheduler moved it) answers :data:`LOST`, and the client
 runs that block again with the state rebuilt from its own copy of the points' embeddings
 first: TRON's result is unchanged; gradient descent's moved scores are recomputed directly
-(equal to rounding). Round trips are batched: a value pass also returns the gradient rows
-and (for TRON) the Hessian diagonal rows of its point, so an accepted step costs no further
-call, and a line search evaluates :data:`LINE_SEARCH_BATCH` backtracking trials per call.
+(equal to rounding). Round trips are batched: a value pass also returns the gradient
+rows of its point, so an accepted step costs no further call for its gradient (the Hessian
+diagonal is a call of its own unless ``DistPairs(diag=True)``), and a line search evaluates
+:data:`LINE_SEARCH_BATCH` backtracking trials per call.
 """
 
 from __future__ import annotations
@@ -221,10 +222,12 @@ class _Side:
 class DistPairs:
     """A fit's observed pairs on the workers; :meth:`block` makes the half-steps' terms.
 
-    ``diag``: value passes also return the Hessian diagonal rows of their point (TRON's
-    preconditioner; gradient descent does not need them)."""
+    ``diag``: every value pass also returns the Hessian diagonal rows of its point (TRON's
+    preconditioner), saving a call per accepted step but making a pass the block's last
+    point never needs; by default the diagonal is a call of its own, made when TRON asks
+    (the cheaper choice once a pass costs more than a round trip)."""
 
-    def __init__(self, backend, loss, k, *, diag=True):
+    def __init__(self, backend, loss, k, *, diag=False):
         backend.warm("ocmf", _warm)
         self.backend, self.key = backend, uuid.uuid4().hex
         self.a_bar, self.code, self.diag = loss.a_bar, loss.code, bool(diag)
