@@ -16,7 +16,7 @@ stopping. Each worker's peak resident size is reported against the limit.
 What this does NOT show: the client still receives the compact id and value columns and
 builds the blocks (``read_parquet`` returns a Ratings, and the KM blocks are cut from the
 client's CSR), so the client must hold the data once. The workers' peak is each worker
-process's own maximum resident size (``getrusage``), asked after the fit.
+process's own peak resident size (``VmHWM``), asked after the fit.
 
     python bench/dask_beyond_memory.py [--ratings 50000000] [--limit 1.1GB] [--parts 32]
 """
@@ -35,6 +35,16 @@ from km_scaling import movielens_like
 
 
 def _peak_rss():
+    """This process's peak resident size in bytes: VmHWM, the high-water mark of its own
+    memory image. (getrusage's ru_maxrss is wrong for a worker: a spawned process keeps the
+    maximum of the process it was forked from, here the client holding the data.)"""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
