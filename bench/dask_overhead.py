@@ -15,8 +15,8 @@ workers, plus the broadcast of theta (n_users x D float64) and psi (n_items x D)
 worker at 1.25 GB/s (10 GbE) from one client, plus 1 ms per task. Shape assumed for 1B
 ratings: 6.5M users x 250k items (MovieLens 25M's users x 40, items x 4).
 
-One-class MF (k = 64) is not measured: its TRON half-step is one joint problem over all rows
-(global trust region and CG), not independent per-row problems, so it is not on the backend.
+One-class MF (k = 64) has its own bench, ``bench/dask_ocmf.py`` (its TRON half-step stays in
+the client; the observed-pair passes of every call run on the workers).
 
     python bench/dask_overhead.py [--sizes 1m,25m] [--workers 2] [--iters 3] [--D 20] [--blocks N]
 """
@@ -44,6 +44,25 @@ def _per_iter(trace):
 def _phase(trace, name):
     col = trace.column(f"t_{name}_s")
     return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
+
+
+def projection(per_rating, D, *, shape=BIG, workers=(8, 32, 128)):
+    """Rows of the 1B projection (module docstring): ``per_rating`` worker core-seconds per
+    rating per iteration (measured); per half-step the client broadcasts theta (psi-step) or
+    psi (theta-step) to every worker, and each of 4 blocks per worker costs TASK_OVERHEAD."""
+    big_r, big_u, big_i = shape
+    theta_b, psi_b = big_u * D * 8, big_i * D * 8
+    rows = []
+    for w in workers:
+        compute = per_rating * big_r / w
+        bcast = (theta_b + psi_b) * w / BANDWIDTH
+        tasks = 2 * 4 * w * TASK_OVERHEAD / w      # 4 blocks per worker, run in parallel
+        rows.append({"workers": w, "compute s": compute,
+                     "broadcast GB, psi-step (theta)": theta_b * w / 1e9,
+                     "broadcast GB, theta-step (psi)": psi_b * w / 1e9,
+                     "broadcast s": bcast, "task overhead s": tasks,
+                     "s / iteration": compute + bcast + tasks})
+    return rows
 
 
 def main():
@@ -101,20 +120,8 @@ def main():
     per_rating = core_s / nnz
     print(f"\nMeasured at {nnz:,} ratings: {core_s:.3g} worker core-seconds per iteration "
           f"= {per_rating * 1e9:.3g} ns per rating (upper bound).\n")
-    big_r, big_u, big_i = BIG
-    D = args.D
-    theta_b, psi_b = big_u * D * 8, big_i * D * 8
-    proj = []
-    for workers in (8, 32, 128):
-        compute = per_rating * big_r / workers
-        bcast = (theta_b + psi_b) * workers / BANDWIDTH
-        tasks = 2 * 4 * workers * TASK_OVERHEAD / workers
-        proj.append({"workers": workers, "compute s": compute,
-                     "broadcast GB / iter": (theta_b + psi_b) * workers / 1e9,
-                     "broadcast s": bcast, "task overhead s": tasks,
-                     "s / iteration": compute + bcast + tasks})
-    print("Projection, 1B ratings (6.5M users x 250k items), D = %d:" % D)
-    print(table(proj))
+    print("Projection, 1B ratings (6.5M users x 250k items), D = %d:" % args.D)
+    print(table(projection(per_rating, args.D)))
     footer(t_start)
 
 

@@ -11,6 +11,10 @@ blocks' data on the workers once per fit (:meth:`DaskBackend.scatter_blocks`; th
 blocks stay resident across iterations), and each half-step broadcasts the other side's
 factors once and runs one task per block (:meth:`DaskBackend.map_blocks`); the results come
 back in block order, so a distributed fit equals the in-process fit with the same seed.
+KM runs its half-steps this way (:mod:`kmviz.km._blocks`). One-class MF's half-step is one
+convex problem solved by TRON in this process; its observed-pair passes run as block tasks,
+many per half-step, with the fixed factors broadcast once (:meth:`DaskBackend.broadcast`) and
+per-pair state left on the workers (:mod:`kmviz.ocmf._dist`).
 
 ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://host:8786"``),
 ``"local:N"`` (a LocalCluster of N worker processes, one thread each) or ``"threads:N"`` (N
@@ -164,6 +168,14 @@ class Resident:
         return len(self.blocks)
 
 
+@dataclass
+class Broadcast:
+    """An object on every worker (:meth:`DaskBackend.broadcast`) and this process's copy."""
+
+    obj: object
+    future: object
+
+
 def _run_task(fn, block, shared, extra):
     """A task on a worker: one Numba and BLAS thread, then ``fn(block, shared, extra)``."""
     import numba
@@ -283,16 +295,20 @@ class DaskBackend:
             f"the scheduler and fit again, or fit without --dask.")
 
     # -- planning ----------------------------------------------------------------------
-    def plan(self, row_weights, seconds_per_weight, *, max_weight_per_block=None):
+    def plan(self, row_weights, seconds_per_weight, *, max_weight_per_block=None,
+             min_blocks=1):
         """Row ranges for a half-step: about ``task_seconds`` of estimated work per block
-        (``row_weights * seconds_per_weight``), at least one block, at most 4 per worker
-        unless ``max_weight_per_block`` (memory) needs more."""
+        (``row_weights * seconds_per_weight``), at least ``min_blocks`` (``"workers"``: one
+        per worker), at most 4 per worker unless ``max_weight_per_block`` (memory) needs
+        more."""
         w = np.asarray(row_weights, dtype=np.float64)
         if self.n_blocks is not None:
             return cut_blocks(w, self.n_blocks)
         total = float(w.sum())
         n = int(total * seconds_per_weight // self.task_seconds)
-        n = min(n, 4 * self.n_workers())
+        n_workers = self.n_workers()
+        n = min(n, 4 * n_workers)
+        n = max(n, n_workers if min_blocks == "workers" else int(min_blocks))
         if max_weight_per_block:
             n = max(n, math.ceil(total / max_weight_per_block))
         return cut_blocks(w, max(1, n))
@@ -320,6 +336,18 @@ class DaskBackend:
             self._raise_for("scattering the data", exc)
         return Resident(list(blocks), futures, list(ranges))
 
+    def broadcast(self, obj) -> "Broadcast":
+        """Put ``obj`` on every worker once, for many :meth:`map_blocks` calls (a half-step's
+        fixed factors when the half-step makes many calls, as TRON does)."""
+        return Broadcast(obj, self._broadcast_future(obj))
+
+    def _broadcast_future(self, obj):
+        try:
+            # a list of one, so that a tuple or dict travels as one object
+            return self.client.scatter([obj], broadcast=True, hash=False)[0]
+        except Exception as exc:  # noqa: BLE001
+            self._raise_for("broadcasting the factors", exc)
+
     def _raise_for(self, doing, exc):
         """Raise ClusterError if the scheduler is gone, else ``exc`` as it is."""
         if getattr(self.client, "status", "running") != "running":
@@ -335,8 +363,9 @@ class DaskBackend:
     def map_blocks(self, fn, resident, shared=None, extras=None, *, timer=None, name="step"):
         """Run ``fn(block, shared, extra)`` once per resident block; the results in order.
 
-        ``shared`` (the other side's factors) goes to every worker once; ``extras[j]`` (small,
-        per block) travels with task j. Seconds go to ``timer[f"{name}_scatter"]``,
+        ``shared`` (the other side's factors) goes to every worker once (a :class:`Broadcast`
+        from :meth:`broadcast`: already there); ``extras[j]`` (small, per block) travels
+        with task j. Seconds go to ``timer[f"{name}_scatter"]``,
         ``[..._compute]`` (until every task finished) and ``[..._gather]``.
         """
         from distributed import wait
@@ -347,9 +376,12 @@ class DaskBackend:
         for attempt in range(MAX_RETRIES + 1):
             try:
                 t0 = time.perf_counter()
-                # a list of one, so that a tuple or dict travels as one object
-                shared_f = (None if shared is None else
-                            self.client.scatter([shared], broadcast=True, hash=False)[0])
+                if isinstance(shared, Broadcast):
+                    if shared.future.status != "finished":    # every holder was lost
+                        shared.future = self._broadcast_future(shared.obj)
+                    shared_f = shared.future
+                else:
+                    shared_f = None if shared is None else self._broadcast_future(shared)
                 t1 = time.perf_counter()
                 # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
                 # task's own exception would only repeat
@@ -374,6 +406,9 @@ class DaskBackend:
                 timer[key] = timer.get(key, 0.0) + sec
             timer[f"{name}_task_max"] = max(timer.get(f"{name}_task_max", 0.0),
                                             max(s for _, s in out))
+            timer[f"{name}_task_sum"] = timer.get(f"{name}_task_sum", 0.0) + \
+                sum(s for _, s in out)
+            timer[f"{name}_calls"] = timer.get(f"{name}_calls", 0) + 1
             return [r for r, _ in out]
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -38,6 +38,28 @@ def _compute(*objs):
     return dask.compute(*objs)
 
 
+def _compute_partitions(ddf):
+    """The partitions of ``ddf`` as a list of pandas frames, each gathered on its own."""
+    import dask
+
+    parts = ddf.to_delayed()
+    client = _scheduler()
+    if client is not None:
+        return client.gather(client.compute(parts))
+    return list(dask.compute(*parts))
+
+
+def _compact(df, user_col, item_col, value_col, categories):
+    """Per partition: int64 ids (codes into the distinct text ids) and float64 values."""
+    out = {}
+    for c in (user_col, item_col):
+        out[c] = (_codes(df[c], categories[c]) if c in categories
+                  else df[c].astype(np.int64))
+    if value_col is not None:
+        out[value_col] = df[value_col].astype(np.float64)
+    return pd.DataFrame(out, index=df.index)
+
+
 def _partition_check(df, value_col):
     """Per partition: rows, non-finite values, first bad value (checked on the worker)."""
     if value_col is None:
@@ -123,15 +145,16 @@ def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r
             f"(first: {checked['first_bad'].iloc[part]!r}, in partition {part})", path=shown,
             expected="finite numbers", fix="remove or fill the missing ratings")
     categories = {c: np.sort(np.asarray(v, dtype=object)) for c, v in zip(distinct, found)}
-    parts = {}
-    for c in (user_col, item_col):
-        if text[c]:
-            parts[c] = ddf[c].map_partitions(_codes, categories[c], meta=(c, np.int64))
-        else:
-            parts[c] = ddf[c].astype(np.int64)
-    if value_col is not None:
-        parts[value_col] = ddf[value_col].astype(np.float64)
-    arrays = dict(zip(parts, (np.asarray(a) for a in _compute(*parts.values()))))
+    out_cols = [user_col, item_col] + ([value_col] if value_col is not None else [])
+    meta_out = pd.DataFrame({c: pd.Series(dtype=np.float64 if c == value_col else np.int64)
+                             for c in out_cols})
+    compact = ddf.map_partitions(_compact, user_col, item_col, value_col,
+                                 {c: categories[c] for c in categories}, meta=meta_out)
+    # each partition's compact columns come here on their own: no worker ever holds (or
+    # concatenates) the whole dataset, as a computed Series would
+    pieces = _compute_partitions(compact)
+    arrays = {c: (np.concatenate([pc[c].to_numpy() for pc in pieces]) if pieces else
+                  np.zeros(0, dtype=meta_out[c].dtype)) for c in out_cols}
 
     def ids(c):
         a = arrays[c]

@@ -282,6 +282,16 @@ class BlockTerms:
                                  self.w, self.wo, self.a_bar, self.code, self._row)
         return float(self._row.sum())
 
+    def line_start(self, dE):
+        """``(s0, ds)`` for a line search along the embedding direction dE: the pair scores
+        at the last point and ``dE``'s (handles that :meth:`l_plus_shifted` and
+        :meth:`move_scores` take; arrays here, tokens on a cluster)."""
+        return self.scores.copy(), self.pair_scores(dE)
+
+    def move_scores(self, s0, ds, alpha):
+        """Move the pair scores to ``s0 + alpha ds`` (a line search accepted alpha)."""
+        self.set_scores(s0 + alpha * ds)
+
     def set_scores(self, scores):
         """Set the pair scores directly (a line search moved along a direction)."""
         self.scores[:] = scores

@@ -9,29 +9,21 @@ whose function, gradient and Hessian-vector products never touch the m x n matri
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from .. import ranking
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
-from .._validation import check_random_state
-from ..exceptions import DataError, EmptyDataError, InvalidParameterError
+from ..parallel import active_backend
 from ..trace import Trace
-from . import _kernels as K
-from .allpairs import AllPairsLoss, ObservedPairs
-from .features import (
-    SideMatrix,
-    check_feature_matrix,
-    cointeraction_graph,
-    encode_features,
-    knn_graph,
-    laplacian,
-)
+from . import _dist
+from ._serving import EVAL_KS, Explanation, ServingMixin, _embed  # noqa: F401 (public names)
+from ._setup import SetupMixin
+from .features import SideMatrix
 from .losses import LOSSES
 from .problem import PHASES, BlockProblem
 from .tron import gradient_descent, tron
@@ -56,33 +48,12 @@ MAX_CG = 30
 #: all-pairs part of each row's Hessian block is then diagonal and seen exactly: 1-3 CG steps
 #: per Newton step on MovieLens where W's own basis needed 4-8 (bench/ocmf_timing.py).
 TRON_BASIS, TRON_PCG_ALPHA = "eig", 1.0
-#: The cut-offs ``evaluate`` reports.
-EVAL_KS = (1, 3, 5)
 #: Columns of ``inner_trace_`` (one row per Newton / GD iteration of every block).
 INNER_COLUMNS = ("iteration", "block", "step", "f", "gnorm", "delta", "cg_iter", "boundary",
                  "prered", "actred", "accepted", "f_new", "alpha", "trials")
 
 
-@dataclass
-class Explanation:
-    """A score split into side-feature terms (:meth:`OneClassMF.explain`).
-
-    ``score = sum(user_terms.contribution) = sum(item_terms.contribution)``: the user split is
-    ``s_ij = sum_f x_if (W h_j)_f`` over the columns of the user's row of X (its identity
-    column, shown as one "identity" row, and its features), the item split the same over
-    the item's row of Z. ``rule`` says how an entity without data was embedded.
-    """
-
-    user: int
-    item: int
-    score: float
-    user_terms: pd.DataFrame
-    item_terms: pd.DataFrame
-    user_rule: str
-    item_rule: str
-
-
-class OneClassMF(IterativeEstimator):
+class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
     """One-class matrix factorization with side information over all m x n pairs.
 
     The model of Yu, Huang, Dhillon & Lin (AAAI 2017): user i is embedded as
@@ -388,165 +359,18 @@ class OneClassMF(IterativeEstimator):
     def _solver_name(self, prm, state):
         return f"ocmf.{prm['solver']}"
 
+    @contextmanager
     def _fit_context(self, prm):
         # Numba's threads run the pair sums; BLAS only sees (m x k) x (k x k) products, and a
         # multi-threaded OpenBLAS next to Numba's OpenMP threads oversubscribes the cores
-        return single_blas_thread()
-
-    @staticmethod
-    def _check_interactions(ratings, what="interactions"):
-        for attr in ("users", "items", "values", "n_users", "n_items"):
-            if not hasattr(ratings, attr):
-                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
-                                f"{type(ratings).__name__} (no {attr!r}).")
-
-    def _positives(self, ratings, threshold, what):
-        """(users, items) of the positives of ``ratings``."""
-        users = np.asarray(ratings.users, dtype=np.int64)
-        items = np.asarray(ratings.items, dtype=np.int64)
-        values = np.asarray(ratings.values, dtype=np.float64)
-        if threshold is not None:
-            keep = values >= threshold
-            users, items = users[keep], items[keep]
-        return users, items
-
-    def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
-                         **inputs):
-        from .._memory import F8, data_sizes, feature_width
-
-        m, n, s = data_sizes(data)
-        k, side = prm["k"], prm["side_features"]
-        d = (m + n + feature_width(user_features, data, "user", side in ("user", "both"))
-             + feature_width(item_features, data, "item", side in ("item", "both")))
-        return {f"W, H and the Newton vectors: {d} variables x k={k}": 10 * F8 * d * k,
-                f"user and item embeddings: ({m} + {n}) x k={k}": 4 * F8 * (m + n) * k,
-                f"the k x k all-pairs terms (k={k})": 6 * F8 * k * k,
-                f"the {s} observed pairs": 6 * F8 * s,
-                f"the user graph: {m} users x graph_neighbors={prm['graph_neighbors']}":
-                    3 * F8 * m * prm["graph_neighbors"] if prm["graph"] != "none" else 0}
-
-    def _fit_start(self, data, prm, *, validation=None, user_features=None,
-                   item_features=None, user_graph=None):
-        self._check_interactions(data)
-        m, n = int(data.n_users), int(data.n_items)
-        events = []
-        thr = prm["threshold"]
-        users, items = self._positives(data, thr, "interactions")
-        if users.size == 0:
-            total = len(np.asarray(data.values))
-            raise EmptyDataError(
-                f"the interactions hold no positives ({total} entries"
-                + (f", none with value >= threshold={thr:g})" if thr is not None else ")"),
-                expected="at least one positive (user, item) pair",
-                fix="lower threshold or check the data" if thr is not None else
-                    "check the split or the file")
-        values = np.asarray(data.values, dtype=np.float64)
-        if thr is None and not getattr(data, "implicit", True) and values.size and \
-                float(values.min()) != float(values.max()):
-            events.append(("warning", f"all {values.size} entries are used as positives; "
-                                      "set threshold (e.g. 4) to keep only high ratings"))
-        pairs = ObservedPairs(users, items, m, n)
-        known_users = pairs.row_counts() > 0
-        known_items = pairs.col_counts() > 0
-        if validation is not None:
-            self._check_interactions(validation, "validation")
-            if (int(validation.n_users), int(validation.n_items)) != (m, n):
-                raise DataError(
-                    f"validation has shape ({validation.n_users}, {validation.n_items}) but the "
-                    f"interactions have ({m}, {n})",
-                    fix="split one Ratings so both parts share the index space")
-
-        # -- side matrices X = [I | F_u], Z = [I | F_v]
-        Fu, names_u = self._side_features(data, user_features, "user", m, prm, events)
-        Fv, names_v = self._side_features(data, item_features, "item", n, prm, events)
-        X = self._side_matrix(m, known_users, Fu, names_u, prm["user_identity"], "user")
-        Z = self._side_matrix(n, known_items, Fv, names_v, prm["item_identity"], "item")
-
-        # -- the user graph
-        L = self._user_laplacian(data, user_graph, Fu, pairs, m, prm, events)
-
-        rng = check_random_state(self.random_state)
-        k = prm["k"]
-        Wu = rng.normal(0.0, prm["init_scale"], size=(X.d, k))
-        Wv = rng.normal(0.0, prm["init_scale"], size=(Z.d, k))
-        weights_u = np.full(m, prm["rho"])   # p = rho 1_m, q = 1_n: p_i q_j = rho
-        weights_v = np.ones(n)
-        loss = AllPairsLoss(pairs, prm["loss"], weights_u, weights_v, prm["a_bar"])
-        return SimpleNamespace(
-            prm=prm, m=m, n=n, pairs=pairs, loss=loss, X=X, Z=Z, L=L, Wu=Wu, Wv=Wv,
-            known_users=known_users, known_items=known_items, events=events, inner=[],
-            lam_graph=prm["lambda_w"] * prm["lambda_g"] if L is not None else 0.0)
-
-    def _side_features(self, data, given, who, n_rows, prm, events):
-        what = f"{who}_features"
-        if given is not None:
-            F, names = check_feature_matrix(given, n_rows, what, n_users_word=f"{who}s")
-            return F, names
-        if prm["side_features"] not in (who, "both"):
-            return None, []
-        df = getattr(data, what, None)
-        if df is None:
-            raise DataError(
-                f"side_features={prm['side_features']!r} asks for the {who} features of the "
-                f"interactions, but they have none",
-                fix=f"pass {what}= to fit, or choose side_features without '{who}'")
-        if not isinstance(df, pd.DataFrame):
-            F, names = check_feature_matrix(df, n_rows, what, n_users_word=f"{who}s")
-            return F, names
-        if len(df) != n_rows:
-            raise DataError(f"the interactions' {what} have {len(df)} rows for {n_rows} {who}s")
-        F, names, info = encode_features(df, missing="zero", what=what)
-        if info["n_missing_filled"]:
-            events.append(("info", f"{what}: {info['n_missing_filled']} missing number(s) "
-                                   "set to the column mean"))
-        if info["n_rows_without_features"]:
-            events.append(("info", f"{what}: {info['n_rows_without_features']} {who}(s) "
-                                   "without features"))
-        return F, names
-
-    @staticmethod
-    def _side_matrix(n_rows, known, F, names, identity, who):
-        has_features = F is not None and F.shape[1] > 0 and F.nnz > 0
-        if identity == "none" and not has_features:
-            raise DataError(f"{who}_identity='none' leaves the {who}s without any variable: "
-                            f"there are no {who} features (or they are all zero)",
-                            fix=f"give {who} features or set {who}_identity to 'known' or "
-                                "'all'")
-        rows = {"known": np.flatnonzero(known), "all": np.arange(n_rows), "none": None}[identity]
-        if F is None or F.shape[1] == 0:
-            return SideMatrix(n_rows, rows)
-        return SideMatrix(n_rows, rows, F, names)
-
-    def _user_laplacian(self, data, user_graph, Fu, pairs, m, prm, events):
-        kind = prm["graph"]
-        S = None
-        if user_graph is not None:
-            S = user_graph
-        elif kind == "cointeraction":
-            S = cointeraction_graph(pairs.to_csr(), prm["graph_neighbors"])
-        elif kind == "features":
-            if Fu is None or Fu.shape[1] == 0:
-                raise DataError("graph='features' builds a kNN graph on the user features, "
-                                "but there are none",
-                                fix="pass user_features= or set side_features to 'user' or "
-                                    "'both'")
-            S = knn_graph(Fu, prm["graph_neighbors"])
-        elif kind == "ratings":
-            S = getattr(data, "user_graph", None)
-            if S is None:
-                raise DataError("graph='ratings' asks for the interactions' user graph, but "
-                                "they have none", fix="pass user_graph= to fit")
-        if S is None:
-            if prm["lambda_g"] > 0:
-                raise InvalidParameterError(
-                    f"lambda_g={prm['lambda_g']:g} weights a user graph, but there is none: "
-                    "pass user_graph= to fit, set graph= or set lambda_g=0.")
-            return None
-        L = laplacian(S, m)
-        if prm["lambda_g"] == 0:
-            events.append(("info", "a user graph is given but lambda_g = 0: it is unused"))
-            return None
-        return L
+        try:
+            with single_blas_thread():
+                yield
+        finally:
+            # on a cluster: free the per-pair state the fit left on the workers
+            dist = self.__dict__.pop("_dist_pairs", None)
+            if dist is not None:
+                dist.close()
 
     # ------------------------------------------------------------------ one outer iteration
     def _solve_block(self, problem, x0, prm, back=True):
@@ -566,18 +390,30 @@ class OneClassMF(IterativeEstimator):
             trace.event(kind, message)
         st.events = []
         row = {}
+        backend = active_backend()
+        if backend is not None and getattr(st, "dist", None) is None:
+            # the observed pairs go to the workers once per fit (kmviz.ocmf._dist)
+            with trace.phase("scatter_data"):
+                st.dist = self._dist_pairs = _dist.DistPairs(backend, st.loss, prm["k"])
+        dist = getattr(st, "dist", None) if backend is not None else None
+
+        def terms(side, O, timer):
+            if dist is None:
+                return st.loss.block(side, O, prm["dtype"])
+            return dist.block(side, O, prm["dtype"], timer)
+
         # W-step: users vary, items fixed
         timer_w = {}
         Q = st.Z.apply(st.Wv)
         basis = TRON_BASIS if prm["solver"] == "tron" else None
-        prob_w = BlockProblem(st.loss.block("rows", Q, prm["dtype"]), st.X, prm["lambda_w"],
+        prob_w = BlockProblem(terms("rows", Q, timer_w), st.X, prm["lambda_w"],
                               st.L, st.lam_graph, prm["small_d"], timer_w, basis)
         res_w = self._solve_block(prob_w, st.Wu.ravel(), prm)
         st.Wu = res_w.x.reshape(st.X.d, prm["k"])
         # H-step: items vary, users fixed
         timer_h = {}
         P = st.X.apply(st.Wu)
-        prob_h = BlockProblem(st.loss.block("cols", P, prm["dtype"]), st.Z, prm["lambda_h"],
+        prob_h = BlockProblem(terms("cols", P, timer_h), st.Z, prm["lambda_h"],
                               None, 0.0, prm["small_d"], timer_h, basis)
         res_h = self._solve_block(prob_h, st.Wv.ravel(), prm, back=False)
         if prob_h.V is not None:
@@ -586,7 +422,7 @@ class OneClassMF(IterativeEstimator):
             # item side's (d_2 x k) (k x k) product back
             st.Wu = st.Wu @ prob_h.V
         st.Wv = res_h.x.reshape(st.Z.d, prm["k"])
-        for name in PHASES:
+        for name in PHASES + _dist.PHASES:
             for block, timer in (("w", timer_w), ("h", timer_h)):
                 if name in timer:
                     trace.add_time(f"{block}_{name}", timer[name])
@@ -652,149 +488,9 @@ class OneClassMF(IterativeEstimator):
     def _check_fitted(self):
         super()._check_fitted("user_factors_")
 
-    # ------------------------------------------------------------------ prediction
-    def _user_indices(self, users, what="users"):
-        arr = np.asarray(users)
-        scalar = arr.ndim == 0
-        arr = arr.reshape(-1)
-        n = self.user_factors_.shape[0] if what == "users" else self.item_factors_.shape[0]
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"{what} must be integer indices; got dtype {arr.dtype}.")
-        if arr.size and (arr.min() < 0 or arr.max() >= n):
-            bad = int(arr[(arr < 0) | (arr >= n)][0])
-            raise ValueError(f"{what[:-1]} index {bad} is out of range; the model was fitted "
-                             f"on {n} {what} (indices 0..{n - 1}).")
-        return arr.astype(np.int64), scalar
-
-    def score_items(self, users) -> np.ndarray:
-        """Scores ``s_ij = b_i^T h_j`` of every item for the given users.
-
-        Returns an array (len(users), n_items), one row per user (a 1-D array for a single
-        int). Training positives are not masked (see :meth:`recommend`).
-        """
-        self._check_fitted()
-        idx, scalar = self._user_indices(users)
-        out = self.user_factors_[idx] @ self.item_factors_.T
-        return out[0] if scalar else out
-
-    def predict(self, users, items) -> np.ndarray:
-        """Scores of (user, item) pairs, broadcast together."""
-        self._check_fitted()
-        u, _ = self._user_indices(users)
-        i, _ = self._user_indices(items, "items")
-        shape = np.broadcast_shapes(np.shape(users), np.shape(items))
-        u, i = np.broadcast_arrays(u.reshape(np.shape(users)), i.reshape(np.shape(items)))
-        return np.einsum("nk,nk->n", self.user_factors_[u.ravel()],
-                         self.item_factors_[i.ravel()]).reshape(shape)
-
-    def _exclusion(self, users, drop=None):
-        """CSR (over ``users``) of the training positives, minus the pairs in ``drop``."""
-        return ranking.exclusion(self._seen_ptr, self._seen_idx, users,
-                                 self.item_factors_.shape[0], drop)
-
-    def _top_k(self, users, k, excl_ptr, excl_idx):
-        """Top-k items per user of ``users`` (Numba, no n_users x n_items matrix)."""
-        return ranking.top_items(self.user_factors_[users], self.item_factors_, k, excl_ptr,
-                                 excl_idx)
-
-    def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
-        """The top-k item indices per user, best first (ties: lower index first).
-
-        Parameters
-        ----------
-        users : int or array of int
-        k : int, default=10
-        exclude_seen : bool, default=True
-            Leave out each user's training positives.
-
-        Returns
-        -------
-        ndarray of int64, (len(users), min(k, n_items)), or 1-D for one int user; -1 pads a
-        row when fewer than k items are left.
-        """
-        self._check_fitted()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int; got {k!r}.")
-        idx, scalar = self._user_indices(users)
-        if exclude_seen:
-            ptr, ex = self._exclusion(idx)
-        else:
-            ptr, ex = np.zeros(idx.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        out, _ = self._top_k(idx, k, ptr, ex)
-        return out[0] if scalar else out
-
-    # ------------------------------------------------------------------ explanation
-    def explain(self, user, item) -> Explanation:
-        """Split ``s_ij`` over the user's and the item's side-feature columns.
-
-        User side: ``s_ij = sum_f x_if (W h_j)_f`` over the nonzero columns f of x_i (the
-        identity column reported as "identity"); item side: ``s_ij = sum_g z_jg (W_2 b_i)_g``.
-        Each table has columns ``feature``, ``value`` (x_if), ``contribution``, sorted by
-        |contribution|; the contributions sum to the score. A user (item) embedded by the
-        mean rule (no positives, no features) has one row "mean of known users (items)".
-        """
-        self._check_fitted()
-        u, _ = self._user_indices(np.int64(user) if isinstance(user, (int, np.integer))
-                                  else user)
-        i, _ = self._user_indices(np.int64(item) if isinstance(item, (int, np.integer))
-                                  else item, "items")
-        if u.size != 1 or i.size != 1:
-            raise ValueError("explain takes one user and one item index.")
-        u, i = int(u[0]), int(i[0])
-        b, h = self.user_factors_[u], self.item_factors_[i]
-        score = float(b @ h)
-        ut, urule = _terms(self.user_side_, self.W_user_, u, h, self._user_mean_rule[u],
-                           self._user_mean, "users", self.known_users_[u])
-        it, irule = _terms(self.item_side_, self.W_item_, i, b, self._item_mean_rule[i],
-                           self._item_mean, "items", self.known_items_[i])
-        return Explanation(u, i, score, ut, it, urule, irule)
-
     # ------------------------------------------------------------------ evaluation
     #: :meth:`score` is ``precision_at_5`` of :meth:`evaluate` (the headline ranking metric).
     score_metric = "precision_at_5"
-
-    def evaluate(self, ratings) -> dict:
-        """Ranking metrics on held-out interactions (same index space), stated in
-        :mod:`kmviz.metrics`.
-
-        Every entry of ``ratings`` (those >= ``threshold`` when it is set) is a held-out
-        positive. For each user with at least one, the items are ranked by score leaving
-        out the user's TRAINING positives (except the pairs being evaluated, so evaluating
-        the training set itself measures the fit); the metrics are averaged over those users:
-        ``precision_at_{1,3,5}`` (hits / k, LightFM's convention), ``ndcg_at_{1,3,5}``,
-        ``recall_at_5`` and ``capped_precision_at_5`` (hits / min(k, |positives|) pooled over
-        users: implicit's "precision").
-        """
-        from .. import metrics
-
-        self._check_fitted()
-        self._check_interactions(ratings, "ratings")
-        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
-        if (int(ratings.n_users), int(ratings.n_items)) != (n_users, n_items):
-            raise ValueError(f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but "
-                             f"the model was fitted on ({n_users}, {n_items}).")
-        thr = self.threshold
-        users, items = self._positives(ratings, thr, "ratings")
-        if users.size == 0:
-            raise EmptyDataError("the ratings to evaluate hold no positives",
-                                 expected="at least one held-out positive")
-        order = np.lexsort((items, users))
-        users, items = users[order], items[order]
-        eval_users, start = np.unique(users, return_index=True)
-        keys = users * n_items + items
-        ptr, ex = self._exclusion(eval_users, drop=keys)
-        top, _ = self._top_k(eval_users, max(EVAL_KS), ptr, ex)
-        bounds = np.append(start, users.size)
-        relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
-                    for r in range(eval_users.size)]
-        out = {}
-        for k in EVAL_KS:
-            out[f"precision_at_{k}"] = metrics.precision_at_k(top, relevant, k)
-        for k in EVAL_KS:
-            out[f"ndcg_at_{k}"] = metrics.ndcg_at_k(top, relevant, k)
-        out["recall_at_5"] = metrics.recall_at_k(top, relevant, 5)
-        out["capped_precision_at_5"] = metrics.capped_precision_at_k(top, relevant, 5)
-        return out
 
     # ------------------------------------------------------------------ runs
     def _fitted_arrays(self) -> dict:
@@ -825,38 +521,3 @@ class OneClassMF(IterativeEstimator):
         """A fitted model from :meth:`_fitted_arrays` (and its params) without refitting."""
         trace = trace if trace is not None else Trace(solver="ocmf.tron")
         return cls._from_fitted_arrays(arrays, dict(params or {}), trace)
-
-
-# ----------------------------------------------------------------------------- helpers
-def _embed(side: SideMatrix, W, known):
-    """``E = X W`` with the mean rule for rows without data: (E, mean-rule mask, mean)."""
-    E = side.apply(W)
-    empty = side.empty_rows()
-    ref = known & ~empty
-    mean = E[ref].mean(axis=0) if ref.any() else np.zeros(E.shape[1])
-    E[empty] = mean
-    return np.ascontiguousarray(E), empty, mean
-
-
-def _terms(side: SideMatrix, W, row, other, mean_rule, mean, plural, known):
-    """Per-column contributions ``x_rf (W other)_f`` of one row, as a DataFrame."""
-    if mean_rule:
-        return (pd.DataFrame({"feature": [f"mean of known {plural}"], "value": [1.0],
-                              "contribution": [float(mean @ other)]}),
-                f"no positives and no features: the mean embedding of the known {plural}")
-    cols, vals = side.row_terms(row)
-    proj = W[cols] @ other if cols.size else np.zeros(0)
-    contrib = vals * proj
-    names = [side.column_name(int(c)) for c in cols]
-    df = pd.DataFrame({"feature": names, "value": vals, "contribution": contrib})
-    df = df.reindex(df["contribution"].abs().sort_values(ascending=False, kind="stable")
-                    .index).reset_index(drop=True)
-    has_id = side.n_identity and np.any(side.identity_rows == row)
-    if has_id and not known:
-        rule = "identity fitted without positives" + (" and features" if side.n_features
-                                                      else "")
-    elif has_id:
-        rule = "identity and features" if side.n_features else "identity"
-    else:
-        rule = "features only" + ("" if known else " (no positives)")
-    return df, rule

@@ -270,8 +270,7 @@ class LineSearch:
         E = p._E
         dE = p.side.apply(D)
         self.dE = dE
-        self.s0 = t.scores.copy()
-        self.ds = t.pair_scores(dE)
+        self.s0, self.ds = t.line_start(dE)
         self.lp0 = p.parts["l_plus"]
         # the quadratic part Q(W) = L-_var + lambda ||W||^2 + lambda_graph tr(E^T L E):
         # Q(W + a D) - Q(W) = a Val1 + a^2 Val2
@@ -308,7 +307,7 @@ class LineSearch:
             x_new = self.x + alpha * self.dx
             W = p._mat(x_new)
             E = p._E + alpha * self.dE
-            p.terms.set_scores(self.s0 + alpha * self.ds)
+            p.terms.move_scores(self.s0, self.ds, alpha)
             lp = self._lp[1] if self._lp is not None and self._lp[0] == alpha else \
                 p.terms.l_plus_shifted(self.s0, self.ds, alpha)
             p._x, p._E = x_new, E

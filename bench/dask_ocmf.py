@@ -1,0 +1,138 @@
+"""What fitting one-class MF on a Dask cluster costs: a LocalCluster of N worker processes
+against the in-process fit (Numba threads), OneClassMF(k=64) on MovieLens-shaped synthetic
+data, and a projection of one iteration at 1B positives on 8 / 32 / 128 workers.
+
+Data: ``km_scaling.movielens_like`` (the shapes of MovieLens 1M / 10M / 25M), every rating a
+positive. Both fits use ``OneClassMF(k=--k, max_iter=--iters, random_state=0)`` (TRON, the
+defaults) and must end with the same W and W_2 (checked: equal, or the largest difference).
+"s / iteration" is the median wall time of iterations 2.. (iteration 1 holds the cluster's
+one-off scatter of the pairs and the workers' first kernel loads); "first" is iteration 1's.
+The distributed phases are the trace's ``{w,h}_pairs_scatter`` (the broadcast of the fixed
+side once per half-step), ``_compute`` (until every task of a call ended, summed over the
+calls) and ``_gather``.
+
+Projection (on paper, from this run's measurements): per half-step TRON makes ``c`` calls
+(measured: function values + Hessian-vector products, and the Hessian diagonals that come
+with them); each call moves the varying side's rows of one iterate to the workers and one
+or two result arrays back (rows x k float64 each way, 8 bytes), the fixed side's factors
+are broadcast once. Compute: this run's worker core-seconds per positive per iteration
+times 1e9 / workers. Transfer at 1.25 GB/s (10 GbE) out of and into one client; 2 ms per
+call of scheduling latency. Shape for 1B positives: 6.5M users x 250k items.
+
+    python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--iters 3] [--k 64]
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+from _common import footer, header, load_avg, parser, table
+from km_scaling import SHAPES, movielens_like
+
+BANDWIDTH = 1.25e9      # bytes / s: one 10 GbE link at the client
+CALL_LATENCY = 2e-3     # s per call (submit + wait + gather of a few tasks)
+BIG = (1_000_000_000, 6_500_000, 250_000)
+
+
+def _per_iter(trace):
+    wall = np.diff(np.concatenate(([0.0], trace.column("wall_s"))))
+    return float(wall[0]), float(statistics.median(wall[1:])) if wall.size > 1 else float("nan")
+
+
+def _median(trace, name):
+    col = trace.column(name)
+    return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
+
+
+def projection(per_positive, calls_w, calls_h, k, *, shape=BIG, workers=(8, 32, 128)):
+    """Rows of the 1B projection table (module docstring) from measured figures:
+    ``per_positive`` worker core-seconds per positive per iteration, ``calls_*`` calls per
+    half-step (each moving about 2.5 rows x k arrays: iterate in, one or two results out)."""
+    n_pos, n_u, n_i = shape
+    rows = []
+    for w in workers:
+        compute = per_positive * n_pos / w
+        bcast_w, bcast_h = n_i * k * 8 * w, n_u * k * 8 * w      # O to every worker
+        per_call_w, per_call_h = 2.5 * n_u * k * 8, 2.5 * n_i * k * 8
+        volume = bcast_w + bcast_h + calls_w * per_call_w + calls_h * per_call_h
+        rows.append({"workers": w, "compute s": compute,
+                     "broadcast GB / W-step": bcast_w / 1e9,
+                     "broadcast GB / H-step": bcast_h / 1e9,
+                     "per-call GB (W, H)": f"{per_call_w / 1e9:.2f}, {per_call_h / 1e9:.2f}",
+                     "transfer s": volume / BANDWIDTH,
+                     "latency s": (calls_w + calls_h) * CALL_LATENCY,
+                     "s / iteration": compute + volume / BANDWIDTH
+                     + (calls_w + calls_h) * CALL_LATENCY})
+    return rows
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--sizes", default="1m")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--k", type=int, default=64)
+    args = p.parse_args()
+    t_start = time.perf_counter()
+    header("Dask LocalCluster vs in process, one-class MF")
+    import kmviz
+    from kmviz.data import Ratings
+    from kmviz.ocmf import OneClassMF
+    from kmviz.ocmf.warmup import compile_kernels
+
+    compile_kernels()
+    rows, src = [], None
+    for label in args.sizes.split(","):
+        n_r, n_u, n_i = SHAPES[label]
+        users, items, values = movielens_like(n_r, n_u, n_i, args.seed)
+        data = Ratings.from_arrays(users, items, values, r_min=1.0, r_max=5.0)
+        del users, items, values
+
+        def ocmf():
+            return OneClassMF(k=args.k, max_iter=args.iters, random_state=0)
+
+        load0 = load_avg()
+        ref = ocmf().fit(data)
+        first_in, it_in = _per_iter(ref.trace_)
+        with kmviz.parallel_backend("dask", client=f"local:{args.workers}") as backend:
+            t0 = time.perf_counter()
+            got = ocmf().fit(data)
+            wall = time.perf_counter() - t0
+        first_d, it_d = _per_iter(got.trace_)
+        diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
+                   float(np.abs(ref.W_item_ - got.W_item_).max()))
+        row = {"positives": label, "in-process s/iter": it_in,
+               f"local:{args.workers} s/iter": it_d, "ratio": it_d / it_in,
+               "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
+               "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
+        for side in ("w", "h"):
+            for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
+                row[f"{side}_{ph}"] = _median(got.trace_, f"t_{side}_{ph}_s")
+        row["calls / iter"] = _median(got.trace_, "n_fun") + _median(got.trace_, "n_hess_vec")
+        row["dask fit wall s"] = wall
+        rows.append(row)
+        src = (len(data.values), row, args.workers, got.trace_)
+        del backend
+    print(table(rows))
+
+    nnz, row, W, trace = src
+    core_s = W * (row["w_pairs_compute"] + row["h_pairs_compute"])
+    per_pos = core_s / nnz
+    calls = {}
+    for side in ("w", "h"):
+        # value passes (n_fun counts both blocks: split by the Newton steps) + hvps
+        calls[side] = (_median(trace, f"n_{side}_newton") + _median(trace, f"n_{side}_rejected")
+                       + 1 + _median(trace, f"n_{side}_cg"))
+    print(f"\nMeasured at {nnz:,} positives: {core_s:.3g} worker core-seconds per iteration "
+          f"in the pair passes = {per_pos * 1e9:.3g} ns per positive (upper bound); calls per "
+          f"half-step W {calls['w']:.0f}, H {calls['h']:.0f}.\n")
+    print(f"Projection, 1B positives (6.5M users x 250k items), k = {args.k}:")
+    print(table(projection(per_pos, calls["w"], calls["h"], args.k)))
+    footer(t_start)
+
+
+if __name__ == "__main__":
+    main()

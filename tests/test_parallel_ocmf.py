@@ -1,0 +1,172 @@
+"""OneClassMF on a Dask cluster: the observed-pair sums of every TRON (and gradient-descent)
+call run as block tasks (kmviz.ocmf._dist) and the fit equals the in-process fit."""
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import kmviz
+from kmviz import parallel
+from kmviz.ocmf import OneClassMF, _dist
+from kmviz.ocmf.synthetic import make_planted_pu
+
+pytest.importorskip("distributed")
+
+CONFIGS = [
+    {},                                                        # TRON, X = I, O_c diagonal
+    {"solver": "gd"},                                          # batched line-search trials
+    {"dtype": "float32"},
+    {"side_features": "both", "graph": "ratings", "lambda_g": 0.5},
+    {"side_features": "both", "small_d": "on"},                # hvp_observed + M_bar
+]
+
+
+def _data():
+    data, _ = make_planted_pu(150, 90, 3, density=0.1, random_state=1)
+    return data
+
+
+def _ocmf(**kw):
+    return OneClassMF(**{"k": 4, "max_iter": 3, "random_state": 0, **kw})
+
+
+def _assert_same_fit(ref, got, *, exact):
+    for a, b in ((ref.W_user_, got.W_user_), (ref.W_item_, got.W_item_)):
+        if exact:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ref.trace_.column("objective"),
+                               got.trace_.column("objective"), rtol=1e-10)
+    # the same TRON path: the same Newton / CG counts per block
+    for col in ("n_w_newton", "n_h_newton", "n_w_cg", "n_h_cg", "n_hess_vec"):
+        np.testing.assert_array_equal(ref.trace_.column(col), got.trace_.column(col))
+
+
+def _check(spec, data, refs, *, exact):
+    with kmviz.parallel_backend("dask", client=spec, n_blocks=3):
+        for cfg, ref in zip(CONFIGS, refs):
+            got = _ocmf(**cfg).fit(data)
+            _assert_same_fit(ref, got, exact=exact)
+    phases = got.trace_.phase_names()
+    for name in ("w_pairs_compute", "h_pairs_compute", "w_pairs_gather", "scatter_data"):
+        assert name in phases
+
+
+@pytest.mark.slow
+def test_ocmf_on_worker_threads_equals_the_in_process_fit_bit_for_bit():
+    data = _data()
+    _check("threads:2", data, [_ocmf(**c).fit(data) for c in CONFIGS], exact=True)
+    assert not _dist._STATE        # each fit freed its state on the workers
+
+
+@pytest.mark.slow
+def test_hessian_diagonal_returned_with_every_value_pass_gives_the_same_fit(monkeypatch):
+    # DistPairs(diag=True): the diagonal rides with each value pass instead of its own call
+    calls = []
+    init = _dist.DistPairs.__init__
+
+    def with_diag(self, backend, loss, k, *, diag=False):
+        calls.append(k)
+        init(self, backend, loss, k, diag=True)
+
+    monkeypatch.setattr(_dist.DistPairs, "__init__", with_diag)
+    data = _data()
+    configs = [{}, {"side_features": "both", "dtype": "float32"}]
+    refs = [_ocmf(**c).fit(data) for c in configs]
+    with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+        for cfg, ref in zip(configs, refs):
+            _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=True)
+    assert len(calls) == 2
+
+
+@pytest.mark.slow
+def test_ocmf_on_worker_processes_equals_the_in_process_fit():
+    data = _data()
+    _check("local:2", data, [_ocmf(**c).fit(data) for c in CONFIGS], exact=False)
+
+
+_LOSSES = {"every": 0, "n": 0, "lost": 0}
+_TASK = _dist.block_task
+
+
+def _flaky_block_task(block, shared, extra):
+    """The block task, but every n-th call first drops all the OCMF state of this process
+    (a block moved to a worker that never held it). Module level: Dask pickles a task's
+    function, and a closure's counters would be copies."""
+    _LOSSES["n"] += 1
+    if _LOSSES["n"] % _LOSSES["every"] == 0:
+        with _dist._LOCK:
+            _LOSSES["lost"] += len(_dist._STATE)
+            _dist._STATE.clear()
+    return _TASK(block, shared, extra)
+
+
+def _lose_state_every(n, monkeypatch):
+    """Worker threads lose their state before every n-th task: the tasks answer LOST and
+    the client rebuilds the state first."""
+    _LOSSES.update(every=n, n=0, lost=0)
+    monkeypatch.setattr(_dist, "block_task", _flaky_block_task)
+    return _LOSSES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cfg", [{}, {"side_features": "both"}, {"solver": "gd"}])
+def test_state_lost_mid_half_step_is_rebuilt_and_the_fit_is_unchanged(cfg, monkeypatch):
+    data = _data()
+    ref = _ocmf(**cfg).fit(data)
+    calls = _lose_state_every(7, monkeypatch)
+    restore = _dist.DistBlockTerms._restore_ops
+    rebuilt = []
+    monkeypatch.setattr(_dist.DistBlockTerms, "_restore_ops",
+                        lambda self, lo, hi: rebuilt.append(lo) or restore(self, lo, hi))
+    with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+        got = _ocmf(**cfg).fit(data)
+    assert calls["lost"] > 0 and len(rebuilt) > 0
+    # TRON rebuilds a point's state with the same value pass: bit for bit; gradient descent
+    # recomputes a moved point's scores directly instead of s0 + alpha ds (rounding)
+    _assert_same_fit(ref, got, exact=cfg.get("solver") != "gd")
+
+
+@pytest.mark.slow
+def test_ocmf_finishes_with_the_same_result_when_a_worker_dies_mid_half_step(monkeypatch):
+    data = _data()
+    ref = _ocmf().fit(data)
+    with kmviz.parallel_backend("dask", client="local:2", n_blocks=3) as backend:
+        pids = list(backend.client.run(os.getpid).values())
+        hvp = _dist.DistBlockTerms.hvp
+        count = {"n": 0}
+
+        def hvp_then_kill(self, N):
+            count["n"] += 1
+            if count["n"] == 4:        # inside a TRON solve, between two CG steps
+                os.kill(pids[0], signal.SIGKILL)
+            return hvp(self, N)
+
+        monkeypatch.setattr(_dist.DistBlockTerms, "hvp", hvp_then_kill)
+        got = _ocmf().fit(data)
+        assert count["n"] > 4
+    _assert_same_fit(ref, got, exact=False)
+
+
+@pytest.mark.slow
+def test_ocmf_with_a_lost_scheduler_stops_with_a_clear_error_and_publishes_nothing():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                           dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    try:
+        with kmviz.parallel_backend("dask", client=client, n_blocks=2):
+            def stop_scheduler(row):
+                if row["iteration"] == 1:
+                    cluster.close()
+
+            model = _ocmf()
+            with pytest.raises(parallel.ClusterError, match="lost the Dask scheduler"):
+                model.fit(_data(), callback=stop_scheduler)
+            assert not hasattr(model, "W_user_")
+    finally:
+        client.close()
