@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import streamlit as st
 
@@ -264,8 +266,11 @@ STATUS_TEXT = {"compiling": "Compiling the kernels", "queued": "Queued",
                "failed": "Failed"}
 
 
-#: Seconds between two refreshes of the progress panel while a fit waits or runs.
-PROGRESS_EVERY_S = 0.5
+#: Seconds between two refreshes of the progress panel while a fit waits or runs: each
+#: tick reruns only the panel's fragment (bar, queue line, Stop), and once a second is
+#: enough for fits whose iterations take seconds. $KMVIZ_PROGRESS_EVERY_S changes it
+#: (bench/load_test.py --tick-cost measures the cost of a tick with it).
+PROGRESS_EVERY_S = float(os.environ.get("KMVIZ_PROGRESS_EVERY_S") or 1.0)
 
 
 def progress_panel() -> None:
