@@ -50,6 +50,7 @@ WAIT_MS = 600_000
 def run_phase(browser, server, monitor, *, sessions, n_users, n_items, D, iters,
               timeout_s: float) -> tuple[list[dict], dict]:
     """Back to back, then at once, on ``sessions`` new sessions; (rows, summary)."""
+    t_phase = time.perf_counter()
     pages = [prepare_km_session(browser, server.url, n_users=n_users, n_items=n_items, D=D,
                                 iters=iters, seed=i, wait_ms=WAIT_MS)
              for i in range(sessions)]
@@ -83,7 +84,7 @@ def run_phase(browser, server, monitor, *, sessions, n_users, n_items, D, iters,
         "last / back to back": (last / back_to_back) if last and back_to_back else None,
         "idle after last s": idle,
         "server CPU s (first click to idle)": cpu,
-        "peak RSS MB (server + children)": monitor.peak_rss / 2**20,
+        "peak RSS MB (server + children)": monitor.peak_between(t_phase, t_idle) / 2**20,
     }
     for page in pages:
         page.context.close()

@@ -303,6 +303,10 @@ class ServerMonitor:
     def peak_rss(self) -> int:
         return max((s[2] for s in self.samples), default=0)
 
+    def peak_between(self, t0: float, t1: float) -> int:
+        """The highest resident memory sampled between two ``perf_counter`` moments."""
+        return max((s[2] for s in self.samples if t0 <= s[0] <= t1), default=0)
+
     def cpu_between(self, t0: float, t1: float) -> float:
         """CPU seconds the tree used between two ``perf_counter`` moments (nearest samples)."""
         inside = [s for s in self.samples if t0 <= s[0] <= t1]

@@ -20,6 +20,7 @@ from kmviz.exceptions import DataError
 
 from .errors import describe_exception, is_streamlit_control
 from .forms import generator_options, reading_options
+from .memory import release_memory
 from .state import StateKeys
 from .text import md_escape, size_phrase
 
@@ -358,6 +359,7 @@ def load_clicked(kind: str) -> None:
         ratings, spec = _load_request(req)
         split, settings, note = _split_for(ratings, req["split"])
         box["load"] = ("ok", (ratings, {**spec, "split": settings}, split, note))
+        release_memory()  # a generator's or parser's temporaries: give their pages back
     except Exception as exc:  # noqa: BLE001 - shown on the Data page, never a crash elsewhere
         if is_streamlit_control(exc):
             raise
