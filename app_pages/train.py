@@ -14,7 +14,7 @@ from kmviz.ui.forms import defaults_panel, params_form
 from kmviz.ui.pages import link_target
 from kmviz.ui.state import StateKeys, active_run, init_state
 from kmviz.ui.text import md_escape
-from kmviz.ui.training import (cluster_caption, fit_warnings, request_training,
+from kmviz.ui.training import (cluster_caption, fit_warnings, load_notice, request_training,
                                 start_requested_job, warm_up)
 from kmviz.ui.views import (CONVERGENCE_PAGE, collect_finished_job, kernels_notice,
                             progress_panel, require_dataset, run_metrics, suggestion_panel)
@@ -31,6 +31,7 @@ st.caption(f"Data: **{md_escape(ratings.name)}**{default_note}, {sizes['train']:
            f"({sizes['by']} split, seed {sizes['seed']}). Change it on the Data page.")
 if cluster_line := cluster_caption():
     st.caption(cluster_line)
+load_notice()  # a Load of the Data page still running: Train refuses until it ends
 
 rerun = st.session_state.get(StateKeys.RERUN_CONFIG)
 notice = st.session_state.get(StateKeys.NOTICE)
@@ -75,6 +76,9 @@ if run is not None:
                    "ends.")
     else:
         st.subheader(f"Result: {md_escape(run.label)}")
+    st.caption(f"Trained on **{md_escape(run.dataset_name)}** (fingerprint "
+               f"`{run.fingerprint}`)" + ("" if run.fingerprint == ratings.fingerprint() else
+                                           "; the session's data has changed since."))
     run_metrics(run)
     fit_warnings(run)
     fam = families.get(run.family)

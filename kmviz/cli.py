@@ -9,6 +9,7 @@
     kmviz train FAMILY --data SOURCE --dask ADDRESS|local:N     (fit on a Dask cluster)
     kmviz runs list | show RUN | export RUN --out DEST | delete RUN [--yes]     [--dir DIR]
     kmviz app [--port N] [--host HOST] [--data-dir DIR ...] [--shared-runs] [--dask ADDRESS]
+              [--max-fits N]
               [-- streamlit args]
 
 FAMILY is any registered model family (``kmviz train --help`` lists them, including those
@@ -472,6 +473,10 @@ def _cmd_app(args) -> int:
         from ._memory import ENV_VAR
 
         env[ENV_VAR] = str(args.max_fit_memory)
+    if args.max_fits is not None:  # fits that run at once; the others queue
+        from .ui.scheduler import MAX_FITS_ENV
+
+        env[MAX_FITS_ENV] = str(args.max_fits)
     if env.get("KMVIZ_RUNS_DIR"):  # the app runs from its own folder: no relative paths
         env["KMVIZ_RUNS_DIR"] = str(Path(env["KMVIZ_RUNS_DIR"]).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
@@ -523,6 +528,16 @@ def _port(text) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"invalid port {port}: expected 1 to 65535")
     return port
+
+
+def _positive_int(text) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number (e.g. 2)")
+    return value
 
 
 def _fraction(text) -> float:
@@ -686,6 +701,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memory one fit may use (bytes, or with K, M, G: 2G); a fit whose "
                         "estimate is above it is refused before it starts. Default: half of "
                         "the memory available when the fit starts (also $KMVIZ_MAX_FIT_BYTES)")
+    p.add_argument("--max-fits", type=_positive_int, metavar="N",
+                   help="how many fits may run at once on the server; the others wait in a "
+                        "queue, first come first served, each shown its place in line. "
+                        "Default: one per two cores, at least 1 (also $KMVIZ_MAX_FITS)")
     p.set_defaults(func=_cmd_app, streamlit_args=[])
     return parser
 

@@ -6,6 +6,8 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -18,6 +20,7 @@ from kmviz.exceptions import DataError
 
 from .errors import describe_exception, is_streamlit_control
 from .forms import generator_options, reading_options
+from .memory import release_memory
 from .state import StateKeys
 from .text import md_escape, size_phrase
 
@@ -346,15 +349,24 @@ def load_clicked(kind: str) -> None:
     box = st.session_state.get(StateKeys.PENDING_LOAD)
     if box is None:
         box = st.session_state[StateKeys.PENDING_LOAD] = {}
+    # While this runs, a click elsewhere starts the next script run in a new thread
+    # (Streamlit's fast reruns): the marker tells that run's Train a load is under way.
+    marker = {"kind": kind, "since": time.time(), "thread": threading.current_thread()}
+    box["loading"] = marker
     try:
         req = _read_request(kind)
+        marker["what"] = _request_words(req)
         ratings, spec = _load_request(req)
         split, settings, note = _split_for(ratings, req["split"])
         box["load"] = ("ok", (ratings, {**spec, "split": settings}, split, note))
+        release_memory()  # a generator's or parser's temporaries: give their pages back
     except Exception as exc:  # noqa: BLE001 - shown on the Data page, never a crash elsewhere
         if is_streamlit_control(exc):
             raise
         box["load"] = ("error", describe_exception(exc, "loading the dataset"))
+    finally:
+        if box.get("loading") is marker:  # plain dict operations: never stopped here
+            box.pop("loading", None)
     loaded = box["load"][0] == "ok"
     apply_pending_load()
     if loaded:
@@ -363,6 +375,34 @@ def load_clicked(kind: str) -> None:
     else:
         st.toast("The dataset could not be loaded: the Data page says why.",
                  icon=":material/error:")
+
+
+def _request_words(req: dict) -> str:
+    """What a Load request loads, in a few words (for the Train page while it loads)."""
+    if req["kind"] == "built-in":
+        return str(getattr(req.get("entry"), "title", "") or req.get("name"))
+    if req["kind"] == "upload":
+        return f"the upload {req.get('file_name')}"
+    return f"the file {req.get('path')}"
+
+
+def load_in_progress() -> dict | None:
+    """The Load under way in this session, if any: ``{"kind", "what", "since"}``.
+
+    A Load button's callback runs in the script thread of the click; a click on another
+    page meanwhile starts that page's run in a new thread while the load goes on, so the
+    Train page can run before the new dataset is the session's (see :func:`load_clicked`).
+    A marker whose thread has ended (stopped where nothing could clear it) is dropped."""
+    box = st.session_state.get(StateKeys.PENDING_LOAD) or {}
+    marker = box.get("loading")
+    if not marker:
+        return None
+    thread = marker.get("thread")
+    if thread is not None and not thread.is_alive():
+        box.pop("loading", None)
+        return None
+    return {"kind": marker.get("kind"), "what": marker.get("what") or "a dataset",
+            "since": marker.get("since")}
 
 
 def apply_pending_load() -> bool:

@@ -5,9 +5,11 @@ Streamlit cannot cancel a running script, so the fit runs in a thread. The page 
 fragment; the Stop button sets an event that the fit's callback turns into
 ``StopIteration`` after the current BCD iteration, which ends the fit cleanly with the
 model learned so far. A job first waits for its own family's kernels (status "compiling",
-on a first start after installing; :mod:`kmviz.ui.warmup`), never for other families'. Fits
-are serialized per server process (two cores; Numba's parallel kernels), so a second
-session's job then waits in a queue (status "queued") until the first one ends.
+on a first start after installing; :mod:`kmviz.ui.warmup`), never for other families'. At
+most a few fits run at once in the server process (:mod:`kmviz.ui.scheduler`: a limit from
+the core count, ``kmviz app --max-fits``); other sessions' jobs wait in a first-in-first-out
+queue (status "queued", with their place in line), and each running fit uses its share of
+Numba's threads.
 """
 
 from __future__ import annotations
@@ -23,21 +25,20 @@ import traceback
 import streamlit as st
 
 from kmviz import families
+from kmviz._memory import check_fit_memory
 from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
+from .datasets import load_in_progress
 from .errors import user_errors
 from .forms import form_params
+from .scheduler import fit_threads, scheduler
 from .state import RunRecord, StateKeys, session_owner
 from .text import md_escape
 from .warmup import WarmUp
 
 log = logging.getLogger("kmviz.ui")
-
-#: One fit at a time in this server process; other sessions' jobs wait (status "queued").
-_FIT_LOCK = threading.Lock()
-
 
 #: The trace's stop reasons in words (anything else is shown as it is).
 #: Fallback words for a trace without a stop message (runs saved before kmviz 0.2).
@@ -129,6 +130,9 @@ class TrainingJob:
                 "stop_requested": self.stop_event.is_set(),
                 "save_error": self.save_error,
                 "family": self.family,
+                "queue": (scheduler().queue_words(self) if self._status == "queued"
+                          else ""),
+                "dataset_name": self.dataset_name,
                 "warm_up": (self.warm_up.status(self.family)
                             if self._status == "compiling" and self.warm_up is not None
                             else None),
@@ -158,21 +162,17 @@ class TrainingJob:
                     self._stopped_before_start()
                     return
                 self._set(status="queued")
-            while not _FIT_LOCK.acquire(timeout=0.2):
-                if self.stop_event.is_set():
-                    self._stopped_before_start()
-                    return
-            try:
-                if self.stop_event.is_set():
+            fits = scheduler()
+            with fits.slot(self, self.stop_event) as got:
+                if not got or self.stop_event.is_set():
                     self._stopped_before_start()
                     return
                 self._set(status="running", fit_started=time.time())
                 model = families.get(self.family).make(self.params)
                 backend_from_env()   # the operator's `kmviz app --dask` cluster, if any
-                model.fit(self.split.train, callback=self._callback,
-                          validation=self.split.validation)
-            finally:
-                _FIT_LOCK.release()
+                with fit_threads(fits.threads_per_fit()):   # its share of Numba's threads
+                    model.fit(self.split.train, callback=self._callback,
+                              validation=self.split.validation)
             stopped = self.stop_event.is_set() or model.trace_.stop_reason == "callback"
             metrics = run_metrics(model, self.split)
             metrics["wall_s"] = float(model.trace_.rows[-1]["wall_s"]) if model.trace_.rows \
@@ -230,7 +230,7 @@ def cluster_caption() -> str | None:
 
 def fit_running() -> bool:
     """Whether a fit holds the cores now (the warm-up defers compiles nobody asked for)."""
-    return _FIT_LOCK.locked()
+    return scheduler().running() > 0
 
 
 _WARM_UP: WarmUp | None = None
@@ -267,15 +267,52 @@ def background_warm_up() -> WarmUp:
 def start_job(family: str, params: dict, *, request_id: str | None = None) -> TrainingJob:
     """Validate the settings, then start a background fit owned by this session (it waits
     for its family's kernels if they are still compiling)."""
-    families.get(family).make(params)._validate_params()  # bad settings fail here, on the page
+    model = families.get(family).make(params)
+    checked = model._validate_params()  # bad settings fail here, on the page
     ratings = st.session_state[StateKeys.DATASET]
     split = st.session_state[StateKeys.SPLIT]
+    # a fit over the per-fit memory limit is refused here too, before it takes a place in
+    # the queue (the fit checks again when it starts)
+    check_fit_memory(model, checked, split.train)
     job = TrainingJob(family, params, split, dataset_name=ratings.name,
                       fingerprint=ratings.fingerprint(), ratings=ratings,
                       spec=st.session_state.get(StateKeys.DATASET_SPEC), owner=session_owner(),
                       warm_up=warm_up(), request_id=request_id)
     st.session_state[StateKeys.JOB] = job
     return job.start()
+
+
+#: Why a second Train click of a session is refused while its fit runs.
+ONE_FIT_PER_SESSION = ("A training run is in progress in this session, so this one was not "
+                       "started: one fit per session at a time, so that every session on the "
+                       "server gets its turn. Stop it or wait for it to finish, then press "
+                       "Train again.")
+
+
+def load_refusal(loading: dict) -> str:
+    """Why Train did not start while the Data page's Load of ``loading`` runs."""
+    return (f"Not started: {md_escape(loading['what'])} is still loading (Data page), and "
+            "this fit would have trained on the dataset it replaces. Press Train again once "
+            "the new dataset is named above.")
+
+
+def load_notice() -> None:
+    """On the Train page while the Data page's Load runs: which data is loading, refreshed
+    until it has loaded (then the page reruns once, naming the new dataset)."""
+    if load_in_progress() is None:
+        return
+
+    @st.fragment(run_every=0.5)
+    def _notice():
+        loading = load_in_progress()
+        if loading is None:
+            st.rerun(scope="app")
+        st.info(f"Loading {md_escape(loading['what'])} ({time.time() - loading['since']:.0f} "
+                "s so far): Train waits for it and refuses to start until it has loaded, so "
+                "no fit trains on the dataset it replaces.", icon=":material/hourglass_top:")
+
+    with st.container():
+        _notice()
 
 
 def request_training(family: str) -> None:
@@ -295,11 +332,13 @@ def start_requested_job() -> None:
     if not request:
         return
     job = st.session_state.get(StateKeys.JOB)
+    loading = load_in_progress()
     if job is not None and job.request_id == request["id"]:
         pass  # started by a run that was interrupted before it could clear the request
     elif job is not None and not job.done:
-        st.warning("A training run is in progress; stop it or wait for it to finish.",
-                   icon=":material/hourglass_top:")
+        st.warning(ONE_FIT_PER_SESSION, icon=":material/hourglass_top:")
+    elif loading is not None:
+        st.warning(load_refusal(loading), icon=":material/hourglass_top:")
     else:
         with user_errors("starting the training"):
             start_job(request["family"], request["params"], request_id=request["id"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import streamlit as st
 
@@ -264,6 +266,13 @@ STATUS_TEXT = {"compiling": "Compiling the kernels", "queued": "Queued",
                "failed": "Failed"}
 
 
+#: Seconds between two refreshes of the progress panel while a fit waits or runs: each
+#: tick reruns only the panel's fragment (bar, queue line, Stop), and once a second is
+#: enough for fits whose iterations take seconds. $KMVIZ_PROGRESS_EVERY_S changes it
+#: (bench/load_test.py --tick-cost measures the cost of a tick with it).
+PROGRESS_EVERY_S = float(os.environ.get("KMVIZ_PROGRESS_EVERY_S") or 1.0)
+
+
 def progress_panel() -> None:
     """Progress of this session's background fit, polled by a fragment while it runs: the
     state it is in (compiling its family's kernels, queued behind another session's fit,
@@ -271,7 +280,7 @@ def progress_panel() -> None:
     job = st.session_state.get(StateKeys.JOB)
     running = job is not None and not job.done
 
-    @st.fragment(run_every=0.5 if running else None)
+    @st.fragment(run_every=PROGRESS_EVERY_S if running else None)
     def _panel():
         job_now = st.session_state.get(StateKeys.JOB)
         if job_now is None:
@@ -299,8 +308,9 @@ def progress_panel() -> None:
             st.info(md_escape(compile_message(snap["warm_up"]) + " Training starts as soon "
                               "as they are ready."), icon=":material/hourglass_top:")
         elif status == "queued":
-            st.info("Waiting: another session on this server is training; this fit "
-                    "starts when it ends.", icon=":material/hourglass_top:")
+            st.info(md_escape(f"{snap['queue'] or 'Queued'}. This fit starts when its turn "
+                              "comes; Stop takes it out of the queue."),
+                    icon=":material/hourglass_top:")
         if not job_now.done:
             if st.button("Stop", key="train_stop", icon=":material/stop:",
                          disabled=snap["stop_requested"],
