@@ -47,7 +47,8 @@ from ..rules import (
 )
 
 __all__ = ["stable_implications", "map_refits", "resample_users", "refit_supports",
-           "rank_stable", "add_stability", "sort_by_stability", "stability_caption",
+           "rank_stable", "stability_order", "add_stability", "sort_by_stability",
+           "stability_caption",
            "refits_held", "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED",
            "RESAMPLING", "STABILITY_COLUMNS"]
 
@@ -326,6 +327,17 @@ def rank_stable(df: pd.DataFrame, *, stable_share: float = DEFAULTS["stable_shar
         df = df.drop(columns="rank")
     df.insert(0, "rank", np.arange(1, len(df) + 1))
     return df
+
+
+def stability_order(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a table carrying ``stability`` by stability alone (then the lower bound
+    of the out-of-bag lift, then co-support): the order of stability selection's claims,
+    in which the implications held in most refits come first."""
+    key = df["oob_lift_lo"].fillna(-np.inf).to_numpy() if "oob_lift_lo" in df else \
+        np.zeros(len(df))
+    order = np.lexsort((df["consequent"].to_numpy(), df["antecedent"].to_numpy(),
+                        -df["co_support"].to_numpy(), -key, -df["stability"].to_numpy()))
+    return df.iloc[order]
 
 
 def add_stability(df: pd.DataFrame, stable: pd.DataFrame | None) -> pd.DataFrame:
