@@ -32,6 +32,10 @@ def test_stability_on_request_adds_column_filter_and_refit_view():
     assert any(s["layout"].get("title", {}).get("text", "").startswith("Refits in which")
                for s in plotly_specs(at))
     assert any("held in" in t.value for t in at.text)
+    # the order by stability alone
+    at.radio(key="impl_sort").set_value("stability alone").run()
+    table = [d.value for d in at.dataframe if "implied_by" in d.value.columns][0]
+    assert (table["stability"].diff().dropna() <= 1e-12).all()
     # the filter keeps only the rows at or above the chosen stability
     at.number_input(key="impl_f_stab").set_value(1.0).run()
     table = [d.value for d in at.dataframe if "implied_by" in d.value.columns][0]

@@ -6,7 +6,7 @@ import pytest
 from kmviz.data import Ratings, make_planted_km
 from kmviz.km import mine_implications, stable_implications
 from kmviz.km.mining import export_csv
-from kmviz.km.stability import (MIN_JUDGED, STABILITY_COLUMNS, add_stability, map_refits,
+from kmviz.km.stability import (DEFAULTS, MIN_JUDGED, STABILITY_COLUMNS, add_stability, map_refits,
                                 resample_users, stability_caption)
 
 
@@ -59,8 +59,12 @@ def test_spurious_implication_in_one_refit_only_is_not_stable():
     assert df.attrs["n_refits"] == 5
     row = df[(df.antecedent == 2) & (df.consequent == 3)].iloc[0]
     assert not row["stable"] and row["n_held"] == 1
-    # stable rows come first; the table carries the statistics of mine_implications
-    assert df["stable"].to_numpy()[: int(df["stable"].sum())].all()
+    # rows with enough out-of-bag evidence come first, by the out-of-bag lift's lower
+    # bound; the table carries the statistics of mine_implications
+    enough = df["oob_n"].fillna(0).to_numpy() >= DEFAULTS["min_oob_n"]
+    assert enough[: int(enough.sum())].all()
+    lo = df["oob_lift_lo"].to_numpy()[: int(enough.sum())]
+    assert (np.diff(lo) <= 1e-12).all()
     assert {"antecedent", "consequent", "stability", "co_support", "confidence", "lift",
             "p_value", "oob_lift_lo", "judged", "hub"} <= set(df.columns)
     assert df["antecedent"].dtype.kind == "i" and df["consequent"].dtype.kind == "i"
@@ -96,3 +100,46 @@ def test_planted_implications_have_stability_one():
     got = {(a, c): s for a, c, s in zip(df.antecedent, df.consequent, df.stability)}
     true = [tuple(p) for p in truth.implications]
     assert true and all(got.get(p, 0.0) == 1.0 for p in true)
+
+
+@pytest.mark.slow
+def test_stability_order_keeps_planted_precision_and_raises_recall():
+    # Half the entries observed, no noise: one KM fit from a random start (seeds other than
+    # the generator's, whose stream would start KM at the planted theta) claims some false
+    # implications and misses true ones; the refits' stability order, cut at the same count,
+    # claims only true ones and so finds more of them.
+    from kmviz.km import KolmogorovModel
+    from kmviz.km.mining import km_claims
+    from kmviz.km.stability import stability_order
+    from kmviz.rules import recovery_scores
+
+    ratings, truth = make_planted_km(2000, 60, 8, observed=0.5, random_state=0)
+    df = stable_implications(ratings, n_refits=20, random_state=0, D=8,
+                             items=np.ones(ratings.n_items, bool))
+    ranked = stability_order(df)[["antecedent", "consequent"]].to_numpy()
+    singles = []
+    for seed in (1, 2, 3):
+        one = km_claims(KolmogorovModel(D=8, random_state=seed).fit(ratings), ratings)
+        single = recovery_scores(one, truth.implications)
+        stable = recovery_scores(ranked[:len(one)], truth.implications)
+        assert stable["precision"] == 1.0
+        assert stable["recall"] >= single["recall"]
+        singles.append((single["precision"], single["recall"], stable["recall"]))
+    p1, r1, r2 = np.mean(singles, axis=0)
+    assert p1 < 1.0 and r2 > r1
+
+
+def test_rows_without_out_of_bag_evidence_cannot_head_the_ranking():
+    import pandas as pd
+
+    from kmviz.km.stability import _distinct_cover, ranking_order, sort_by_stability
+
+    df = pd.DataFrame({"antecedent": [0, 1, 2], "consequent": [3, 3, 3],
+                       "co_support": [2, 40, 30], "stability": [1.0, 0.3, 0.6],
+                       "oob_n": [1.0, 10.0, 12.0], "oob_lift_lo": [5.0, 1.5, 2.0]})
+    assert ranking_order(df, 5).tolist() == [2, 1, 0]
+    assert sort_by_stability(df, 0)["antecedent"].tolist() == [0, 2, 1]  # no gate: bound
+    # refits reuse users: one refit counts once, many at most 1 / (1 - in-bag share)
+    cover = _distinct_cover(np.array([1, 2, 20]), 0.5)
+    assert cover[0] == pytest.approx(1.0) and cover[1] == pytest.approx(1.5)
+    assert cover[2] == pytest.approx(2.0, abs=1e-5)

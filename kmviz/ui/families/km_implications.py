@@ -104,12 +104,16 @@ def implications_table(run, frame, stable, held, train, liked, fmt):
         s1, s2 = st.columns([1, 3], vertical_alignment="bottom")
         f_stab = s1.number_input("min stability", 0.0, 1.0, 0.0, 0.05, key="impl_f_stab",
                                  help="Share of the refits in which the implication held.")
-        by_stab = s2.radio("order", ["stability, then out-of-bag lift (lower bound)",
-                                     "the model's ranking"], key="impl_sort", horizontal=True)
+        by_stab = s2.radio("order", ["evidence: out-of-bag lift (lower bound) of the rows "
+                                     "with enough out-of-bag ratings",
+                                     "stability alone", "the model's ranking"],
+                           key="impl_sort", horizontal=True)
         frame = stab.add_stability(frame, stable)
         frame = frame[frame["stability"] >= f_stab]
-        if by_stab.startswith("stability"):
-            frame = stab.sort_by_stability(frame, stable.attrs["stable_share"])
+        if by_stab.startswith("evidence"):
+            frame = stab.sort_by_stability(frame, stable.attrs["min_oob_n"])
+        elif by_stab.startswith("stability"):
+            frame = stab.stability_order(frame)
     filters = dict(min_support=f_support, min_confidence=f_conf, min_lift=f_lift,
                    min_heldout_confidence=f_held if held is not None else None, hubs=not f_hubs)
     table = mining.filter_implications(frame, top_k=f_top, **filters)
