@@ -55,7 +55,7 @@ def run_rows(kernel, n_rows: int, *args, n_threads: int | None = None) -> None:
         for lo, hi in blocks:
             kernel(lo, hi, *args)
         return
-    todo = iter(blocks)
+    todo = iter(blocks[1:])  # the calling thread always runs the first block itself
     lock = threading.Lock()
     errors: list[BaseException] = []
 
@@ -78,6 +78,11 @@ def run_rows(kernel, n_rows: int, *args, n_threads: int | None = None) -> None:
                for _ in range(min(n_threads, len(blocks)) - 1)]
     for t in threads:
         t.start()
+    try:
+        kernel(blocks[0][0], blocks[0][1], *args)
+    except BaseException as exc:  # noqa: BLE001 - re-raised below, after the others stop
+        with lock:
+            errors.append(exc)
     work()
     for t in threads:
         t.join()

@@ -51,4 +51,8 @@ def test_exact_evd_eval_never_types_lanczos(monkeypatch):
     assert res_pruned == res_full and res_pruned[1] == K.PHASE_IIB
     for a, b in zip(pruned[5], full[5]):  # C, w, V, g: bit for bit
         assert np.array_equal(a, b)
-    assert np.array_equal(pruned[7], full[7])
+    # the stats agree but for the cycle counters (wall-clock cycles, never equal twice)
+    cycles = [K.ST_EVD_CYC, K.ST_ALL_CYC, K.ST_LZ_CYC, *range(K.ST_PH_CYC, K.ST_CG_ITER)]
+    counts = np.setdiff1d(np.arange(K.N_STATS), cycles)
+    assert np.array_equal(pruned[7][counts], full[7][counts])
+    assert pruned[7][K.ST_N_EVD] >= 1
