@@ -47,6 +47,25 @@ def _median(trace, name):
     return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
 
 
+def _per_call(label, timers):
+    """Per-call means of the cluster calls' phases (ms) over the half-steps after the
+    first iteration (its W and H steps also scatter the pairs)."""
+    ts = timers[2:] or timers
+    calls = sum(t.get("pairs_calls", 0) for t in ts) or 1
+
+    def ms(key):
+        return 1e3 * sum(t.get(key, 0.0) for t in ts) / calls
+
+    wait = ms("pairs_compute") - ms("pairs_submit")
+    return {"positives": label, "calls": calls,
+            "scatter ms (broadcast + placing)": ms("pairs_scatter"),
+            "submit ms": ms("pairs_submit"),
+            "wait ms": wait, "task max ms": ms("pairs_task_max_sum"),
+            "task sum ms": ms("pairs_task_sum"), "gather ms": ms("pairs_gather"),
+            "wait - task max ms": wait - ms("pairs_task_max_sum"),
+            "in MB": sum(t.get("pairs_bytes_in", 0) for t in ts) / calls / 1e6}
+
+
 def projection(per_positive, calls_w, calls_h, k, *, shape=BIG, workers=(8, 32, 128)):
     """Rows of the 1B projection table (module docstring) from measured figures:
     ``per_positive`` worker core-seconds per positive per iteration, ``calls_*`` calls per
@@ -75,7 +94,15 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--k", type=int, default=64)
+    p.add_argument("--direct-mb", type=float, default=None,
+                   help="per-block task arguments above this many MB go straight to their "
+                        "block's worker (kmviz.parallel.DIRECT_BYTES); a huge value: all in "
+                        "the task graph")
     args = p.parse_args()
+    if args.direct_mb is not None:
+        from kmviz import parallel
+
+        parallel.DIRECT_BYTES = int(args.direct_mb * 1e6)
     t_start = time.perf_counter()
     header("Dask LocalCluster vs in process, one-class MF")
     import kmviz
@@ -84,7 +111,9 @@ def main():
     from kmviz.ocmf.warmup import compile_kernels
 
     compile_kernels()
-    rows, src = [], None
+    from kmviz.ocmf import _dist
+
+    rows, src, calls_rows = [], None, []
     for label in args.sizes.split(","):
         n_r, n_u, n_i = SHAPES[label]
         users, items, values = movielens_like(n_r, n_u, n_i, args.seed)
@@ -97,10 +126,23 @@ def main():
         load0 = load_avg()
         ref = ocmf().fit(data)
         first_in, it_in = _per_iter(ref.trace_)
-        with kmviz.parallel_backend("dask", client=f"local:{args.workers}") as backend:
-            t0 = time.perf_counter()
-            got = ocmf().fit(data)
-            wall = time.perf_counter() - t0
+        timers = []
+        block0 = _dist.DistPairs.block
+
+        def block(self, side, O, dtype=np.float64, timer=None):
+            out = block0(self, side, O, dtype, timer)
+            timers.append(out.timer)
+            return out
+
+        _dist.DistPairs.block = block
+        try:
+            with kmviz.parallel_backend("dask", client=f"local:{args.workers}") as backend:
+                t0 = time.perf_counter()
+                got = ocmf().fit(data)
+                wall = time.perf_counter() - t0
+        finally:
+            _dist.DistPairs.block = block0
+        calls_rows.append(_per_call(label, timers))
         first_d, it_d = _per_iter(got.trace_)
         diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
                    float(np.abs(ref.W_item_ - got.W_item_).max()))
@@ -117,6 +159,10 @@ def main():
         src = (len(data.values), row, args.workers, got.trace_)
         del backend
     print(table(rows))
+    print("\nPer call of the pair passes (all half-steps after the first iteration's two; "
+          "ms per call; `task max` = the slowest block's compute inside its task, `task sum` "
+          "= all blocks' compute; `in MB` = per-block arrays sent per call):")
+    print(table(calls_rows))
 
     nnz, row, W, trace = src
     core_s = W * (row["w_pairs_compute"] + row["h_pairs_compute"])

@@ -141,6 +141,9 @@ class Family:
         it returns a :class:`~kmviz.data.catalogue.Suggestion` (the settings that differ
         from the estimator's defaults, and a one-line why), or raises ``ValueError`` saying
         why the family cannot use the data. :meth:`dataset_defaults` applies it. Optional.
+    distributed : bool
+        Whether the family's fits run on the cluster of a :mod:`kmviz.parallel` backend
+        (its half-steps as block tasks); False: it fits in process even inside one.
     """
 
     name: str
@@ -161,6 +164,7 @@ class Family:
     suggestions: str = ""
     demo_dataset: str = ""
     defaults_for: str = ""
+    distributed: bool = False
 
     def section_title(self) -> str:
         """The sidebar heading of the family's Explore pages: ``short_title``, else
@@ -358,6 +362,7 @@ register(Family(
     title="Kolmogorov model (KM)",
     short_title="Kolmogorov model (KM)",
     short="KM",
+    distributed=True,
     estimator="kmviz.km.estimator:KolmogorovModel",
     summary=(
         "P(user *u* likes item *i*) = $\\theta_u^\\top \\psi_i$, with a probability vector "
@@ -390,6 +395,7 @@ register(Family(
     title="One-class MF with side information (OCMF)",
     short_title="One-class MF (OCMF)",
     short="OCMF",
+    distributed=True,
     estimator="kmviz.ocmf.estimator:OneClassMF",
     summary=(
         "Positives only (e.g. ratings ≥ 4): a convex loss on the observed pairs and a "

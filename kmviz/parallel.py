@@ -47,6 +47,8 @@ WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_TH
 TASK_SECONDS = 0.1
 #: How often a half-step is tried again after workers were lost.
 MAX_RETRIES = 5
+#: Per-block task arguments above this size go straight to their block's worker.
+DIRECT_BYTES = 1 << 20
 #: How long connecting to a scheduler address may take.
 CONNECT_TIMEOUT = "10s"
 
@@ -174,6 +176,17 @@ class Broadcast:
 
     obj: object
     future: object
+
+
+def _nbytes(obj) -> int:
+    """Bytes of the arrays in ``obj`` (nested tuples / lists / dicts)."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(x) for x in obj.values())
+    return 0
 
 
 def _run_task(fn, block, shared, extra):
@@ -360,6 +373,27 @@ class DaskBackend:
             if fut.status != "finished":
                 resident.futures[j] = self.client.scatter(resident.blocks[j], hash=False)
 
+    def _place(self, resident, extras):
+        """``extras`` as they travel with the tasks: an extra of more than
+        :data:`DIRECT_BYTES` is scattered straight to the worker that holds its block (one
+        scatter per worker), so it neither rides in the task graph through the scheduler
+        nor moves again between workers; small extras travel in the graph."""
+        big = [j for j, ex in enumerate(extras) if _nbytes(ex) > DIRECT_BYTES]
+        if not big:
+            return extras
+        who = self.client.who_has([resident.futures[j] for j in big])
+        by_worker: dict = {}
+        for j in big:
+            holders = who.get(resident.futures[j].key) or ()
+            by_worker.setdefault(holders[0] if holders else None, []).append(j)
+        out = list(extras)
+        for worker, js in by_worker.items():
+            futs = self.client.scatter([extras[j] for j in js], hash=False, direct=True,
+                                       workers=None if worker is None else [worker])
+            for j, fut in zip(js, futs):
+                out[j] = fut
+        return out
+
     def map_blocks(self, fn, resident, shared=None, extras=None, *, timer=None, name="step"):
         """Run ``fn(block, shared, extra)`` once per resident block; the results in order.
 
@@ -385,8 +419,11 @@ class DaskBackend:
                 t1 = time.perf_counter()
                 # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
                 # task's own exception would only repeat
+                sent = self._place(resident, extras)
+                t1b = time.perf_counter()
                 futures = [self.client.submit(_run_task, fn, blk, shared_f, ex, pure=False)
-                           for blk, ex in zip(resident.futures, extras)]
+                           for blk, ex in zip(resident.futures, sent)]
+                t1c = time.perf_counter()
                 with self.client.as_current():
                     wait(futures)
                 t2 = time.perf_counter()
@@ -401,14 +438,18 @@ class DaskBackend:
                 continue
             except Exception as exc:  # noqa: BLE001 - a task's own error, or a lost scheduler
                 self._raise_for(f"running {name}", exc)
-            for key, sec in ((f"{name}_scatter", t1 - t0), (f"{name}_compute", t2 - t1),
-                             (f"{name}_gather", t3 - t2)):
+            for key, sec in ((f"{name}_scatter", t1b - t0), (f"{name}_compute", t2 - t1b),
+                             (f"{name}_gather", t3 - t2), (f"{name}_submit", t1c - t1b)):
                 timer[key] = timer.get(key, 0.0) + sec
             timer[f"{name}_task_max"] = max(timer.get(f"{name}_task_max", 0.0),
                                             max(s for _, s in out))
+            timer[f"{name}_task_max_sum"] = timer.get(f"{name}_task_max_sum", 0.0) + \
+                max(s for _, s in out)
             timer[f"{name}_task_sum"] = timer.get(f"{name}_task_sum", 0.0) + \
                 sum(s for _, s in out)
             timer[f"{name}_calls"] = timer.get(f"{name}_calls", 0) + 1
+            timer[f"{name}_bytes_in"] = timer.get(f"{name}_bytes_in", 0) + \
+                sum(_nbytes(ex) for ex in extras)
             return [r for r, _ in out]
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -170,3 +170,46 @@ def test_ocmf_with_a_lost_scheduler_stops_with_a_clear_error_and_publishes_nothi
             assert not hasattr(model, "W_user_")
     finally:
         client.close()
+
+
+@pytest.mark.slow
+def test_iterate_blocks_placed_on_their_workers_give_the_same_fit(monkeypatch):
+    # every per-block argument above DIRECT_BYTES is scattered straight to the worker
+    # holding its block instead of riding in the task graph; here all of them are
+    monkeypatch.setattr(parallel, "DIRECT_BYTES", 0)
+    placed = []
+    place = parallel.DaskBackend._place
+
+    def counting(self, resident, extras):
+        out = place(self, resident, extras)
+        placed.append(sum(o is not e for o, e in zip(out, extras)))
+        holders = self.client.who_has([o for o, e in zip(out, extras) if o is not e])
+        blocks = self.client.who_has(resident.futures)
+        for (o, e), f in zip(zip(out, extras), resident.futures):
+            if o is not e:
+                assert set(holders[o.key]) & set(blocks[f.key])
+        return out
+
+    monkeypatch.setattr(parallel.DaskBackend, "_place", counting)
+    data = _data()
+    configs = [{}, {"solver": "gd"}, {"dtype": "float32"}]
+    refs = [_ocmf(**c).fit(data) for c in configs]
+    with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+        for cfg, ref in zip(configs, refs):
+            _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=True)
+    assert placed and max(placed) == 3     # calls without arrays (grad, diag) place none
+
+
+def test_train_page_caption_names_the_families_that_run_on_the_cluster(monkeypatch):
+    from kmviz import families
+    from kmviz.ui.training import cluster_caption
+
+    monkeypatch.setenv(parallel.DASK_ENV, "local:2")
+    text = cluster_caption()
+    on = [f for f in families.all_families() if f.distributed]
+    off = [f for f in families.all_families() if not f.distributed]
+    assert on and off
+    head, _, rest = text.partition(" fits run on the Dask cluster `local:2`")
+    tail = rest.rpartition("in-process fits. ")[2].removesuffix(" fit in this process.")
+    assert head.split(", ") == [f.short for f in on]
+    assert tail.split(", ") == [f.short for f in off]

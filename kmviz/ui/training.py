@@ -224,8 +224,14 @@ def cluster_caption() -> str | None:
     spec = os.environ.get(DASK_ENV)
     if not spec:
         return None
-    return (f"Fits run on the Dask cluster `{spec}` (the operator's `kmviz app --dask` "
-            f"choice); results equal in-process fits.")
+    fams = families.all_families()
+    on = [f.short or f.title for f in fams if f.distributed]
+    off = [f.short or f.title for f in fams if not f.distributed]
+    where = (f"{', '.join(on)} fits run on the Dask cluster `{spec}` (the operator's "
+             f"`kmviz app --dask` choice); results equal in-process fits." if on else
+             f"The Dask cluster `{spec}` is set (`kmviz app --dask`), but no family runs "
+             f"on it yet.")
+    return where + (f" {', '.join(off)} fit in this process." if off else "")
 
 
 def fit_running() -> bool:
