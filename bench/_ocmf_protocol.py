@@ -316,30 +316,33 @@ def _t_quantile(df):
     return float(stats.t.ppf(0.975, df))
 
 
-def summary_rows(rows, group_cols, methods):
+def summary_rows(rows, group_cols, methods, ours=OURS):
     """Per group (``group_cols`` of the per-seed rows) and method: the mean test p@5 over
-    the seeds; for every other method, OCMF's paired difference (mean, standard error std /
-    sqrt(N) with ddof 1, the seeds OCMF wins), PASS / MISS on the mean, and what the
-    standard error allows: the difference's 95% t-interval (N - 1 degrees of freedom)."""
+    the seeds; for every other method, ``ours``'s (OCMF's unless given) paired difference
+    (mean, standard error std / sqrt(N) with ddof 1, the seeds it wins), PASS / MISS on the
+    mean, and what the standard error allows: the difference's 95% t-interval (N - 1
+    degrees of freedom). Column names keep "OCMF" only when ``ours`` is OCMF."""
     groups = {}
     for r in rows:
         groups.setdefault(tuple(r[c] for c in group_cols), []).append(r)
     out = []
     for key, rs in groups.items():
         n = len(rs)
-        ours = np.array([r[OURS] for r in rs], dtype=np.float64)
+        if any(ours not in r for r in rs):
+            continue
+        mine = np.array([r[ours] for r in rs], dtype=np.float64)
         for meth in methods:
             if any(meth not in r for r in rs):
                 continue
             x = np.array([r[meth] for r in rs], dtype=np.float64)
             row = dict(zip(group_cols, key))
             row.update({"method": meth, "seeds": n, "mean test p@5": float(x.mean())})
-            if meth != OURS:
-                d = ours - x
+            if meth != ours:
+                d = mine - x
                 mean = float(d.mean())
                 se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
-                row.update({"OCMF - method": mean, "SE": se,
-                            "OCMF wins": f"{int((d > 0).sum())}/{n}"
+                row.update({f"{ours} - method": mean, "SE": se,
+                            f"{ours} wins": f"{int((d > 0).sum())}/{n}"
                                          + (f" ({int((d == 0).sum())} ties)" if (d == 0).any()
                                             else ""),
                             "on the mean": "PASS" if mean > 0 else "MISS"})
@@ -348,7 +351,7 @@ def summary_rows(rows, group_cols, methods):
                 else:
                     h = _t_quantile(n - 1) * se
                     lo, hi = mean - h, mean + h
-                    verdict = ("OCMF above" if lo > 0 else "OCMF below" if hi < 0
+                    verdict = (f"{ours} above" if lo > 0 else f"{ours} below" if hi < 0
                                else "not resolved")
                     row["95% interval / reading"] = f"[{lo:+.2f}, {hi:+.2f}]: {verdict}"
             out.append(row)

@@ -1,0 +1,388 @@
+"""Similarity learning against its peers on MovieLens 100K, one-class protocol (issue 21).
+
+The protocol of bench/_ocmf_protocol.py (r >= 4 positive; every method tuned on a
+validation split carved out of the training part, refitted on the whole training part with
+the chosen setting, scored by test p@5; the whole protocol repeated per seed and summarized
+by paired differences with standard errors and 95% t-intervals), on three tasks:
+
+- ``overall``: a random 90/10 split of the positives (seed s), validation 10% of the
+  training part (seed s + 1), ranked over all items (bench/ocmf_ml100k.py's split);
+- ``cold-items``: 10% of the items with every positive moved to test, validation the same
+  split of the training part; ranked among the cold items only (bench/ocmf_cold.py);
+- ``sparse-users``: 10% of the users keep 5 training positives, the rest is their test set;
+  validation the same split among the other users (bench/ocmf_sparse.py).
+
+Methods (same k, --k, default 64; random_state s):
+- SL identity: SimilarityLearning with two identity towers (one-class MF trained jointly by
+  Gauss-Newton), tuned by coordinate search over log2 omega, log2 lambda and the imputed
+  label; each point scored at its best Newton iteration by validation p@5;
+- SL MLP: MLP towers over ``[one-hot ids | side features]`` (user age buckets / gender /
+  occupation, item genres / decade: ocmf_ml100k.feature_inputs "binned"), the cold side's
+  id columns "known" or "none" (an entity without positives is embedded from its features
+  alone), tuned over omega, lambda, the imputed label, the hidden sizes and the id columns;
+- OCMF with features and graph (bench/_ocmf_protocol.ocmf_tuned, coordinate search);
+- implicit ALS (the (reg, alpha) grid of bench/ocmf_sparse.py; on cold items the cold
+  bench's reg 10, alpha 1: without features it ranks cold items at random);
+- LightFM WARP without features (overall, sparse users) and with features (identity
+  columns beside the features; on cold items also "known"-only identity columns), learning
+  rate x alpha and epochs tuned on validation (bench/_ocmf_protocol.lightfm_tuned);
+- popularity.
+
+``--grid full`` uses the peers' grids of the ocmf benches; ``--grid small`` (default) and
+``--grid lean`` subsets of each (printed at the start of a run), for a box whose two cores
+are shared (lean: about 5 minutes per split at load 2). Targets (issue 21): overall the best SL at least level with the best peer
+(mean paired difference >= -0.5 points of p@5); cold items and sparse users above every peer
+with a 95% interval excluding 0.
+
+    python bench/similarity_peers.py --task overall --seeds 3
+    python bench/similarity_peers.py --task cold-items --seeds 5
+    python bench/similarity_peers.py --task sparse-users --seeds 5
+    python bench/similarity_peers.py --task overall --summarize out1.txt ...
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+from _threads_env import pin_threads
+
+THREADS = pin_threads("2")  # before numpy: the libraries read it once, when they load
+
+import numpy as np  # noqa: E402
+from _common import footer, header, load_ml100k, parser, table  # noqa: E402
+from _ocmf_protocol import (  # noqa: E402
+    _factors,
+    _model_rows,
+    als_tuned,
+    coordinate_search,
+    lightfm_inputs,
+    lightfm_tuned,
+    ocmf_tuned,
+    p_at_5,
+    popularity_p5,
+    rows_from_outputs,
+    summary_rows,
+)
+from ocmf_ml100k import (  # noqa: E402
+    STYLES,
+    als_fit,
+    feature_inputs,
+    implicit_available,
+    lightfm_available,
+)
+from ocmf_sparse import ALS_GRID  # noqa: E402
+
+SL_ID, SL_MLP = "SL identity", "SL MLP"
+PEERS = ("OCMF + features + graph", "implicit ALS", "LightFM WARP",
+         "LightFM WARP + features", "popularity")
+METHODS = (SL_ID, SL_MLP, *PEERS)
+TASKS = ("overall", "cold-items", "sparse-users")
+
+
+# ----------------------------------------------------------------------------- ours
+def sl_path(train, val, prm, inputs, candidates=None):
+    """Validation p@5 after each iteration of one SimilarityLearning fit: (best, iters)."""
+    from kmviz.similarity import SimilarityLearning
+
+    model = SimilarityLearning(**prm)
+    hist = []
+
+    def record(row):
+        # with ``validation`` the model is published before the callback runs
+        hist.append(p_at_5(_model_rows(model), train, val, candidates))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train, validation=val, callback=record, **inputs)
+    if not hist:
+        return -1.0, 1
+    it = int(np.argmax(hist))
+    return hist[it], it + 1
+
+
+def sl_params(point, k, seed, max_iter, cold=None):
+    """SimilarityLearning's parameters of a search point: log2 omega ``om``, log2 lambda
+    ``lam``, ``imp`` the imputed label; MLP points: ``hidden`` ("64", "128,128") and ``ids``
+    (the cold side's id columns; "all" elsewhere)."""
+    prm = dict(k=k, omega=2.0 ** point["om"], lambda_theta=2.0 ** point["lam"],
+               imputed=float(point["imp"]), solver="newton", max_iter=max_iter, tol=0.0,
+               random_state=seed)
+    if "hidden" in point:
+        prm.update(user_tower=f"mlp:{point['hidden']}", item_tower=f"mlp:{point['hidden']}")
+        if cold is not None:
+            prm[f"{cold}_ids"] = point["ids"]
+    return prm
+
+
+def sl_tuned(sub, val, train, test, *, axes, start, k, seed, max_iter, inputs, cold=None,
+             cand_val=None, cand_test=None):
+    """SimilarityLearning tuned by coordinate search over ``axes`` on (sub, val), refitted
+    on ``train`` for the best iteration count and scored on ``test``."""
+    from kmviz.similarity import SimilarityLearning
+
+    def evaluate(point):
+        return sl_path(sub, val, sl_params(point, k, seed, max_iter, cold), inputs, cand_val)
+
+    v, iters, point, n_fits = coordinate_search(axes, start, evaluate)
+    prm = {**sl_params(point, k, seed, max_iter, cold), "max_iter": iters}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = SimilarityLearning(**prm).fit(train, **inputs)
+    t = p_at_5(_model_rows(model), train, test, cand_test)
+    text = " ".join(f"{a}={point[a]}" for a in axes) + f" iters={iters} (val {v:.2f}; " \
+                                                         f"{n_fits} fits)"
+    return t, text
+
+
+def sl_grids(grid, task):
+    """(identity axes, identity start, MLP axes, MLP start) of a task.
+
+    Overall, the first seed's MLP search chose the corner log2 omega -5, log2 lambda 1,
+    hidden 256 at its last iteration; the cold-item and sparse-user searches are therefore
+    centred there (omega and lambda one step further down) and start from it."""
+    if grid == "full":
+        om, lam, imp, hid = (-7, -5, -3, -1), (-1, 1, 3, 5), (-1.0, 0.0), ("64", "256")
+    elif grid == "small":
+        om, lam, imp, hid = (-5, -3, -1), (1, 3, 5), (-1.0, 0.0), ("64", "256")
+    else:
+        om, lam, imp, hid = (-5, -3), (1, 3), (-1.0,), ("64",)
+    id_axes = {"om": om, "lam": lam, "imp": imp}
+    id_start = {"om": -3, "lam": 3, "imp": -1.0}
+    mlp_axes = {"om": om, "lam": lam, "imp": imp, "hidden": hid}
+    mlp_start = {"om": -3, "lam": 3, "imp": -1.0, "hidden": "64"}
+    if task != "overall":
+        if grid != "full":
+            mlp_axes.update(om=(-7, -5, -3), lam=(-1, 1) if grid == "lean" else (-1, 1, 3))
+        mlp_axes["ids"] = ("known", "none")
+        mlp_start = {"om": -5, "lam": 1, "imp": -1.0, "hidden": hid[-1], "ids": "known"}
+    return id_axes, id_start, mlp_axes, mlp_start
+
+
+# ----------------------------------------------------------------------------- peers' grids
+def ocmf_axes(grid, task, sides):
+    """OCMF's coordinate-search axes and start (the ocmf benches' own; small: a subset)."""
+    if task == "cold-items":
+        axes = {"style": STYLES, "identity": ("known", "none"), "graph": (None, -3, 0),
+                "rho": (-11, -9, -7, -5), "lam": (1, 2, 3, 4)}
+        if grid == "small":
+            axes = {"style": ("binned", "binned+bias"), "identity": ("known", "none"),
+                    "graph": (None, 0), "rho": (-9, -7), "lam": (2, 3)}
+        elif grid == "lean":
+            axes = {"style": ("binned+bias",), "identity": ("known", "none"),
+                    "graph": (None, 0), "rho": (-9, -7), "lam": (2, 3)}
+        start = {"style": "binned+bias", "identity": "known", "graph": None, "rho": -9,
+                 "lam": 2}
+        return axes, start
+    styles = ("none", "bias", "item binned", *STYLES) if sides == "both" else \
+        ("none", "bias", *STYLES)
+    axes = {"loss": ("LR-wSQ", "WRMF"), "style": styles, "graph": (None, -3, 0),
+            "rho": (-7, -5, -3, -2, -1, 0), "lam": (1, 2, 3, 4, 5)}
+    if grid == "small":
+        axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias", "plain"),
+                "graph": (None, -3), "rho": (-5, -3, -1), "lam": (2, 3, 4)}
+    elif grid == "lean":
+        axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias",),
+                "graph": (None, -3), "rho": (-3, -1), "lam": (3, 4)}
+    start = {"loss": "LR-wSQ", "style": "binned+bias", "graph": -3, "rho": -3, "lam": 3}
+    return axes, start
+
+
+def peer_grids(grid):
+    """(ALS grid, LightFM learning rates, alphas, max epochs)."""
+    if grid == "full":
+        return ALS_GRID, (0.02, 0.05), (0.0, 1e-5), 50
+    als = [(r, a) for r in (3.0, 10.0, 30.0) for a in (1.0, 3.0, 10.0)]
+    return als, (0.05,), (0.0, 1e-5), 30
+
+
+# ----------------------------------------------------------------------------- one split
+def one_split(pos, task, seed, k, threads, grid, max_iter, skip=()):
+    """The protocol on one split of ``task``: (row of test p@5, row of settings)."""
+    from kmviz.ocmf import cold_item_split
+    from kmviz.ocmf.splits import sparse_user_split
+
+    cand_val = cand_test = None
+    cold = None
+    if task == "overall":
+        train, test = pos.split(0.1, random_state=seed)
+        sub, val = train.split(0.1, random_state=seed + 1)
+        what = f"test {test.n_ratings:,} positives"
+    elif task == "cold-items":
+        train, test, mask = cold_item_split(pos, 0.1, random_state=seed)
+        sub, val, vmask = cold_item_split(train, 0.1, random_state=seed + 1)
+        cand_val, cand_test, cold = vmask & ~mask, mask, "item"
+        what = f"{int(mask.sum())} cold items, {test.n_ratings:,} positives"
+    else:
+        train, test, mask = sparse_user_split(pos, 0.1, 5, random_state=seed)
+        sub, val, _ = sparse_user_split(train, 0.1, 5, random_state=seed + 1)
+        what = f"{int(mask.sum())} sparse users, {test.n_ratings:,} positives"
+    r = {"task": task, "seed": seed, "split": what}
+    s = {"task": task, "seed": seed}
+    t0 = time.perf_counter()
+
+    def done(label):
+        print(f"  seed {seed} {task}: {label} {r.get(label, float('nan')):.2f} "
+              f"({time.perf_counter() - t0:.0f} s)", flush=True)
+
+    id_axes, id_start, mlp_axes, mlp_start = sl_grids(grid, task)
+    feats = feature_inputs(pos, "both", "binned")
+    if SL_ID not in skip:
+        r[SL_ID], s[SL_ID] = sl_tuned(sub, val, train, test, axes=id_axes, start=id_start,
+                                      k=k, seed=seed, max_iter=max_iter, inputs={},
+                                      cand_val=cand_val, cand_test=cand_test)
+        done(SL_ID)
+    if SL_MLP not in skip:
+        r[SL_MLP], s[SL_MLP] = sl_tuned(sub, val, train, test, axes=mlp_axes,
+                                        start=mlp_start, k=k, seed=seed, max_iter=max_iter,
+                                        inputs=feats, cold=cold, cand_val=cand_val,
+                                        cand_test=cand_test)
+        done(SL_MLP)
+    lab = "OCMF + features + graph"
+    if lab not in skip:
+        axes, start = ocmf_axes(grid, task, "both")
+        if task == "cold-items":
+            r[lab], s[lab] = ocmf_tuned(pos, sub, val, train, test, sides="item", axes=axes,
+                                        start=start, k=k, seed=seed,
+                                        graph_kind="cointeraction", identity_side="item",
+                                        cand_val=cand_val, cand_test=cand_test)
+        else:
+            r[lab], s[lab] = ocmf_tuned(pos, sub, val, train, test, sides="both", axes=axes,
+                                        start=start, k=k, seed=seed,
+                                        graph_kind="cointeraction")
+        done(lab)
+    als_grid, lrs, alphas, epochs = peer_grids(grid)
+    if implicit_available() and "implicit ALS" not in skip:
+        if task == "cold-items":
+            am, _ = als_fit(train, k, 10.0, 1.0, threads, seed=seed)
+            r["implicit ALS"] = p_at_5(_factors(am.user_factors, am.item_factors), train,
+                                       test, cand_test)
+            s["implicit ALS"] = "reg=10 alpha=1 (no features: cold items at random)"
+        else:
+            r["implicit ALS"], s["implicit ALS"] = als_tuned(sub, val, train, test, k,
+                                                             threads, seed, als_grid)
+        done("implicit ALS")
+    if lightfm_available():
+        plain = feature_inputs(pos, "both", "plain")
+        runs = [("LightFM WARP + features",
+                 {"plain identity=all": lightfm_inputs(plain["user_features"],
+                                                       plain["item_features"], "all")})]
+        if task == "cold-items":
+            Fi = feature_inputs(pos, "item", "binned")["item_features"]
+            runs[0][1]["binned identity=known"] = lightfm_inputs(None, Fi, "known")
+            if grid != "lean":
+                runs[0][1]["plain identity=known"] = lightfm_inputs(
+                    None, plain["item_features"], "known")
+        else:
+            runs.insert(0, ("LightFM WARP", {"LightFM WARP": lightfm_inputs(None, None,
+                                                                             "all")}))
+        for lab, variants in runs:
+            if lab in skip:
+                continue
+            r[lab], s[lab] = lightfm_tuned(sub, val, train, test, k, threads, seed, variants,
+                                           lrs, alphas, epochs, cand_val, cand_test)
+            done(lab)
+    r["popularity"] = popularity_p5(train, test, cand_test)
+    return r, s
+
+
+# ----------------------------------------------------------------------------- summary
+def print_summaries(rows):
+    """Each SL model's paired differences to every other method, and the targets."""
+    for ours in (SL_ID, SL_MLP):
+        out = summary_rows(rows, ["task"], METHODS, ours=ours)
+        if not out:
+            continue
+        seeds = sorted({r["seed"] for r in rows})
+        print(f"\n## {ours}: mean test p@5 (percent) over seeds {seeds}, paired "
+              f"difference {ours} - method\n")
+        print(table(out, floatfmt="{:.2f}"), flush=True)
+    print_targets(rows)
+
+
+def print_targets(rows):
+    """Issue 21's targets for each task present, against the best SL model of each split
+    chosen beforehand (SL MLP on cold items and sparse users, the better mean overall)."""
+    from _ocmf_protocol import _t_quantile
+
+    out = []
+    for task in TASKS:
+        rs = [r for r in rows if r["task"] == task]
+        if len(rs) < 2:
+            continue
+        for ours in (SL_ID, SL_MLP):
+            if any(ours not in r for r in rs):
+                continue
+            for peer in PEERS:
+                if any(peer not in r for r in rs):
+                    continue
+                d = np.array([r[ours] - r[peer] for r in rs])
+                n = d.size
+                se = d.std(ddof=1) / np.sqrt(n)
+                h = _t_quantile(n - 1) * se
+                if task == "overall":
+                    ok = d.mean() >= -0.5
+                    rule = "mean >= -0.5"
+                else:
+                    ok = d.mean() - h > 0
+                    rule = "95% interval > 0"
+                out.append({"task": task, "ours": ours, "peer": peer, "seeds": n,
+                            "mean diff": float(d.mean()), "SE": float(se),
+                            "95% interval": f"[{d.mean() - h:+.2f}, {d.mean() + h:+.2f}]",
+                            "target": rule, "verdict": "PASS" if ok else "MISS"})
+    if out:
+        print("\n## Targets (issue 21)\n")
+        print(table(out, floatfmt="{:.2f}"), flush=True)
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--task", choices=TASKS, default="overall")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--k", type=int, default=64)
+    p.add_argument("--threads", default=THREADS)
+    p.add_argument("--grid", choices=("lean", "small", "full"), default="small")
+    p.add_argument("--max-iter", type=int, default=25,
+                   help="Newton iterations of each SL fit at most (the best by validation)")
+    p.add_argument("--skip", default="", help="comma-separated methods to leave out")
+    p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
+                   help="only summarize the per-seed tables of earlier outputs")
+    args = p.parse_args()
+    if args.summarize:
+        rows = rows_from_outputs(args.summarize, METHODS)
+        for r in rows:
+            r["seed"] = int(r["seed"])
+        print_summaries(rows)
+        return
+    t_start = time.perf_counter()
+    header(f"Similarity learning against its peers: {args.task}")
+    import numba
+
+    threads = int(args.threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    ratings = load_ml100k(args.ml100k)
+    if ratings is None:
+        return
+    pos = ratings.binarize(4)
+    print(f"k = {args.k}, grid {args.grid}, threads {threads}, SL max_iter {args.max_iter}; "
+          f"SL grids {sl_grids(args.grid, args.task)}; OCMF axes "
+          f"{ocmf_axes(args.grid, args.task, 'both')[0]}; ALS / LightFM "
+          f"{peer_grids(args.grid)}\n", flush=True)
+    skip = tuple(x.strip() for x in args.skip.split(",") if x.strip())
+    rows = []
+    for seed in range(args.seed, args.seed + args.seeds):
+        r, s = one_split(pos, args.task, seed, args.k, threads, args.grid, args.max_iter,
+                         skip)
+        rows.append(r)
+        print(f"\n## Seed {seed}: test p@5 (percent), {args.task}\n")
+        print(table([r], floatfmt="{:.2f}"))
+        print(f"Settings chosen on validation (seed {seed}):\n")
+        print(table([{"method": m, "setting": v} for m, v in s.items()
+                     if m not in ("task", "seed")]), flush=True)
+        if len(rows) > 1:
+            print_summaries(rows)
+    footer(t_start)
+
+
+if __name__ == "__main__":
+    main()
