@@ -100,14 +100,21 @@ def serve(*, runs_dir: str | Path, numba_cache_dir: str | Path | None = None,
     if numba_cache_dir is not None:
         run_env["NUMBA_CACHE_DIR"] = str(numba_cache_dir)
     port = free_port()
+    yield from _run_server(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
+         "--server.port", str(port), "--browser.gatherUsageStats", "false", *args],
+        port, run_env, log, timeout)
+
+
+def _run_server(command: list, port: int, run_env: dict, log, timeout: float):
+    """Start ``command`` (a server on ``port``), yield its :class:`Server` once healthy,
+    stop it (SIGTERM, then SIGKILL) on the way out; its output goes to ``log`` or nowhere."""
     log_path = Path(log) if log is not None else None
     out = open(log_path, "w") if log_path is not None else subprocess.DEVNULL
     start = time.perf_counter()
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-             "--server.port", str(port), "--browser.gatherUsageStats", "false", *args],
-            cwd=ROOT, env=run_env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(command, cwd=ROOT, env=run_env, stdout=out,
+                                stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         try:
             wait_healthy(url, proc, timeout, log_path)
@@ -206,28 +213,10 @@ def serve_cli(*, runs_dir: str | Path, cli_args: tuple = (), log: str | Path | N
     run_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), run_env.get("PYTHONPATH", "")) if p)
     port = free_port()
-    log_path = Path(log) if log is not None else None
-    out = open(log_path, "w") if log_path is not None else subprocess.DEVNULL
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kmviz", "app", "--host", "127.0.0.1", "--port", str(port),
-             *cli_args, "--", "--server.headless", "true", "--browser.gatherUsageStats",
-             "false", *streamlit_args], cwd=ROOT, env=run_env, stdout=out, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(url, proc, timeout, log_path)
-            yield Server(url=url, start=start, log=log_path, proc=proc)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-    finally:
-        if log_path is not None:
-            out.close()
+    yield from _run_server(
+        [sys.executable, "-m", "kmviz", "app", "--host", "127.0.0.1", "--port", str(port),
+         *cli_args, "--", "--server.headless", "true", "--browser.gatherUsageStats", "false",
+         *streamlit_args], port, run_env, log, timeout)
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
