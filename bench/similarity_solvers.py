@@ -9,6 +9,13 @@ longer Gauss-Newton reference run (``--reference`` s, default 3 x budget); the
 table gives the time each needed to get within 1e-3 (and 1e-2) of it, relative to
 Gauss-Newton's, and its best validation MAP@5 (eq. 52).
 
+omega and lambda default to the paper's ml1m setting (Table 3: 2^-4, 2^2), the data set
+closest to ML-100K in density; ``--side-features none`` gives towers over the one-hot ids
+alone. ``--curvature`` adds the Gauss-Newton curvature along each parameter block's part of
+the gradient, g_b^T G g_b / g_b^T g_b, after 5 Newton iterations: a spread of orders of
+magnitude between blocks is what CG at xi = 0.1 has to resolve and what GD-diag's AdaGrad
+scaling removes by itself.
+
 Target (issue 21): Gauss-Newton first, by at least 2x over the next. Run:
 
     python bench/similarity_solvers.py --budget 30      # all seven, 30 s each (~6 min)
@@ -32,10 +39,17 @@ def main():
                    help="seconds of the Gauss-Newton run that sets L* (default 3 x budget)")
     p.add_argument("--hidden", default="64,64", help="MLP hidden sizes (paper: 256,256)")
     p.add_argument("--k", type=int, default=32)
-    p.add_argument("--omega", type=float, default=0.25)
-    p.add_argument("--lambda-theta", type=float, default=8.0)
+    p.add_argument("--omega", type=float, default=0.0625,
+                   help="omega (default: the paper's ml1m setting 2^-4, Table 3)")
+    p.add_argument("--lambda-theta", type=float, default=4.0,
+                   help="lambda (default: the paper's ml1m setting 2^2, Table 3)")
+    p.add_argument("--side-features", choices=("both", "user", "item", "none"),
+                   default="both",
+                   help="tower inputs beside the one-hot ids (none: ids only)")
     p.add_argument("--solvers", default="newton,gd,gd-diag,sogram,sampling,sogram-diag,"
                                         "sampling-diag")
+    p.add_argument("--curvature", action="store_true",
+                   help="also print the Gauss-Newton curvature per parameter block")
     args = p.parse_args()
     if args.quick:
         args.budget, args.hidden = min(args.budget, 15.0), "16"
@@ -50,12 +64,13 @@ def main():
 
     split = make_split(ratings, val_size=0.1, test_size=0.1, by="random", seed=args.seed)
     params = dict(k=args.k, user_tower=f"mlp:{args.hidden}", item_tower=f"mlp:{args.hidden}",
-                  side_features="both", threshold=4.0, omega=args.omega,
+                  side_features=args.side_features, threshold=4.0, omega=args.omega,
                   lambda_theta=args.lambda_theta, max_iter=100_000, tol=0.0,
                   random_state=args.seed)
     print(f"data: {ratings.n_users} users x {ratings.n_items} items, "
           f"{int((np.asarray(split.train.values) >= 4).sum()):,} training positives (r >= 4); "
-          f"towers mlp:{args.hidden} -> k = {args.k} (ELU), omega = {args.omega:g}, "
+          f"towers mlp:{args.hidden} -> k = {args.k} (ELU) over ids + side features "
+          f"{args.side_features!r}, omega = {args.omega:g}, "
           f"lambda = {args.lambda_theta:g}, {args.budget:g} s per solver\n")
     # compile every kernel first (a tiny fit per solver) so no solver pays for Numba
     tiny = make_split(ratings, val_size=0.1, test_size=0.1, by="random", seed=1)
@@ -112,7 +127,60 @@ def main():
             ("PASS)" if first[1] == "newton" and (len(reached) == 1 or
                                                   reached[1][0] >= 2 * first[0]) else "MISS)"))
         print(f"\nto {label}: {first[1]} first, {ahead}{verdict}.")
+    if args.curvature:
+        print("\n## Gauss-Newton curvature per parameter block after 5 Newton iterations\n")
+        print(table(block_curvature(split.train, params)))
     footer(t0)
+
+
+def block_curvature(train, params, iters=5):
+    """Per block of theta (each tower's first-layer id rows and feature rows, every other
+    weight matrix and bias): its size, the norm of its part g_b of the gradient and the
+    Rayleigh quotient g_b^T G g_b / g_b^T g_b of the Gauss-Newton matrix G."""
+    from kmviz.similarity import SimilarityLearning
+
+    class Kept(SimilarityLearning):
+        def _fit_start(self, data, prm, **kw):
+            self.kept_ = super()._fit_start(data, prm, **kw)
+            return self.kept_
+
+    model = Kept(**{**params, "solver": "newton", "max_iter": iters})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train)
+    problem, ev = model.kept_.problem, model.kept_.solver.evaluation
+    g = problem.gradient(ev)
+    rows = []
+    for side, tower, off, X in (("user", problem.fu, 0, problem.U),
+                                ("item", problem.fv, problem.Du, problem.V)):
+        for layer, ((a, b), (w0, w1, b1)) in enumerate(zip(tower.shapes, tower.offsets)):
+            parts = [(f"W{layer + 1}", w0, w1)]
+            if layer == 0:
+                ids = _id_columns(X)
+                parts = [(f"W1 id rows ({ids})", w0, w0 + ids * b),
+                         (f"W1 feature rows ({a - ids})", w0 + ids * b, w1)]
+            parts.append((f"b{layer + 1}", w1, b1))
+            for name, lo, hi in parts:
+                d = np.zeros_like(g)
+                d[off + lo:off + hi] = g[off + lo:off + hi]
+                nn = float(d @ d)
+                curv = float(d @ problem.gnvp(ev, d)) / nn if nn > 0 else np.nan
+                rows.append({"block": f"{side} {name}", "size": hi - lo,
+                             "|g_b|": np.sqrt(nn), "curvature": curv})
+    return rows
+
+
+def _id_columns(X):
+    """The one-hot id columns at the front of a tower input ``[ids | features]``: the
+    leading columns with a single 1 each."""
+    import scipy.sparse as sp
+
+    X = sp.csc_matrix(X)
+    nnz = np.diff(X.indptr)
+    j = 0
+    while j < X.shape[1] and nnz[j] == 1 and X.data[X.indptr[j]] == 1.0:
+        j += 1
+    return j
 
 
 if __name__ == "__main__":
