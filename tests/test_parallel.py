@@ -11,6 +11,8 @@ from kmviz import parallel
 from kmviz.data import Ratings
 from kmviz.km.estimator import KolmogorovModel
 
+from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly
+
 pytest.importorskip("distributed")
 
 
@@ -125,23 +127,7 @@ def test_km_on_worker_processes_equals_in_process_even_when_a_worker_dies_mid_fi
 
 @pytest.mark.slow
 def test_a_lost_scheduler_ends_the_fit_with_a_clear_error():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
-                           dashboard_address=None)
-    client = Client(cluster, set_as_default=False)
-    try:
-        with kmviz.parallel_backend("dask", client=client, n_blocks=2):
-            def stop_scheduler(row):
-                if row["iteration"] == 1:
-                    cluster.close()
-
-            model = _km()
-            with pytest.raises(parallel.ClusterError, match="lost the Dask scheduler"):
-                model.fit(_ratings(), callback=stop_scheduler)
-            assert not hasattr(model, "theta_")   # nothing half-fitted is published
-    finally:
-        client.close()
+    assert_lost_scheduler_ends_fit_cleanly(_km(), _ratings(), "theta_")
 
 
 @pytest.mark.slow

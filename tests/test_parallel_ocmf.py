@@ -12,6 +12,8 @@ from kmviz import parallel
 from kmviz.ocmf import OneClassMF, _dist
 from kmviz.ocmf.synthetic import make_planted_pu
 
+from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly
+
 pytest.importorskip("distributed")
 
 CONFIGS = [
@@ -153,23 +155,7 @@ def test_ocmf_finishes_with_the_same_result_when_a_worker_dies_mid_half_step(mon
 
 @pytest.mark.slow
 def test_ocmf_with_a_lost_scheduler_stops_with_a_clear_error_and_publishes_nothing():
-    from distributed import Client, LocalCluster
-
-    cluster = LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
-                           dashboard_address=None)
-    client = Client(cluster, set_as_default=False)
-    try:
-        with kmviz.parallel_backend("dask", client=client, n_blocks=2):
-            def stop_scheduler(row):
-                if row["iteration"] == 1:
-                    cluster.close()
-
-            model = _ocmf()
-            with pytest.raises(parallel.ClusterError, match="lost the Dask scheduler"):
-                model.fit(_data(), callback=stop_scheduler)
-            assert not hasattr(model, "W_user_")
-    finally:
-        client.close()
+    assert_lost_scheduler_ends_fit_cleanly(_ocmf(), _data(), "W_user_")
 
 
 @pytest.mark.slow
