@@ -1,4 +1,4 @@
-"""Cached dataset loading for the pages (bounded caches), uploads and splits."""
+"""Dataset loading for the pages (one shared copy of each dataset), uploads and splits."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from kmviz.data.loaders.checks import EXPANSION_FACTOR
 from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
 from kmviz.exceptions import DataError
 
+from .datacache import SharedDatasets
 from .errors import describe_exception, is_streamlit_control
 from .forms import generator_options, reading_options
 from .memory import release_memory
@@ -42,6 +43,10 @@ def _load(source, **options):
     return load(source, **options)
 
 
+#: The server's loaded datasets: one object per dataset, shared by every session that loads
+#: it (a Ratings is immutable), never a copy per session (:mod:`kmviz.ui.datacache`).
+DATASETS = SharedDatasets()
+
 # The cached loaders show no spinner of their own: the Data page calls them in its Load
 # buttons' callback, where any element sent to the page is a point at which Streamlit stops
 # the callback for a rerun request that came in meanwhile (a click on another page), and the
@@ -49,10 +54,11 @@ def _load(source, **options):
 LOADING = "Loading the dataset ..."
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def load_builtin(name: str, options: tuple = ()):
-    """A catalogue dataset (``options`` as sorted (key, value) pairs, hashable)."""
-    return _load(name, **dict(options))
+    """A catalogue dataset (``options`` as sorted (key, value) pairs, hashable), shared
+    with the other sessions that loaded the same one."""
+    return DATASETS.get(("built-in", name, tuple(options)),
+                        lambda: _load(name, **dict(options)))
 
 
 def _upload_file_name(file_name: str) -> str:
@@ -94,11 +100,16 @@ def _upload_error(exc: ValueError, tmp: str, path: Path, shown: str) -> ValueErr
         return ValueError(fix(str(exc)))
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
 def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
-    """Write an upload to a temporary file under its own name and load it from there.
+    """Write an upload to a temporary file under its own name and load it from there
+    (shared with the other sessions that uploaded the same bytes under the same name).
 
     Errors name the upload (``file_name``), never the server's temporary path."""
+    key = ("upload", file_name, hashlib.sha256(content).hexdigest(), tuple(options))
+    return DATASETS.get(key, lambda: _load_upload(file_name, content, options))
+
+
+def _load_upload(file_name: str, content: bytes, options: tuple):
     safe_name = _upload_file_name(file_name)
     shown = re.split(r"[\\/]", str(file_name))[-1] or safe_name
     with tempfile.TemporaryDirectory(prefix="kmviz-upload-") as tmp:
@@ -118,9 +129,9 @@ def load_uploaded(file_name: str, content: bytes, options: tuple = ()):
     return ratings
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
 def _load_path_cached(path: str, mtime: float, options: tuple = ()):
-    return _load(path, **dict(options))
+    return DATASETS.get(("path", path, mtime, tuple(options)),
+                        lambda: _load(path, **dict(options)))
 
 
 def data_dirs() -> list[Path]:
@@ -178,7 +189,7 @@ def resolve_local_path(text: str) -> Path:
 
 def load_path(path: str, options: tuple = ()):
     """A file, directory or zip inside a data directory (:func:`resolve_local_path`); the
-    cache is keyed by the modification time too."""
+    shared copy is keyed by the modification time too."""
     real = resolve_local_path(path)
     return _load_path_cached(str(real), os.path.getmtime(real), options)
 

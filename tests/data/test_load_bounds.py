@@ -132,8 +132,8 @@ def test_an_upload_may_expand_to_a_multiple_of_the_upload_limit(monkeypatch):
     small = _ratings_text(250_000)   # about 2.4 MB: under 4 x 1 MB
     big = b"1,1,3\n" * 1_100_000    # 6.6 MB in a few KB: over it
     assert len(small) < checks.EXPANSION_FACTOR * MB < len(big)
-    loaded = datasets.load_uploaded.__wrapped__("small.zip", _zip_bytes({"r.csv": small}))
+    loaded = datasets._load_upload("small.zip", _zip_bytes({"r.csv": small}), ())
     assert loaded.n_ratings == 250_000 and loaded.source == "upload: small.zip"
     with pytest.raises(ValueError, match=r"big\.zip: the archive would extract to 6\.3 MB, "
                                          r"over the limit of 4\.0 MB"):
-        datasets.load_uploaded.__wrapped__("big.zip", _zip_bytes({"r.csv": big}))
+        datasets._load_upload("big.zip", _zip_bytes({"r.csv": big}), ())
