@@ -181,6 +181,11 @@ def test_data_figures():
     fig = rating_histogram_figure(np.array([1, 2, 2, 5.0]), r_min=1, r_max=5)
     assert list(fig.data[0].y) == [1, 2, 1]
     assert "scale 1 to 5" in fig.layout.xaxis.title.text
+    many = np.random.default_rng(0).random(200_000)  # continuous: binned here
+    fig = rating_histogram_figure(many, r_min=0, r_max=1)
+    assert len(fig.data) == 1 and fig.data[0].type == "bar"
+    assert len(fig.data[0].y) == 40 and sum(fig.data[0].y) == many.size
+    assert len(fig.to_json()) < 20_000   # bins, not 200,000 values, go to the browser
     cf = count_distribution_figure(np.array([1, 2, 3, 10]), what="item")
     assert cf.layout.title.text.startswith("Ratings per item")
     assert cf.layout.yaxis.title.text == "number of items"
