@@ -86,7 +86,7 @@ c3.plotly_chart(count_distribution_figure(ratings.item_counts(), what=column_nou
 
 c1, c2 = st.columns([1, 2])
 c1.dataframe(side_information(ratings), hide_index=True)
-c2.dataframe(ratings.to_frame().head(200).rename(columns={
+c2.dataframe(ratings.to_frame(limit=200).rename(columns={
     "user": row_noun, "item": column_noun, "item_name": f"{column_noun}_name",
     "user_name": f"{row_noun}_name"}), hide_index=True, height=260)
 

@@ -29,6 +29,8 @@ MAX_ABS_VALUE = 1e12
 #: Relative tolerance (of the scale's magnitude) within which a value beyond the declared
 #: scale is a rounding error, clipped to the bound instead of refused: 1 + 2.2e-16 on [0, 1].
 SCALE_TOLERANCE = 1e-9
+#: Entries hashed at a time by :meth:`Ratings.fingerprint` (bounds its temporary memory).
+_HASH_BLOCK = 1 << 18
 
 
 def _show(x) -> str:
@@ -396,12 +398,15 @@ class Ratings:
             return str(self.user_names[u])
         return f"user {self.user_ids[u]}"
 
-    def to_frame(self, *, labels=True) -> pd.DataFrame:
-        """The triplets as a DataFrame with original ids (and item names when known)."""
-        df = pd.DataFrame({"user": self.user_ids[self.users], "item": self.item_ids[self.items],
-                           "value": self.values})
+    def to_frame(self, *, labels=True, limit=None) -> pd.DataFrame:
+        """The triplets as a DataFrame with original ids (and item names when known);
+        ``limit``: only the first ``limit`` of them (a preview builds no full table)."""
+        n = self.n_ratings if limit is None else max(0, min(int(limit), self.n_ratings))
+        users, items = self.users[:n], self.items[:n]
+        df = pd.DataFrame({"user": self.user_ids[users], "item": self.item_ids[items],
+                           "value": self.values[:n]})
         if labels and self.item_names is not None:
-            df["item_name"] = self.item_names[self.items]
+            df["item_name"] = self.item_names[items]
         return df
 
     def describe(self) -> dict:
@@ -426,13 +431,23 @@ class Ratings:
         }
 
     def fingerprint(self) -> str:
-        """A SHA-256 of the entries and scale: equal data gives an equal fingerprint."""
+        """A SHA-256 of the entries and scale: equal data gives an equal fingerprint.
+
+        Computed once (the entries are read-only) and in blocks, as int64 indices and
+        float64 values whatever the stored types, so it never copies the whole arrays and
+        stays the fingerprint saved runs were checked against."""
+        found = self.__dict__.get("_fingerprint")
+        if found is not None:
+            return found
         h = hashlib.sha256()
-        for a in (self.users, self.items, self.values):
-            h.update(np.ascontiguousarray(a).tobytes())
+        for a, dtype in ((self.users, np.int64), (self.items, np.int64),
+                         (self.values, np.float64)):
+            for start in range(0, a.shape[0], _HASH_BLOCK):
+                h.update(np.ascontiguousarray(a[start:start + _HASH_BLOCK], dtype=dtype))
         h.update(np.array([self.n_users, self.n_items], dtype=np.int64).tobytes())
         h.update(np.array([self.r_min, self.r_max], dtype=np.float64).tobytes())
-        return h.hexdigest()[:16]
+        self.__dict__["_fingerprint"] = out = h.hexdigest()[:16]
+        return out
 
     def __repr__(self) -> str:
         kind = "interactions" if self.implicit else f"ratings in [{self.r_min:g}, {self.r_max:g}]"

@@ -123,6 +123,32 @@ def test_describe_and_fingerprint():
     assert other.fingerprint() != small().fingerprint()
 
 
+def test_fingerprint_is_the_saved_runs_hash_whatever_the_block_size(monkeypatch):
+    """Hashed in blocks and as int64 / float64 whatever the stored types: the same digest
+    as one hash of the whole arrays (what runs saved before were checked against)."""
+    import hashlib
+
+    import kmviz.data.ratings as rmod
+
+    r = planted_km(n_users=30, n_items=10, D=3, random_state=1)
+    h = hashlib.sha256()
+    for a, t in ((r.users, np.int64), (r.items, np.int64), (r.values, np.float64)):
+        h.update(np.asarray(a, dtype=t).tobytes())
+    h.update(np.array([r.n_users, r.n_items], dtype=np.int64).tobytes())
+    h.update(np.array([r.r_min, r.r_max], dtype=np.float64).tobytes())
+    monkeypatch.setattr(rmod, "_HASH_BLOCK", 7)   # many blocks, the last one short
+    fresh = r._replace_entries(r.users, r.items, r.values)
+    assert fresh.fingerprint() == h.hexdigest()[:16] == r.fingerprint()
+
+
+def test_to_frame_limit_builds_only_the_preview():
+    r = planted_km(n_users=30, n_items=10, D=3, random_state=1)
+    full = r.to_frame()
+    head = r.to_frame(limit=7)
+    pd.testing.assert_frame_equal(head, full.head(7))
+    assert len(r.to_frame(limit=10**9)) == r.n_ratings and len(r.to_frame(limit=0)) == 0
+
+
 def _grid(n_users=30, n_items=20, seed=0):
     rng = np.random.default_rng(seed)
     u, i = np.nonzero(rng.random((n_users, n_items)) < 0.5)
