@@ -17,6 +17,7 @@ MAX_BINS = 50
 
 #: Bins of the rating histogram when there are more distinct values than this.
 RATING_BINS = 40
+_PEEK = 100_000  # values looked at first to tell many distinct values from few
 
 
 def rating_histogram_figure(values, *, r_min: float, r_max: float, implicit: bool = False,
@@ -28,13 +29,16 @@ def rating_histogram_figure(values, *, r_min: float, r_max: float, implicit: boo
     value to the browser: 31 MB for 2.4M ratings, and about 190 MB of temporary memory in
     the server to encode them)."""
     values = np.asarray(values, dtype=float)
-    uniq, counts = np.unique(values, return_counts=True)
+    # many distinct values among the first ones already: bin without sorting them all
+    few = not values.size or np.unique(values[:_PEEK]).size <= RATING_BINS
+    uniq, counts = np.unique(values, return_counts=True) if few else (None, None)
     fig = go.Figure()
-    if uniq.size <= RATING_BINS:
+    if uniq is not None and uniq.size <= RATING_BINS:
         fig.add_bar(x=uniq, y=counts, name="ratings", marker_color=color(0),
                     hovertemplate="rating %{x:g}: %{y:,} ratings<extra></extra>")
     else:
-        number, edges = np.histogram(values, bins=RATING_BINS, range=(uniq[0], uniq[-1]))
+        lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+        number, edges = np.histogram(values, bins=RATING_BINS, range=(lo, hi))
         left, right = edges[:-1], edges[1:]
         labels = np.array([f"{a:.3g} to {b:.3g}" for a, b in zip(left, right)], dtype=object)
         fig.add_bar(x=(left + right) / 2, y=number, width=(right - left) * 0.95,
