@@ -22,6 +22,11 @@ seconds from the first click until idle, the seconds after the last result until
 is idle (under 5% of one core over a whole second) and the peak resident memory (RSS,
 children included). Then the same with ``--then-small`` sessions on a small planted set.
 
+Where the memory is: the resident memory of each process of the server (the CLI, the
+Streamlit server, warm-up compilers) at the phase's peak, and the tree's memory at each
+step (server warm, each session's dataset loaded, back-to-back fits done, at-once fits
+done), so the growth per loaded session and per fit can be read off.
+
 Targets (issue 24): every result shows; the last at-once result within 2x the back-to-back
 time; the CPU idle within 10 s after the last fit; memory under 1.5 GB.
 Before the timed parts, one untimed fit on a tiny set loads the KM kernels.
@@ -47,18 +52,101 @@ from kmviz.testing.browser import (ServerMonitor, chromium, click_train,  # noqa
 WAIT_MS = 600_000
 
 
+def _label(pid: int) -> str:
+    """What a process of the server is, in a word: the CLI, Streamlit, or a warm-up."""
+    try:
+        cmd = [a.decode(errors="replace")
+               for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return "?"
+    if "streamlit" in " ".join(cmd) and "run" in cmd:
+        return "streamlit server"
+    if "-c" in cmd:  # kmviz.ui.warmup.compile_in_child: python -c CHILD module
+        return f"warm-up {cmd[-1]}"
+    if "kmviz" in cmd and "app" in cmd:
+        return "kmviz app (CLI)"
+    return " ".join(cmd)[:40]
+
+
+def _rss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+class Breakdown:
+    """Every ``every`` s, the resident memory of each process of the server's tree (by
+    :func:`_label`), in a thread; ``mark(step)`` notes the tree's memory at a step."""
+
+    def __init__(self, pid: int, every: float = 0.2):
+        import threading
+
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, dict]] = []
+        self.marks: list[tuple[str, float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "Breakdown":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _sample(self) -> dict:
+        out: dict = {}
+        for p in process_tree(self.pid):
+            label = _label(p)
+            out[label] = out.get(label, 0) + _rss(p)
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), self._sample()))
+            self._stop.wait(self.every)
+
+    def mark(self, step: str) -> None:
+        time.sleep(0.5)  # let the page's rerun after the step land
+        self.marks.append((step, time.perf_counter(), sum(self._sample().values())))
+
+    def at_peak(self, t0: float, t1: float) -> dict:
+        inside = [s for s in self.samples if t0 <= s[0] <= t1]
+        return max(inside, key=lambda s: sum(s[1].values()))[1] if inside else {}
+
+    def rows(self, t0: float, t1: float) -> list[dict]:
+        """The tree's memory at each step between ``t0`` and ``t1``, and the growth."""
+        out, prev = [], None
+        for step, t, rss in self.marks:
+            if t0 <= t <= t1:
+                out.append({"step": step, "RSS MB": rss / 2**20,
+                            "change MB": None if prev is None else (rss - prev) / 2**20})
+                prev = rss
+        return out
+
+
 def run_phase(browser, server, monitor, *, sessions, n_users, n_items, D, iters,
-              timeout_s: float) -> tuple[list[dict], dict]:
+              timeout_s: float, breakdown: Breakdown) -> tuple[list[dict], dict]:
     """Back to back, then at once, on ``sessions`` new sessions; (rows, summary)."""
     t_phase = time.perf_counter()
-    pages = [prepare_km_session(browser, server.url, n_users=n_users, n_items=n_items, D=D,
-                                iters=iters, seed=i, wait_ms=WAIT_MS)
-             for i in range(sessions)]
+    breakdown.mark("phase start")
+    pages = []
+    for i in range(sessions):
+        pages.append(prepare_km_session(browser, server.url, n_users=n_users,
+                                        n_items=n_items, D=D, iters=iters, seed=i,
+                                        wait_ms=WAIT_MS))
+        breakdown.mark(f"session {i + 1}: its set loaded")
     alone = []
     for page in pages:  # back to back: each waits for its own result
         t = click_train(page)
         alone.append(wait_results([page], [t], [None], timeout_s)[0])
         settle(page, WAIT_MS)
+    breakdown.mark("back-to-back fits done")
     time.sleep(2)
     before = [run_caption(page) for page in pages]
     clicks = []
@@ -70,6 +158,7 @@ def run_phase(browser, server, monitor, *, sessions, n_users, n_items, D, iters,
                  default=time.perf_counter())
     idle = monitor.idle_after(t_last, timeout=60.0)
     t_idle = t_last + (idle if idle is not None else 60.0)
+    breakdown.mark("at-once fits done")
     cpu = monitor.cpu_between(t_first, t_idle)
     rows = [{"session": i + 1, "users": n_users, "items": n_items,
              "s alone": a, "s at once": s} for i, (a, s) in enumerate(zip(alone, together))]
@@ -85,6 +174,8 @@ def run_phase(browser, server, monitor, *, sessions, n_users, n_items, D, iters,
         "idle after last s": idle,
         "server CPU s (first click to idle)": cpu,
         "peak RSS MB (server + children)": monitor.peak_between(t_phase, t_idle) / 2**20,
+        "_steps": breakdown.rows(t_phase, time.perf_counter()),
+        "_at_peak": breakdown.at_peak(t_phase, t_idle),
     }
     for page in pages:
         page.context.close()
@@ -219,19 +310,32 @@ def main() -> None:
                        timeout=WAIT_MS / 1000) as server, chromium() as browser:
             print(f"server: `kmviz app --host 127.0.0.1 --port P {' '.join(cli)}`, pid "
                   f"{server.proc.pid}\n")
-            with ServerMonitor(server.proc.pid) as monitor:
+            with ServerMonitor(server.proc.pid) as monitor, \
+                    Breakdown(server.proc.pid) as breakdown:
+                breakdown.mark("server started")
                 warm = prepare_km_session(browser, server.url, n_users=50, n_items=20, D=3,
                                           iters=2, seed=99)   # loads KM's kernels: untimed
                 t = click_train(warm)
                 wait_results([warm], [t], [None], WAIT_MS / 1000)
                 warm.context.close()
+                breakdown.mark("untimed warm fit done")
+                print("## Server memory before the phases\n")
+                print(table(breakdown.rows(0.0, time.perf_counter()), floatfmt="{:.0f}"))
                 summaries = []
                 for sessions, n_users, n_items in phases:
                     rows, summary = run_phase(browser, server, monitor, sessions=sessions,
                                               n_users=n_users, n_items=n_items, D=args.D,
-                                              iters=args.iters, timeout_s=args.timeout)
+                                              iters=args.iters, timeout_s=args.timeout,
+                                              breakdown=breakdown)
                     print(f"## {sessions} sessions, planted {n_users:,} x {n_items}\n")
                     print(table(rows))
+                    steps, at_peak = summary.pop("_steps"), summary.pop("_at_peak")
+                    print("Server memory at each step (all processes):\n")
+                    print(table(steps, floatfmt="{:.0f}"))
+                    print("At the phase's peak, by process:\n")
+                    print(table([{"process": k, "RSS MB": v / 2**20}
+                                 for k, v in sorted(at_peak.items(), key=lambda kv: -kv[1])],
+                                floatfmt="{:.0f}"))
                     summaries.append(summary)
                     print(f"load average now: {load_avg()}\n")
             print("## Summary\n")
