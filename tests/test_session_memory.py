@@ -100,3 +100,124 @@ def test_app_loaders_share_one_copy(monkeypatch):
     np.testing.assert_array_equal(
         a.values, planted_km(n_users=30, n_items=10, D=3, random_state=7,
                              noise=a.info["noise"]).values)
+
+
+# ---------------------------------------------------------------- bytes a rating, measured
+#: A loaded dataset's entries: int32 user and item indices and float64 values.
+BYTES_PER_RATING = 4 + 4 + 8
+SLACK = 1 << 20  # ids, names, small arrays and Python objects
+
+
+def _entry_bytes(r) -> int:
+    return r.users.nbytes + r.items.nbytes + r.values.nbytes
+
+
+def _planted_options(seed=0, n_users=4000):
+    return tuple(sorted({"n_users": n_users, "n_items": 100, "D": 4,
+                         "random_state": seed}.items()))
+
+
+def test_a_ratings_and_its_split_hold_16_bytes_a_rating():
+    """Stated bound: a loaded Ratings holds 16 bytes a rating in its entries, and its
+    train / validation / test parts together 16 more (each rating in one part, no copy
+    kept of an intermediate part). int64 indices would be 24."""
+    from kmviz.data.splits import make_split
+
+    r = planted_km(n_users=4000, n_items=100, D=4, random_state=0)
+    n = r.n_ratings
+    assert r.users.dtype == np.int32 and r.items.dtype == np.int32
+    assert r.values.dtype == np.float64     # the kernels' and oracles' precision
+    assert _entry_bytes(r) == BYTES_PER_RATING * n
+    split = make_split(r)
+    parts = list(split.parts().values())
+    assert sum(p.n_ratings for p in parts) == n
+    assert sum(_entry_bytes(p) for p in parts) == BYTES_PER_RATING * n
+    assert all(p.users.dtype == np.int32 for p in parts)
+
+
+def test_the_app_keeps_one_dataset_and_one_split_per_session(monkeypatch):
+    """Measured with tracemalloc through the Data page's own calls: a session's load and
+    split keep at most 2 x 16 bytes a rating (st.cache_data kept 3 x 24: its pickle, the
+    session's copy and the split); a second session loading the same set adds only its
+    split."""
+    import tracemalloc
+
+    from kmviz.ui import datasets as ds
+
+    monkeypatch.setattr(ds, "DATASETS", SharedDatasets(keep_bytes=0))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        ratings = ds.load_builtin("planted-km", _planted_options())
+        split, _, _ = ds._split_for(ratings, ds.DEFAULT_SPLIT)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0] - before
+        again = ds.load_builtin("planted-km", _planted_options())
+        split2, _, _ = ds._split_for(again, ds.DEFAULT_SPLIT)
+        gc.collect()
+        second = tracemalloc.get_traced_memory()[0] - before - first
+    finally:
+        tracemalloc.stop()
+    n = ratings.n_ratings
+    assert again is ratings
+    assert first <= 2 * BYTES_PER_RATING * n + SLACK, (first, n)
+    assert second <= BYTES_PER_RATING * n + SLACK, (second, n)
+    del split, split2
+
+
+def test_a_finished_fit_keeps_no_work_arrays():
+    """A finished training job of the app keeps the fitted model (and the session's data,
+    which it shares), never the fit's work arrays (KM: the ratings by user and by item,
+    targets, predictions: about 72 bytes a training rating)."""
+    import tracemalloc
+
+    from kmviz.data.splits import make_split
+    from kmviz.ui.training import TrainingJob
+
+    r = planted_km(n_users=4000, n_items=100, D=4, random_state=0)
+    split = make_split(r)
+    params = {"D": 4, "max_iter": 2, "tol": 0.0, "random_state": 0}
+    warm = TrainingJob("km", params, split, dataset_name=r.name, fingerprint="x",
+                       save=False).start()     # kernels loaded before measuring
+    warm.thread.join()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        job = TrainingJob("km", params, split, dataset_name=r.name, fingerprint="x",
+                          save=False).start()
+        job.thread.join()
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert job.status == "done", job.progress()["message"]
+    model = job.result.model
+    own = sum(a.nbytes for a in vars(model).values() if isinstance(a, np.ndarray))
+    assert own > 0 and job.result.split is split
+    assert kept <= own + SLACK, (kept, own, split.train.n_ratings)
+    assert 40 * split.train.n_ratings > SLACK + own   # a kept work array would show
+
+
+def test_saved_split_keeps_int32_indices_and_reopens_equal():
+    """Saving a run writes the split's indices as stored (no int64 copy of every part);
+    reopening gives the same parts, and int64 indices (runs saved before) still read."""
+    from kmviz.data.splits import make_split, split_arrays, split_from_arrays
+    from kmviz.runs.models import dataset_meta
+
+    r = planted_km(n_users=300, n_items=40, D=3, random_state=2)
+    split = make_split(r)
+    arrays = split_arrays(split)
+    assert arrays["data_train_users"].dtype == np.int32
+    assert arrays["data_train_users"] is split.train.users      # no copy
+    meta = dataset_meta(r, split)
+    for saved in (arrays, {k: (v.astype(np.int64) if v.dtype == np.int32 else v)
+                           for k, v in arrays.items()}):
+        whole, back = split_from_arrays(saved, meta, split.settings())
+        assert whole.fingerprint() == r.fingerprint()
+        for part in ("train", "validation", "test"):
+            a, b = getattr(split, part), getattr(back, part)
+            np.testing.assert_array_equal(a.users, b.users)
+            np.testing.assert_array_equal(a.values, b.values)
+            assert b.users.dtype == np.int32

@@ -38,6 +38,12 @@ def _show(x) -> str:
     return repr(x.item() if isinstance(x, np.generic) else x)
 
 
+def index_dtype(n_users, n_items):
+    """The dtype of a Ratings' user and item indices: int32 while both counts fit in it."""
+    return np.int32 if max(int(n_users), int(n_items)) <= np.iinfo(np.int32).max \
+        else np.int64
+
+
 def _frozen(a):
     a = np.ascontiguousarray(a)
     a.setflags(write=False)
@@ -64,8 +70,11 @@ class Ratings:
 
     Attributes
     ----------
-    users, items : ndarray of int64, shape (n_ratings,)
-        Contiguous user and item indices.
+    users, items : ndarray of int32, shape (n_ratings,)
+        Contiguous user and item indices (int32: 4 bytes a rating each, a third less
+        memory per dataset and split than int64; int64 only past 2^31 - 1 users or items).
+        Products such as ``users * n_items`` need ``astype(np.int64)`` first, and Numba
+        kernels take them as int64 (cast at the call).
     values : ndarray of float64, shape (n_ratings,)
         Rating values (1.0 for one-class/implicit data).
     n_users, n_items, n_ratings : int
@@ -96,8 +105,9 @@ class Ratings:
                  user_features=None, item_features=None, user_graph=None, item_graph=None,
                  implicit=False, name="ratings", source="", info=None,
                  nouns=("user", "item")):
-        self.users = _frozen(np.asarray(users, dtype=np.int64))
-        self.items = _frozen(np.asarray(items, dtype=np.int64))
+        index = index_dtype(n_users, n_items)
+        self.users = _frozen(np.asarray(users, dtype=index))
+        self.items = _frozen(np.asarray(items, dtype=index))
         self.values = _frozen(np.asarray(values, dtype=np.float64))
         self.n_users = int(n_users)
         self.n_items = int(n_items)

@@ -94,6 +94,12 @@ def make_split(ratings, *, val_size: float = 0.1, test_size: float = 0.2, by: st
                  test_size=float(test_size), by=by, seed=int(seed))
 
 
+def _index_array(a) -> np.ndarray:
+    """Indices as they are when they are int32 or int64, else as int64."""
+    a = np.asarray(a)
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
+
+
 def _id_array(ids) -> np.ndarray:
     """Original ids as an int64, float64 or fixed-width unicode array (never object)."""
     a = np.asarray(ids)
@@ -105,11 +111,14 @@ def _id_array(ids) -> np.ndarray:
 
 
 def split_arrays(split: Split) -> dict:
-    """The split's entries and the id space, as arrays (``data_*``) for a saved run."""
+    """The split's entries and the id space, as arrays (``data_*``) for a saved run.
+
+    The indices keep their stored integer type (int32 below 2^31 users and items: no
+    int64 copy of every part while a run is saved); :func:`split_from_arrays` reads any."""
     out = {}
     for part, r in split.parts().items():
-        out[f"data_{part}_users"] = np.asarray(r.users, dtype=np.int64)
-        out[f"data_{part}_items"] = np.asarray(r.items, dtype=np.int64)
+        out[f"data_{part}_users"] = _index_array(r.users)
+        out[f"data_{part}_items"] = _index_array(r.items)
         out[f"data_{part}_values"] = np.asarray(r.values, dtype=np.float64)
     out["data_user_ids"] = _id_array(split.train.user_ids)
     out["data_item_ids"] = _id_array(split.train.item_ids)
@@ -175,7 +184,7 @@ def split_from_arrays(arrays: dict, dataset: dict, settings: dict, *, what: str 
     users = np.concatenate([p.users for p in present])
     items = np.concatenate([p.items for p in present])
     values = np.concatenate([p.values for p in present])
-    order = np.argsort(users * max(n_items, 1) + items, kind="stable")
+    order = np.argsort(users.astype(np.int64) * max(n_items, 1) + items, kind="stable")
     whole = base._replace_entries(users[order], items[order], values[order])
     s = split_settings(settings)
     split = Split(train=parts["train"], validation=parts["validation"], test=parts["test"],
