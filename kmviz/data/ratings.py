@@ -270,37 +270,45 @@ class Ratings:
 
         info = {"clipped_to_scale": n_clipped} if n_clipped else {}
         key = u.astype(np.int64) * len(iid) + i
-        order = np.argsort(key, kind="stable")
-        ks = key[order]
-        del key
-        dup = np.flatnonzero(ks[1:] == ks[:-1])
-        if dup.size:
-            n_dup = int(dup.size)
-            first = int(order[dup[0] + 1])
-            if duplicates == "error":
-                raise DuplicateRatingsError(
-                    f"{n_dup} repeated (user, item) pair(s), first user {_show(users[first])} / "
-                    f"item {_show(items[first])}", path=where, line=line_of(first),
-                    expected="each (user, item) pair at most once",
-                    fix="pass duplicates='mean', 'first' or 'last' to merge them")
-            starts = np.concatenate([[0], np.flatnonzero(ks[1:] != ks[:-1]) + 1])
-            if duplicates == "mean":
-                sums = np.add.reduceat(values[order], starts)
-                counts = np.diff(np.concatenate([starts, [len(ks)]]))
-                keep_vals = sums / counts
-                keep = order[starts]
-            elif duplicates == "first":
-                keep = order[starts]
-                keep_vals = values[keep]
-            else:  # last
-                ends = np.concatenate([starts[1:], [len(ks)]]) - 1
-                keep = order[ends]
-                keep_vals = values[keep]
-            u, i, values = u[keep], i[keep], keep_vals
-            info["duplicates_merged"] = n_dup
-            info["duplicate_policy"] = duplicates
+        if key.shape[0] < 2 or bool(np.all(key[1:] > key[:-1])):
+            # in (user, item) order already, no pair repeated (generated sets, sorted
+            # files): no sort and no reordered copies; values copied, never frozen in
+            # the caller's array
+            del key
+            values = np.array(values, dtype=np.float64)
         else:
-            u, i, values = u[order], i[order], values[order]
+            order = np.argsort(key, kind="stable")
+            ks = key[order]
+            del key
+            dup = np.flatnonzero(ks[1:] == ks[:-1])
+            if dup.size:
+                n_dup = int(dup.size)
+                first = int(order[dup[0] + 1])
+                if duplicates == "error":
+                    raise DuplicateRatingsError(
+                        f"{n_dup} repeated (user, item) pair(s), first user "
+                        f"{_show(users[first])} / item {_show(items[first])}", path=where,
+                        line=line_of(first),
+                        expected="each (user, item) pair at most once",
+                        fix="pass duplicates='mean', 'first' or 'last' to merge them")
+                starts = np.concatenate([[0], np.flatnonzero(ks[1:] != ks[:-1]) + 1])
+                if duplicates == "mean":
+                    sums = np.add.reduceat(values[order], starts)
+                    counts = np.diff(np.concatenate([starts, [len(ks)]]))
+                    keep_vals = sums / counts
+                    keep = order[starts]
+                elif duplicates == "first":
+                    keep = order[starts]
+                    keep_vals = values[keep]
+                else:  # last
+                    ends = np.concatenate([starts[1:], [len(ks)]]) - 1
+                    keep = order[ends]
+                    keep_vals = values[keep]
+                u, i, values = u[keep], i[keep], keep_vals
+                info["duplicates_merged"] = n_dup
+                info["duplicate_policy"] = duplicates
+            else:
+                u, i, values = u[order], i[order], values[order]
 
         return cls(
             u, i, values, n_users=len(uid), n_items=len(iid), r_min=lo, r_max=hi,

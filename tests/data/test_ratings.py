@@ -233,3 +233,17 @@ def test_integer_ids_factorize_like_np_unique(ids):
     want_uniq, want_inv = np.unique(ids, return_inverse=True)
     assert np.array_equal(uniq, want_uniq) and uniq.dtype == want_uniq.dtype
     assert np.array_equal(inv, want_inv)
+
+
+def test_from_arrays_sorted_input_takes_no_copy_of_the_callers_arrays():
+    """Input already in (user, item) order skips the sort; the caller's arrays are neither
+    kept nor made read-only, and the result equals the sorted path's."""
+    u = np.array([0, 0, 1, 2, 2])
+    i = np.array([1, 3, 0, 1, 2])
+    v = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    r = Ratings.from_arrays(u, i, v)
+    assert v.flags.writeable and not np.shares_memory(r.values, v)
+    shuffled = Ratings.from_arrays(u[::-1], i[::-1], v[::-1])
+    np.testing.assert_array_equal(r.values, shuffled.values)
+    np.testing.assert_array_equal(r.users, shuffled.users)
+    assert r.fingerprint() == shuffled.fingerprint()
