@@ -23,10 +23,23 @@ from .ratings import Ratings
 
 
 # --------------------------------------------------------------------------- shared helpers
+#: Entries (users x items) drawn at a time by the generators: their temporary arrays stay
+#: about 8 MB whatever the size of the set (the draws, in the same order, are those of one
+#: draw of the whole matrix, so a seed gives the same data as before).
+_BLOCK_ENTRIES = 1 << 20
+
+
+def _row_blocks(n_users, n_items):
+    step = max(1, _BLOCK_ENTRIES // max(1, n_items))
+    return [(lo, min(n_users, lo + step)) for lo in range(0, n_users, step)]
+
+
 def _observed_mask(rng, n_users, n_items, observed, *, min_per_user=2) -> np.ndarray:
     """A Bernoulli(``observed``) mask with at least ``min_per_user`` entries per user and one
     per item, so every user and item has data in tests and demos."""
-    mask = rng.random((n_users, n_items)) < observed
+    mask = np.empty((n_users, n_items), dtype=bool)
+    for lo, hi in _row_blocks(n_users, n_items):  # the uniforms of one (n_users, n_items) draw
+        np.less(rng.random((hi - lo, n_items)), observed, out=mask[lo:hi])
     for u in np.flatnonzero(mask.sum(axis=1) < min_per_user):
         missing = min_per_user - int(mask[u].sum())
         free = np.flatnonzero(~mask[u])
@@ -191,10 +204,20 @@ def make_planted_km(n_users=200, n_items=60, D=8, *, noise=0.0, observed=0.3, sc
 
     theta = rng.dirichlet(np.full(D, alpha), size=n_users)
     psi = _nested_supports(rng, n_items, D, n_chains, max_support)
-    p = np.clip(theta @ psi.T + noise * rng.standard_normal((n_users, n_items)), 0.0, 1.0)
+    # p = clip(theta psi^T + noise N(0, 1), 0, 1), in row blocks (the normals of one
+    # (n_users, n_items) draw, in order): no full-size temporaries besides p itself
+    p = np.empty((n_users, n_items))
+    psi_t = psi.T.astype(np.float64)
+    for lo, hi in _row_blocks(n_users, n_items):
+        block = theta[lo:hi] @ psi_t
+        block += noise * rng.standard_normal((hi - lo, n_items))
+        np.clip(block, 0.0, 1.0, out=p[lo:hi])
     mask = _observed_mask(rng, n_users, n_items, observed)
     u, i = np.nonzero(mask)
+    del mask
     values, r_min, r_max = _to_scale(p[u, i], scale, star_step)
+    del p
+    u, i = u.astype(np.int32), i.astype(np.int32)  # the Ratings' index type (sizes < 2^31)
     names = [f"item {k} (support {{{', '.join(map(str, np.flatnonzero(psi[k])))}}})"
              for k in range(n_items)]
     ratings = Ratings.from_arrays(

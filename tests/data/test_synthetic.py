@@ -112,3 +112,52 @@ def test_planted_lowrank_coverage_and_scale():
     assert (r.n_users, r.n_items) == (100, 80)
     assert r.user_counts().min() >= 2 and r.item_counts().min() >= 1
     assert r.r_min <= r.values.min() and r.values.max() <= r.r_max
+
+
+def test_planted_km_in_row_blocks_is_the_whole_draw(monkeypatch):
+    """The generator draws the noise and the mask in row blocks: the values (and so the
+    fingerprint of a seed) are those of one draw of the whole matrix, whatever the block."""
+    import kmviz.data.synthetic as syn
+
+    rng = np.random.default_rng(5)
+    theta = rng.dirichlet(np.ones(4), size=70)
+    psi = (rng.random((33, 4)) < 0.5).astype(np.int8)
+    rng = np.random.default_rng(6)
+    whole = np.clip(theta @ psi.T + 0.1 * rng.standard_normal((70, 33)), 0.0, 1.0)
+    mask = rng.random((70, 33)) < 0.3
+    monkeypatch.setattr(syn, "_BLOCK_ENTRIES", 100)   # 3 rows a block, the last one short
+    rng = np.random.default_rng(6)
+    p = np.empty((70, 33))
+    for lo, hi in syn._row_blocks(70, 33):
+        block = theta[lo:hi] @ psi.T.astype(np.float64)
+        block += 0.1 * rng.standard_normal((hi - lo, 33))
+        np.clip(block, 0.0, 1.0, out=p[lo:hi])
+    np.testing.assert_array_equal(p, whole)
+    np.testing.assert_array_equal(syn._observed_mask(rng, 70, 33, 0.3, min_per_user=0)
+                                  | ~mask.any(axis=0), mask | ~mask.any(axis=0))
+    small = syn.planted_km(300, 50, 5, noise=0.05, random_state=4)
+    monkeypatch.setattr(syn, "_BLOCK_ENTRIES", 1 << 20)
+    assert syn.planted_km(300, 50, 5, noise=0.05, random_state=4).fingerprint() == \
+        small.fingerprint()
+
+
+def test_planted_km_peak_memory_is_bounded(monkeypatch):
+    """Stated bound, measured with tracemalloc: the dense probabilities (8 bytes a pair),
+    three blocks of temporaries, and 40 bytes a rating (the generator drew four full-size
+    matrices at once: 258 MB for 20,000 x 400, against 122 MB now)."""
+    import gc
+    import tracemalloc
+
+    import kmviz.data.synthetic as syn
+
+    monkeypatch.setattr(syn, "_BLOCK_ENTRIES", 1 << 16)  # blocks well below the set's size
+    n_users, n_items = 3000, 200
+    gc.collect()
+    tracemalloc.start()
+    try:
+        r = planted_km(n_users, n_items, 6, noise=0.05, observed=0.3, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 8 * n_users * n_items + 3 * 8 * (1 << 16) + 40 * r.n_ratings + (1 << 20), \
+        peak
