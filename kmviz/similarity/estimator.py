@@ -301,21 +301,6 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
                            end_message=f"all {policy.max_iter} iterations done")
         return replace(policy, monotone=True)
 
-    @staticmethod
-    def _check_interactions(ratings, what="interactions"):
-        for attr in ("users", "items", "values", "n_users", "n_items"):
-            if not hasattr(ratings, attr):
-                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
-                                f"{type(ratings).__name__} (no {attr!r}).")
-
-    def _positives(self, ratings, threshold):
-        users = np.asarray(ratings.users, dtype=np.int64)
-        items = np.asarray(ratings.items, dtype=np.int64)
-        if threshold is not None:
-            keep = np.asarray(ratings.values, dtype=np.float64) >= threshold
-            users, items = users[keep], items[keep]
-        return users, items
-
     def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
                          **inputs):
         from .._memory import F8, data_sizes, feature_width
