@@ -55,14 +55,22 @@ def _wait_status(job, status, timeout=PATIENCE):
     assert job.status == status
 
 
-@pytest.mark.slow
-def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a_time):
-    hold, let_go = one_fit_at_a_time
+def _a_queued_fit(hold):
+    """Another session's fit takes the only place (``hold``), then a new session presses
+    Train on a small planted set: its session and its job, waiting in the queue, with the
+    page run once since."""
     hold()
     at = train(load_planted(new_session()), wait=False)
     job = at.session_state[StateKeys.JOB]
     _wait_status(job, "queued")
     at.run()
+    return at, job
+
+
+@pytest.mark.slow
+def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a_time):
+    hold, let_go = one_fit_at_a_time
+    at, job = _a_queued_fit(hold)
     queued = [i.value for i in at.info if "in line" in i.value]
     assert queued and plain_text(queued[0]).startswith(
         "Queued: 1st in line, 1 fit running (at most 1 at a time on this server)"), queued
@@ -80,11 +88,7 @@ def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a
 @pytest.mark.slow
 def test_stop_takes_a_queued_fit_out_of_the_queue(one_fit_at_a_time):
     hold, _ = one_fit_at_a_time
-    hold()
-    at = train(load_planted(new_session()), wait=False)
-    job = at.session_state[StateKeys.JOB]
-    _wait_status(job, "queued")
-    at.run()
+    at, job = _a_queued_fit(hold)
     at.button(key="train_stop").click().run()
     wait_job(at)
     assert job.status == "stopped" and sch._SCHEDULER.waiting() == 0
