@@ -54,10 +54,8 @@ def max_upload_bytes(max_bytes=None) -> int:
     InvalidParameterError
         If the limit or the environment variable is not a positive number.
     """
-    if max_bytes is not None:
-        return _positive_bytes(max_bytes, "max_bytes")
-    from_env = _env_bytes(MAX_MB_ENV)
-    return DEFAULT_MAX_MB * 1024 * 1024 if from_env is None else from_env
+    given = _given_limit(max_bytes, "max_bytes", MAX_MB_ENV)
+    return DEFAULT_MAX_MB * 1024 * 1024 if given is None else given
 
 
 def max_expanded_bytes(max_bytes=None, max_expanded=None) -> int:
@@ -71,24 +69,20 @@ def max_expanded_bytes(max_bytes=None, max_expanded=None) -> int:
     InvalidParameterError
         If the limit or the environment variable is not a positive number.
     """
-    if max_expanded is not None:
-        return _positive_bytes(max_expanded, "max_expanded_bytes")
-    from_env = _env_bytes(MAX_EXPANDED_ENV)
-    return max_upload_bytes(max_bytes) if from_env is None else from_env
+    given = _given_limit(max_expanded, "max_expanded_bytes", MAX_EXPANDED_ENV)
+    return max_upload_bytes(max_bytes) if given is None else given
 
 
-def _positive_bytes(value, parameter: str) -> int:
-    """A byte limit given as the parameter ``parameter``, checked to be a positive number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
-            or not value > 0:
-        raise InvalidParameterError(
-            f"The {parameter!r} parameter must be a positive number. Got {value!r} instead.")
-    return int(value)
-
-
-def _env_bytes(variable: str) -> int | None:
-    """The byte limit set in megabytes by the environment variable ``variable``; None when
-    it is unset or blank."""
+def _given_limit(value, parameter: str, variable: str) -> int | None:
+    """A byte limit: ``value`` (the parameter ``parameter``) if not None, checked to be a
+    positive number; else the environment variable ``variable``, in megabytes; None when
+    neither is set (a blank variable is not set)."""
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not value > 0:
+            raise InvalidParameterError(f"The {parameter!r} parameter must be a positive "
+                                        f"number. Got {value!r} instead.")
+        return int(value)
     env = os.environ.get(variable)
     if env is None or not env.strip():
         return None
