@@ -74,8 +74,9 @@ def test_every_family_gives_defaults_its_estimator_accepts():
             assert found.note
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("defaults_table", BENCH / "defaults_table.py")
+def _bench(name="defaults_table"):
+    """The module bench/<name>.py (the benches import their bench/_common.py)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     sys.path.insert(0, str(BENCH))
     try:
         module = importlib.util.module_from_spec(spec)
@@ -141,15 +142,7 @@ def test_noise_law_of_p_at_5_matches_random_rankings():
 
 
 def _settings_bench():
-    spec = importlib.util.spec_from_file_location("small_set_settings",
-                                                  BENCH / "small_set_settings.py")
-    sys.path.insert(0, str(BENCH))
-    try:
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return _bench("small_set_settings")
 
 
 def test_measured_small_set_settings_are_the_train_page_defaults():

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import ranking
-from ..exceptions import EmptyDataError
+from ..serving import FactorServing
 from .features import SideMatrix
 
 #: The cut-offs ``evaluate`` reports.
@@ -35,25 +34,12 @@ class Explanation:
     item_rule: str
 
 
-
-
-class ServingMixin:
-    """Scores, rankings, explanations and metrics of a fitted :class:`~kmviz.ocmf.OneClassMF`."""
+class ServingMixin(FactorServing):
+    """Scores, rankings, explanations and metrics of a fitted :class:`~kmviz.ocmf.OneClassMF`
+    (index checks, ``predict``, ``recommend`` and the held-out rankings are the one-class
+    families' shared :class:`~kmviz.serving.FactorServing`)."""
 
     # ------------------------------------------------------------------ prediction
-    def _user_indices(self, users, what="users"):
-        arr = np.asarray(users)
-        scalar = arr.ndim == 0
-        arr = arr.reshape(-1)
-        n = self.user_factors_.shape[0] if what == "users" else self.item_factors_.shape[0]
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"{what} must be integer indices; got dtype {arr.dtype}.")
-        if arr.size and (arr.min() < 0 or arr.max() >= n):
-            bad = int(arr[(arr < 0) | (arr >= n)][0])
-            raise ValueError(f"{what[:-1]} index {bad} is out of range; the model was fitted "
-                             f"on {n} {what} (indices 0..{n - 1}).")
-        return arr.astype(np.int64), scalar
-
     def score_items(self, users) -> np.ndarray:
         """Scores ``s_ij = b_i^T h_j`` of every item for the given users.
 
@@ -61,55 +47,9 @@ class ServingMixin:
         int). Training positives are not masked (see :meth:`recommend`).
         """
         self._check_fitted()
-        idx, scalar = self._user_indices(users)
-        out = self.user_factors_[idx] @ self.item_factors_.T
-        return out[0] if scalar else out
-
-    def predict(self, users, items) -> np.ndarray:
-        """Scores of (user, item) pairs, broadcast together."""
-        self._check_fitted()
-        u, _ = self._user_indices(users)
-        i, _ = self._user_indices(items, "items")
-        shape = np.broadcast_shapes(np.shape(users), np.shape(items))
-        u, i = np.broadcast_arrays(u.reshape(np.shape(users)), i.reshape(np.shape(items)))
-        return np.einsum("nk,nk->n", self.user_factors_[u.ravel()],
-                         self.item_factors_[i.ravel()]).reshape(shape)
-
-    def _exclusion(self, users, drop=None):
-        """CSR (over ``users``) of the training positives, minus the pairs in ``drop``."""
-        return ranking.exclusion(self._seen_ptr, self._seen_idx, users,
-                                 self.item_factors_.shape[0], drop)
-
-    def _top_k(self, users, k, excl_ptr, excl_idx):
-        """Top-k items per user of ``users`` (Numba, no n_users x n_items matrix)."""
-        return ranking.top_items(self.user_factors_[users], self.item_factors_, k, excl_ptr,
-                                 excl_idx)
-
-    def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
-        """The top-k item indices per user, best first (ties: lower index first).
-
-        Parameters
-        ----------
-        users : int or array of int
-        k : int, default=10
-        exclude_seen : bool, default=True
-            Leave out each user's training positives.
-
-        Returns
-        -------
-        ndarray of int64, (len(users), min(k, n_items)), or 1-D for one int user; -1 pads a
-        row when fewer than k items are left.
-        """
-        self._check_fitted()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int; got {k!r}.")
-        idx, scalar = self._user_indices(users)
-        if exclude_seen:
-            ptr, ex = self._exclusion(idx)
-        else:
-            ptr, ex = np.zeros(idx.size + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        out, _ = self._top_k(idx, k, ptr, ex)
-        return out[0] if scalar else out
+        idx = self._indices(users)
+        out = self.user_factors_[idx.reshape(-1)] @ self.item_factors_.T
+        return out[0] if idx.ndim == 0 else out
 
     # ------------------------------------------------------------------ explanation
     def explain(self, user, item) -> Explanation:
@@ -122,10 +62,10 @@ class ServingMixin:
         mean rule (no positives, no features) has one row "mean of known users (items)".
         """
         self._check_fitted()
-        u, _ = self._user_indices(np.int64(user) if isinstance(user, (int, np.integer))
-                                  else user)
-        i, _ = self._user_indices(np.int64(item) if isinstance(item, (int, np.integer))
-                                  else item, "items")
+        u = self._indices(np.int64(user) if isinstance(user, (int, np.integer))
+                          else user).reshape(-1)
+        i = self._indices(np.int64(item) if isinstance(item, (int, np.integer))
+                          else item, "items").reshape(-1)
         if u.size != 1 or i.size != 1:
             raise ValueError("explain takes one user and one item index.")
         u, i = int(u[0]), int(i[0])
@@ -152,26 +92,7 @@ class ServingMixin:
         """
         from .. import metrics
 
-        self._check_fitted()
-        self._check_interactions(ratings, "ratings")
-        n_users, n_items = self.user_factors_.shape[0], self.item_factors_.shape[0]
-        if (int(ratings.n_users), int(ratings.n_items)) != (n_users, n_items):
-            raise ValueError(f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but "
-                             f"the model was fitted on ({n_users}, {n_items}).")
-        thr = self.threshold
-        users, items = self._positives(ratings, thr, "ratings")
-        if users.size == 0:
-            raise EmptyDataError("the ratings to evaluate hold no positives",
-                                 expected="at least one held-out positive")
-        order = np.lexsort((items, users))
-        users, items = users[order], items[order]
-        eval_users, start = np.unique(users, return_index=True)
-        keys = users * n_items + items
-        ptr, ex = self._exclusion(eval_users, drop=keys)
-        top, _ = self._top_k(eval_users, max(EVAL_KS), ptr, ex)
-        bounds = np.append(start, users.size)
-        relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
-                    for r in range(eval_users.size)]
+        _, _, _, top, relevant = self._held_out_rankings(ratings, max(EVAL_KS))
         out = {}
         for k in EVAL_KS:
             out[f"precision_at_{k}"] = metrics.precision_at_k(top, relevant, k)

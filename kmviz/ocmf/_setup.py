@@ -22,24 +22,9 @@ from .features import (
 
 
 class SetupMixin:
-    """Data checks and the fit's starting state for :class:`~kmviz.ocmf.OneClassMF`."""
-
-    @staticmethod
-    def _check_interactions(ratings, what="interactions"):
-        for attr in ("users", "items", "values", "n_users", "n_items"):
-            if not hasattr(ratings, attr):
-                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
-                                f"{type(ratings).__name__} (no {attr!r}).")
-
-    def _positives(self, ratings, threshold, what):
-        """(users, items) of the positives of ``ratings``."""
-        users = np.asarray(ratings.users, dtype=np.int64)
-        items = np.asarray(ratings.items, dtype=np.int64)
-        values = np.asarray(ratings.values, dtype=np.float64)
-        if threshold is not None:
-            keep = values >= threshold
-            users, items = users[keep], items[keep]
-        return users, items
+    """Data checks and the fit's starting state for :class:`~kmviz.ocmf.OneClassMF` (it
+    checks the interactions and takes their positives by
+    :class:`~kmviz.serving.FactorServing`, mixed in through the serving mixin)."""
 
     def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
                          **inputs):
@@ -62,7 +47,7 @@ class SetupMixin:
         m, n = int(data.n_users), int(data.n_items)
         events = []
         thr = prm["threshold"]
-        users, items = self._positives(data, thr, "interactions")
+        users, items = self._positives(data, thr)
         if users.size == 0:
             total = len(np.asarray(data.values))
             raise EmptyDataError(

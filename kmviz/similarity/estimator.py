@@ -18,6 +18,7 @@ from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
 from ..exceptions import DataError, EmptyDataError
+from ..serving import FactorServing
 from ..trace import Trace
 from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
 from .inputs import IDS, SIDE_FEATURES, TOWER_PRESETS, TowerParam, build_tower, side_features
@@ -29,7 +30,7 @@ LOSSES = ("logistic", "squared")
 EVAL_KS = (1, 3, 5)
 
 
-class SimilarityLearning(IterativeEstimator):
+class SimilarityLearning(FactorServing, IterativeEstimator):
     """Two-tower similarity learning over all m x n pairs (Yuan, Li, Quan & Lin, KDD 2021).
 
     Pair (i, j) is scored ``Yhat_ij = f(theta_u; u_i)^T g(theta_v; v_j)`` by a user tower f
@@ -300,21 +301,6 @@ class SimilarityLearning(IterativeEstimator):
                            end_message=f"all {policy.max_iter} iterations done")
         return replace(policy, monotone=True)
 
-    @staticmethod
-    def _check_interactions(ratings, what="interactions"):
-        for attr in ("users", "items", "values", "n_users", "n_items"):
-            if not hasattr(ratings, attr):
-                raise TypeError(f"{what} must be a kmviz.data.Ratings; got "
-                                f"{type(ratings).__name__} (no {attr!r}).")
-
-    def _positives(self, ratings, threshold):
-        users = np.asarray(ratings.users, dtype=np.int64)
-        items = np.asarray(ratings.items, dtype=np.int64)
-        if threshold is not None:
-            keep = np.asarray(ratings.values, dtype=np.float64) >= threshold
-            users, items = users[keep], items[keep]
-        return users, items
-
     def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
                          **inputs):
         from .._memory import F8, data_sizes, feature_width
@@ -438,63 +424,11 @@ class SimilarityLearning(IterativeEstimator):
         super()._check_fitted("user_factors_")
 
     # ------------------------------------------------------------------ prediction
-    def _indices(self, values, what):
-        arr = np.asarray(values)
-        n = self.user_factors_.shape[0] if what == "users" else self.item_factors_.shape[0]
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            raise ValueError(f"{what} must be integer indices; got dtype {arr.dtype}.")
-        flat = arr.reshape(-1)
-        if flat.size and (flat.min() < 0 or flat.max() >= n):
-            bad = int(flat[(flat < 0) | (flat >= n)][0])
-            raise ValueError(f"{what[:-1]} index {bad} is out of range; the model was fitted "
-                             f"on {n} {what} (indices 0..{n - 1}).")
-        return arr.astype(np.int64)
-
-    def predict(self, users, items) -> np.ndarray:
-        """Scores ``Yhat_ij = p_i^T q_j`` of (user, item) pairs, broadcast together."""
-        self._check_fitted()
-        u, i = np.broadcast_arrays(self._indices(users, "users"),
-                                   self._indices(items, "items"))
-        return np.einsum("...k,...k->...", self.user_factors_[u], self.item_factors_[i])
-
     def score_items(self, users) -> np.ndarray:
         """Scores of every item for the given users (a row per user; 1-D for one int)."""
         self._check_fitted()
         idx = self._indices(users, "users")
         return self.user_factors_[idx] @ self.item_factors_.T
-
-    def _top(self, users, k, drop=None, exclude_seen=True):
-        """Top-k items of each user (training positives left out except ``drop`` keys),
-        by a Numba kernel that never holds the users x items score matrix."""
-        from .. import ranking
-
-        ptr = ex = None
-        if exclude_seen:
-            ptr, ex = ranking.exclusion(self._seen_ptr, self._seen_idx, users,
-                                        self.item_factors_.shape[0], drop)
-        return ranking.top_items(self.user_factors_[users], self.item_factors_, k, ptr, ex)[0]
-
-    def recommend(self, users, k=10, exclude_seen=True) -> np.ndarray:
-        """The top-k item indices per user, best first (ties: lower index first).
-
-        Parameters
-        ----------
-        users : int or array of int
-        k : int, default=10
-        exclude_seen : bool, default=True
-            Leave out each user's training positives.
-
-        Returns
-        -------
-        ndarray of int64 (len(users), min(k, n_items)), 1-D for one int user; -1 pads a row
-        when fewer than k items are left.
-        """
-        self._check_fitted()
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"k must be a positive int; got {k!r}.")
-        idx = self._indices(users, "users")
-        out = self._top(idx.reshape(-1), k, exclude_seen=exclude_seen)
-        return out[0] if idx.ndim == 0 else out
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, ratings) -> dict:
@@ -509,23 +443,9 @@ class SimilarityLearning(IterativeEstimator):
         """
         from .. import metrics
 
-        self._check_fitted()
-        self._check_interactions(ratings, "ratings")
-        m, n = self.user_factors_.shape[0], self.item_factors_.shape[0]
-        if (int(ratings.n_users), int(ratings.n_items)) != (m, n):
-            raise ValueError(f"ratings have shape ({ratings.n_users}, {ratings.n_items}) but "
-                             f"the model was fitted on ({m}, {n}).")
-        users, items = self._positives(ratings, self.threshold)
-        if users.size == 0:
-            raise EmptyDataError("the ratings to evaluate hold no positives",
-                                 expected="at least one held-out positive")
-        order = np.lexsort((items, users))
-        users, items = users[order], items[order]
-        eval_users, start = np.unique(users, return_index=True)
-        top = self._top(eval_users, max(EVAL_KS), drop=users * n + items)
-        bounds = np.append(start, users.size)
-        relevant = [set(items[bounds[r]:bounds[r + 1]].tolist())
-                    for r in range(eval_users.size)]
+        users, items, eval_users, top, relevant = self._held_out_rankings(ratings,
+                                                                          max(EVAL_KS))
+        n = self.item_factors_.shape[0]
         # hits[r, t]: the t-th recommendation of user r is a held-out positive; P@K is
         # hits / K as kmviz.metrics.precision_at_k defines it (-1 padding is a miss)
         hits = np.isin(eval_users[:, None] * n + top, users * n + items) & (top >= 0)

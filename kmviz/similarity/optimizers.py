@@ -13,13 +13,13 @@ app's Optimizers page; plain Python, no Streamlit).
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from .._jobs import BackgroundJob
 from ..exceptions import NumericalError
 from .estimator import SimilarityLearning, relative_objective_difference
 from .solvers import SOLVER_LABELS, SOLVERS
@@ -173,38 +173,23 @@ def time_to_reach(frame, threshold=1e-3) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-class ComparisonJob:
+class ComparisonJob(BackgroundJob):
     """:func:`compare_solvers` in a background thread, with progress and a stop flag.
 
     ``snapshot()`` gives a consistent view for a page that polls; ``stop()`` ends the
-    current fit after its iteration (the curves so far are kept in ``result``).
+    current fit after its iteration (the curves so far are kept in ``result``); ``start``,
+    ``stop`` and ``done`` are :class:`kmviz._jobs.BackgroundJob`'s.
     """
 
     def __init__(self, train, validation, solvers, params=None, *, time_limit=None,
                  **fit_inputs):
+        super().__init__("kmviz-similarity-compare")
         self.solvers = list(solvers)
         self._args = (train, validation, self.solvers, dict(params or {}))
         self._kw = dict(time_limit=time_limit, **fit_inputs)
-        self.stop_event = threading.Event()
-        self._lock = threading.Lock()
         self._current, self._n_rows, self._done = None, 0, []
-        self._status, self.error = "running", ""
+        self.error = ""
         self.result: Comparison | None = None
-        self._started = time.time()
-        self.thread = threading.Thread(target=self._run, name="kmviz-similarity-compare",
-                                       daemon=True)
-
-    def start(self) -> "ComparisonJob":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stop_event.set()
-
-    @property
-    def done(self) -> bool:
-        with self._lock:
-            return self._status != "running"
 
     def _progress(self, solver, row):
         with self._lock:

@@ -25,6 +25,7 @@ import traceback
 import streamlit as st
 
 from kmviz import families
+from kmviz._jobs import BackgroundJob
 from kmviz._memory import check_fit_memory
 from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
@@ -55,8 +56,12 @@ def stop_words(trace) -> str:
     return message or STOP_REASONS.get(reason, reason)
 
 
-class TrainingJob:
-    """One background fit: thread, stop flag, and a lock-protected progress record."""
+class TrainingJob(BackgroundJob):
+    """One background fit: thread, stop flag, and a lock-protected progress record.
+
+    :meth:`stop` asks the fit to end after the current iteration (the model so far is
+    kept); the thread, the flag and the status come from :class:`kmviz._jobs.BackgroundJob`.
+    """
 
     def __init__(self, family: str, params: dict, split, *, dataset_name: str,
                  fingerprint: str, label: str | None = None, save: bool = True,
@@ -79,39 +84,17 @@ class TrainingJob:
         except Exception:  # noqa: BLE001
             self._planned = int(self.params.get("max_iter", 1) or 1)
         self.save = save
-        self.stop_event = threading.Event()
-        self._lock = threading.Lock()
+        super().__init__("kmviz-training",
+                         "compiling" if warm_up is not None and not warm_up.ready(family)
+                         else "queued")
         self._rows: list[dict] = []
-        self._status = "compiling" if warm_up is not None and not warm_up.ready(family) \
-            else "queued"
         self._message = ""
         self._details = ""
-        self._started = time.time()
         self._fit_started: float | None = None
         self._finished: float | None = None
         self.result: RunRecord | None = None
         self.consumed = False
         self.save_error = ""
-        self.thread = threading.Thread(target=self._run, name="kmviz-training", daemon=True)
-
-    # -- control -------------------------------------------------------------------------
-    def start(self) -> "TrainingJob":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Ask the fit to end after the current iteration (keeps the model so far)."""
-        self.stop_event.set()
-
-    @property
-    def done(self) -> bool:
-        with self._lock:
-            return self._status in ("done", "stopped", "failed")
-
-    @property
-    def status(self) -> str:
-        with self._lock:
-            return self._status
 
     def progress(self) -> dict:
         """A consistent snapshot for the page: status, rows so far, last row, elapsed time."""
@@ -139,11 +122,6 @@ class TrainingJob:
             }
 
     # -- the thread ----------------------------------------------------------------------
-    def _set(self, **kw) -> None:
-        with self._lock:
-            for k, v in kw.items():
-                setattr(self, f"_{k}", v)
-
     def _callback(self, row: dict) -> None:
         with self._lock:
             self._rows.append(dict(row))

@@ -15,6 +15,11 @@ from kmviz.ui.training import ONE_FIT_PER_SESSION
 from .apphelpers import (TRAIN, goto, load_planted, new_session, only_run, plain_text,
                          texts, train, train_button, wait_job)
 
+#: The longest a helper thread of these tests may take to get going or to end (an upper
+#: bound only: the waits end as soon as the thread is there), and how long the stand-in
+#: threads live unless released, on a box shared past its cores.
+PATIENCE = 120
+
 
 @pytest.fixture()
 def one_fit_at_a_time(monkeypatch):
@@ -27,37 +32,45 @@ def one_fit_at_a_time(monkeypatch):
     def other_session():
         with fits.slot("other session"):
             taken.set()
-            release.wait(120)
+            release.wait(10 * PATIENCE)
 
     thread = threading.Thread(target=other_session, daemon=True)
 
     def hold():
         thread.start()
-        assert taken.wait(10)
+        assert taken.wait(PATIENCE)
 
     def let_go():
         release.set()
-        thread.join(10)
+        thread.join(PATIENCE)
 
     yield hold, let_go
     let_go()
 
 
-def _wait_status(job, status, timeout=60):
+def _wait_status(job, status, timeout=PATIENCE):
     end = time.time() + timeout
     while job.status != status and time.time() < end:
         time.sleep(0.05)
     assert job.status == status
 
 
-@pytest.mark.slow
-def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a_time):
-    hold, let_go = one_fit_at_a_time
+def _a_queued_fit(hold):
+    """Another session's fit takes the only place (``hold``), then a new session presses
+    Train on a small planted set: its session and its job, waiting in the queue, with the
+    page run once since."""
     hold()
     at = train(load_planted(new_session()), wait=False)
     job = at.session_state[StateKeys.JOB]
     _wait_status(job, "queued")
     at.run()
+    return at, job
+
+
+@pytest.mark.slow
+def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a_time):
+    hold, let_go = one_fit_at_a_time
+    at, job = _a_queued_fit(hold)
     queued = [i.value for i in at.info if "in line" in i.value]
     assert queued and plain_text(queued[0]).startswith(
         "Queued: 1st in line, 1 fit running (at most 1 at a time on this server)"), queued
@@ -75,13 +88,9 @@ def test_a_queued_fit_shows_its_place_and_a_second_click_is_refused(one_fit_at_a
 @pytest.mark.slow
 def test_stop_takes_a_queued_fit_out_of_the_queue(one_fit_at_a_time):
     hold, _ = one_fit_at_a_time
-    hold()
-    at = train(load_planted(new_session()), wait=False)
-    job = at.session_state[StateKeys.JOB]
-    _wait_status(job, "queued")
-    at.run()
+    at, job = _a_queued_fit(hold)
     at.button(key="train_stop").click().run()
-    wait_job(at, timeout=10)
+    wait_job(at)
     assert job.status == "stopped" and sch._SCHEDULER.waiting() == 0
     assert not at.session_state[StateKeys.RUNS]
 
@@ -90,7 +99,7 @@ def _loading_marker(at, what="Planted Kolmogorov model"):
     """What load_clicked leaves in the session while its load runs in another script
     thread (a click on another page came in meanwhile): a marker naming a live thread."""
     done = threading.Event()
-    loader = threading.Thread(target=done.wait, args=(60,), daemon=True)
+    loader = threading.Thread(target=done.wait, args=(10 * PATIENCE,), daemon=True)
     loader.start()
     box = at.session_state[StateKeys.PENDING_LOAD]
     box["loading"] = {"kind": "built-in", "what": what, "since": time.time(),
@@ -122,7 +131,7 @@ def test_train_refuses_while_a_load_is_running_then_trains_on_the_new_data():
     box["load"] = ("ok", (new, spec, make_split(new), None))
     box.pop("loading")
     done.set()
-    loader.join(5)
+    loader.join(PATIENCE)
     at = train(at)
     run = only_run(at)
     assert run.fingerprint == new.fingerprint() != old.fingerprint()
@@ -135,7 +144,7 @@ def test_a_marker_left_by_an_ended_thread_is_dropped():
     at = goto(new_session(), TRAIN)
     box, done, loader = _loading_marker(at)
     done.set()
-    loader.join(5)
+    loader.join(PATIENCE)
     at.run()
     # (other "Loading ..." notes, such as the kernels' warm-up, may be on the page)
     assert not any(i.value.startswith("Loading Planted Kolmogorov model") for i in at.info)

@@ -12,6 +12,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
+#: How long `streamlit run` may take to answer its health check (an upper bound, for a box
+#: shared past its cores; the harness's default is 60 s).
+SERVER_START_S = 180.0
 
 
 @pytest.fixture()
@@ -26,7 +29,8 @@ def _serve(tmp_path, *, numba_cache_dir=None, **extra_env):
     if missing:
         pytest.skip(missing)
     with serve(runs_dir=tmp_path / "runs", numba_cache_dir=numba_cache_dir,
-               log=tmp_path / "streamlit.log", env=extra_env) as running:
+               log=tmp_path / "streamlit.log", env=extra_env,
+               timeout=SERVER_START_S) as running:
         yield running
 
 
@@ -176,7 +180,10 @@ def test_data_train_implications_runs(server):
         assert target is not None, "every node is the selected one"
         box = points.nth(target).bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.wait_for_timeout(1500)
+        # the click reruns the page, which sets the picker: wait for that, not a fixed 1.5 s
+        # (on a loaded box the rerun may not have begun by then, and settle() would see an
+        # idle page still showing the old item)
+        expect(page.get_by_label("item", exact=True).first).not_to_have_value(before)
         settle(page)
         expect(page.get_by_text("Everyone who likes").first).to_be_visible()
         after = page.get_by_label("item", exact=True).first.input_value()
@@ -325,6 +332,7 @@ def test_data_train_ocmf_then_recommendations_for_a_user(server):
         before = page.get_by_label("User", exact=True).first.input_value()
         page.locator('[data-testid="stSelectbox"]').filter(has_text="User").click()
         page.get_by_role("option").nth(1).click()
+        expect(page.get_by_label("User", exact=True).first).not_to_have_value(before)
         settle(page)
         after = page.get_by_label("User", exact=True).first.input_value()
         assert after and after != before, (before, after)

@@ -14,6 +14,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 #: The first words of the lock sentence a read-only run shows (kmviz.ui.state.NOT_YOURS).
 LOCKED = "This run was made by another browser"
+#: How long `streamlit run` may take to answer its health check (an upper bound, for a box
+#: shared past its cores).
+SERVER_START_S = 180.0
 
 
 @pytest.fixture(autouse=True)
@@ -64,14 +67,16 @@ def _charts(page, title: str):
 
 def test_a_private_app_keeps_every_run_the_local_users(tmp_path):
     runs = tmp_path / "runs"
-    with serve(runs_dir=runs, log=tmp_path / "first.log") as server, chromium() as browser:
+    with serve(runs_dir=runs, log=tmp_path / "first.log", timeout=SERVER_START_S) as server, \
+            chromium() as browser:
         page = open_home(browser, server.url)
         settle(page)
         _train_km(page)
         page.reload()  # a new session: the run is the local user's all the same
         settle(page)
         _shows_implications(page)
-    with serve(runs_dir=runs, log=tmp_path / "restart.log") as server, chromium() as browser:
+    with serve(runs_dir=runs, log=tmp_path / "restart.log", timeout=SERVER_START_S) as server, \
+            chromium() as browser:
         page = open_home(browser, server.url)  # after a restart
         settle(page)
         _shows_implications(page)
@@ -100,7 +105,7 @@ def test_a_served_app_keeps_a_browsers_runs_its_own(tmp_path):
     from playwright.sync_api import expect
 
     runs = tmp_path / "runs"
-    with serve(runs_dir=runs, log=tmp_path / "served.log",
+    with serve(runs_dir=runs, log=tmp_path / "served.log", timeout=SERVER_START_S,
                args=("--server.address", "0.0.0.0")) as server, chromium() as browser:
         mine = open_home(browser, server.url)  # each open_home is its own browser context
         settle(mine)

@@ -10,6 +10,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FAMILY = "Similarity learning with nonlinear embeddings (two towers, all pairs)"
+#: How long `streamlit run` may take to answer its health check (an upper bound, for a box
+#: shared past its cores).
+SERVER_START_S = 180.0
 
 
 def test_train_then_optimizers_then_embeddings(tmp_path):
@@ -19,7 +22,8 @@ def test_train_then_optimizers_then_embeddings(tmp_path):
         pytest.skip(browser_harness.chromium_missing())
     b = browser_harness
     ARTIFACTS.mkdir(exist_ok=True)
-    with b.serve(runs_dir=tmp_path / "runs", log=tmp_path / "streamlit.log") as server, \
+    with b.serve(runs_dir=tmp_path / "runs", log=tmp_path / "streamlit.log",
+                 timeout=SERVER_START_S) as server, \
             b.chromium() as browser:
         page = b.open_home(browser, server.url, timeout_ms=120_000)
         b.settle(page, 120_000)

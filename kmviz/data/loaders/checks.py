@@ -54,24 +54,8 @@ def max_upload_bytes(max_bytes=None) -> int:
     InvalidParameterError
         If the limit or the environment variable is not a positive number.
     """
-    if max_bytes is not None:
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float, np.number)) \
-                or not max_bytes > 0:
-            raise InvalidParameterError(
-                f"The 'max_bytes' parameter must be a positive number. Got {max_bytes!r} instead.")
-        return int(max_bytes)
-    env = os.environ.get(MAX_MB_ENV)
-    if env is None or env.strip() == "":
-        return DEFAULT_MAX_MB * 1024 * 1024
-    try:
-        mb = float(env)
-    except ValueError:
-        mb = float("nan")
-    if not mb > 0 or not np.isfinite(mb):
-        raise InvalidParameterError(
-            f"The environment variable {MAX_MB_ENV} must be a positive number of megabytes. "
-            f"Got {env!r} instead.")
-    return int(mb * 1024 * 1024)
+    given = _given_limit(max_bytes, "max_bytes", MAX_MB_ENV)
+    return DEFAULT_MAX_MB * 1024 * 1024 if given is None else given
 
 
 def max_expanded_bytes(max_bytes=None, max_expanded=None) -> int:
@@ -85,25 +69,32 @@ def max_expanded_bytes(max_bytes=None, max_expanded=None) -> int:
     InvalidParameterError
         If the limit or the environment variable is not a positive number.
     """
-    if max_expanded is not None:
-        if isinstance(max_expanded, bool) or not isinstance(
-                max_expanded, (int, float, np.number)) or not max_expanded > 0:
-            raise InvalidParameterError(
-                "The 'max_expanded_bytes' parameter must be a positive number. Got "
-                f"{max_expanded!r} instead.")
-        return int(max_expanded)
-    env = os.environ.get(MAX_EXPANDED_ENV)
-    if env is not None and env.strip():
-        try:
-            mb = float(env)
-        except ValueError:
-            mb = float("nan")
-        if not mb > 0 or not np.isfinite(mb):
-            raise InvalidParameterError(
-                f"The environment variable {MAX_EXPANDED_ENV} must be a positive number of "
-                f"megabytes. Got {env!r} instead.")
-        return int(mb * 1024 * 1024)
-    return max_upload_bytes(max_bytes)
+    given = _given_limit(max_expanded, "max_expanded_bytes", MAX_EXPANDED_ENV)
+    return max_upload_bytes(max_bytes) if given is None else given
+
+
+def _given_limit(value, parameter: str, variable: str) -> int | None:
+    """A byte limit: ``value`` (the parameter ``parameter``) if not None, checked to be a
+    positive number; else the environment variable ``variable``, in megabytes; None when
+    neither is set (a blank variable is not set)."""
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or not value > 0:
+            raise InvalidParameterError(f"The {parameter!r} parameter must be a positive "
+                                        f"number. Got {value!r} instead.")
+        return int(value)
+    env = os.environ.get(variable)
+    if env is None or not env.strip():
+        return None
+    try:
+        mb = float(env)
+    except ValueError:
+        mb = float("nan")
+    if not mb > 0 or not np.isfinite(mb):
+        raise InvalidParameterError(
+            f"The environment variable {variable} must be a positive number of megabytes. "
+            f"Got {env!r} instead.")
+    return int(mb * 1024 * 1024)
 
 
 def _format_size(n: int) -> str:
