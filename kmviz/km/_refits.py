@@ -16,9 +16,12 @@ from typing import Callable, Iterable
 from ..exceptions import ConvergenceWarning
 
 #: Refits run at once in process (None: one per Numba thread, each refit on one thread;
-#: 1: one after the other, each on every Numba thread). B = 6 refits of D = 8 on ML-100K:
-#: 7.3-7.4 s on 2 threads against 8.7-9.1 s one after the other, the same supports
-#: (bench/implications_stability.py --section cost).
+#: 1: one after the other, each on every Numba thread). B = 6 refits of D = 8 on ML-100K,
+#: 2 cores shared with other jobs, alternating in one run: at load ~4.2, 7.3-7.4 s on 2
+#: threads against 8.7-9.1 s one after the other (the same supports); at load 6.5-8, a
+#: median of 14.0 s against 14.7 s over six rounds (ratios 0.81-1.09, five of six faster).
+#: B = 20 in bench/implications_stability.py --section cost: 28.0 against 34.2 s in one
+#: run, 59.4 against 34.7 s in another whose load rose during the threaded part.
 REFIT_THREADS = None
 
 
