@@ -518,7 +518,10 @@ class DaskBackend:
                 if getattr(self.client, "status", "running") != "running":
                     raise self._lost("running the tasks", RuntimeError(
                         f"client {self.client.status}"))
-                for fut in [f for f in pending if f.status != "pending"]:
+                # "lost": a finished result whose worker died; the scheduler computes it
+                # again, so it is waited for like a pending one
+                for fut in [f for f in pending if f.status in ("finished", "error",
+                                                               "cancelled")]:
                     k = pending.pop(fut)
                     try:
                         results[k] = fut.result()
