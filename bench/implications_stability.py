@@ -27,8 +27,20 @@ interval resampling users); "judged" = pairs with >= 3 held-out ratings of i amo
    stability order and default ranking, each cut at every single fit's count (precision /
    recall of the planted implications), and the pairs held in every refit.
 
-    python bench/implications_stability.py [--section select|test|planted|all]
+4. ``--section cost``: where the refits run. B = --refits refits of D = 8 on all of
+   MovieLens 100K (items with >= 20 ratings), the same random_state, in one run: in process
+   one after the other (each refit on every Numba thread), in process on one thread per
+   Numba thread (the default, kmviz.km._refits.REFIT_THREADS), and on a Dask LocalCluster
+   of --workers worker processes (``parallel_backend("dask", client="local:N")``, one task
+   per refit, the ratings scattered once), twice (new workers load the compiled kernels
+   from Numba's cache on their first task; --dask-first runs them before the in-process
+   ones, against a load that grows); the cluster's start is timed apart. Each
+   stable_implications table is checked equal to the first; the load average before and
+   after each.
+
+    python bench/implications_stability.py [--section select|test|planted|cost|all]
                                            [--splits 3] [--refits 20] [--quick]
+                                           [--workers 2] [--dask-first]
 """
 
 from __future__ import annotations
@@ -66,10 +78,10 @@ def refits_for(train, keep, train_on, resampling, B, seed, D=8):
 
     settings = _settings(train, LIKED, train_on, {"D": D})
     seeds = np.random.SeedSequence(seed).generate_state(B)
-    tasks = [{"ratings": train, "seed": int(s), "resampling": resampling, "fraction": 0.5,
+    tasks = [{"seed": int(s), "resampling": resampling, "fraction": 0.5,
               "settings": settings} for s in seeds]
     t0, c0 = time.perf_counter(), time.process_time()
-    out = map_refits(refit_supports, tasks)
+    out = map_refits(refit_supports, tasks, shared=train)
     refits_for.cpu = time.process_time() - c0
     return out, time.perf_counter() - t0
 
@@ -304,6 +316,82 @@ def planted(seed, B, quick):
     print(table(rows, floatfmt="{:.3f}"))
 
 
+def _workers_cpu(backend) -> float:
+    """CPU seconds the Dask workers' processes used so far (0 without a backend)."""
+    if backend is None:
+        return 0.0
+    return float(sum(backend.client.run(time.process_time).values()))
+
+
+def cost(ratings, seed, B, workers, dask_first=False):
+    """Section 4: the same stable_implications in process (serial, threads) and on a Dask
+    LocalCluster of ``workers`` processes."""
+    import pandas as pd
+
+    import kmviz
+    from kmviz.km import _refits, stable_implications
+
+    keep = ratings.item_counts() >= MIN_RATINGS
+    rows, ref = [], None
+
+    def run(label, backend=None, **extra):
+        nonlocal ref
+        load0 = load_avg()
+        w0 = _workers_cpu(backend)
+        t0, c0 = time.perf_counter(), time.process_time()
+        df = stable_implications(ratings, liked=LIKED, n_refits=B, random_state=seed,
+                                 items=keep, D=8)
+        wall = time.perf_counter() - t0
+        if backend is not None:
+            extra["CPU of the workers (s)"] = _workers_cpu(backend) - w0
+        same = "-" if ref is None else "yes" if _same(ref, df) else "NO"
+        ref = df if ref is None else ref
+        rows.append({"where": label, "B": B, "D": 8, "wall (s)": wall,
+                     "CPU of this process (s)": time.process_time() - c0,
+                     "median refit (s)": float(np.median(df.attrs["seconds"])),
+                     "within 60 s": "yes" if wall <= 60 else "no",
+                     "table equal to the first": same, "load before": load0,
+                     "load after": load_avg(), **extra})
+        print(f"- {label}: {wall:.1f} s; load {load_avg()}", flush=True)
+
+    def _same(a, b):
+        try:
+            pd.testing.assert_frame_equal(a, b)
+            return bool(np.array_equal(a.attrs["held"], b.attrs["held"]))
+        except AssertionError:
+            return False
+
+    from kmviz.km.warmup import compile_kernels
+
+    def in_process():
+        old = _refits.REFIT_THREADS
+        try:
+            _refits.REFIT_THREADS = 1
+            run("in process, one refit at a time (Numba threads: all)")
+            _refits.REFIT_THREADS = None
+            run(f"in process, {_refits.refit_threads(B)} refits at once (1 Numba thread "
+                "each)")
+        finally:
+            _refits.REFIT_THREADS = old
+
+    compile_kernels()
+    if not dask_first:
+        in_process()
+    t0 = time.perf_counter()
+    with kmviz.parallel_backend("dask", client=f"local:{workers}") as backend:
+        start = time.perf_counter() - t0
+        backend.warm("km", compile_kernels)
+        run(f"Dask LocalCluster, {workers} worker processes x 1 thread (new workers: "
+            "each loads the kernels)", backend, **{"cluster start (s)": start})
+        run("the same cluster again (workers warm)", backend)
+    if dask_first:
+        in_process()
+    print(f"\n## 4. Where the refits run: B = {B} refits of D = 8 on MovieLens 100K "
+          f"({ratings.n_ratings:,} ratings, {int(keep.sum()):,} items with >= {MIN_RATINGS} "
+          f"ratings), random_state {seed}, one run\n")
+    print(table(rows, floatfmt="{:.1f}"))
+
+
 def _in(pairs, truth):
     t = {(int(a), int(b)) for a, b in np.asarray(truth).reshape(-1, 2)}
     return np.array([(int(a), int(b)) in t for a, b in pairs], bool)
@@ -311,7 +399,11 @@ def _in(pairs, truth):
 
 def main():
     ap = parser(__doc__.splitlines()[0])
-    ap.add_argument("--section", default="all", choices=["select", "test", "planted", "all"])
+    ap.add_argument("--section", default="all",
+                    choices=["select", "test", "planted", "cost", "all"])
+    ap.add_argument("--workers", type=int, default=2, help="Dask workers for --section cost")
+    ap.add_argument("--dask-first", action="store_true",
+                    help="--section cost: the cluster's runs before the in-process ones")
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--refits", type=int, default=20)
     ap.add_argument("--val-splits", type=int, default=2,
@@ -329,6 +421,12 @@ def main():
     from kmviz.data import load
 
     data = []
+    if args.section == "cost":
+        r = load_ml100k(args.ml100k)
+        if r is not None:
+            cost(r, args.seed, args.refits, args.workers, args.dask_first)
+        footer(t_start)
+        return
     if args.section != "planted":
         if not args.no_ml100k:
             r = load_ml100k(args.ml100k)

@@ -2,7 +2,7 @@
 top of each ranking on MovieLens, and recovery of planted implications under noise.
 
 Real data (MovieLens 100K from --ml100k, MovieLens latest-small built in; 80/20 random
-split, seed --seed; liked = rating >= 4, kmviz's default on both scales). Only items with at
+split; liked = rating >= 4, kmviz's default on both scales). Only items with at
 least 20 training ratings take part, for KM and for the rules alike (the app's default on
 data of this size). KM: KolmogorovModel(D) with the package defaults, fitted on the training
 ratings; its implications as kmviz.km.mine_implications gives them (each group of
@@ -27,11 +27,20 @@ entries dropped (only 1 - drop observed) and a share of the observed values flip
 with nested supports, equivalences both ways) against the true ones; the rules (co-support
 >= 3, any confidence) cut at the same count, for two liked thresholds.
 
+Seeds: every section (each dataset, the planted data) and every use inside one (the split,
+KM's initialization, the bootstrap intervals; the planted generator, the flips, KM) gets its
+own seed, derived from --seed and the section's and the use's names alone
+(:func:`section_seed`): a section's figures do not depend on which sections ran before it or
+are left out, and no two uses share a random stream. (Before, every use took --seed itself:
+on planted data KM was initialized from the generator's own stream, i.e. at the planted
+theta, and the flips were the generator's first draws again.)
+
     python bench/implications_vs_rules.py [--quick] [--sizes 8,16,24] [--no-ml100k]
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 import warnings
 
@@ -43,6 +52,13 @@ MIN_SUPPORT = 20
 MIN_CONFIDENCE = 0.5
 MIN_RATINGS = 20
 LIKED = 4.0
+
+
+def section_seed(seed: int, section: str, use: str) -> int:
+    """The seed of one ``use`` ("split", "km", ...) in one ``section``: from --seed and the
+    two names alone, so it is the same whatever ran before and differs between uses."""
+    key = int.from_bytes(hashlib.sha256(f"{section}/{use}".encode()).digest()[:8], "little")
+    return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
 
 
 def fit_km(train, D, seed, on_likes=False):
@@ -92,12 +108,15 @@ def real_data(name, ratings, sizes, seed, ks):
     from kmviz.km import mine_implications
     from kmviz.rules import pairwise_rules
 
-    train, test = ratings.split(0.2, random_state=seed)
+    args_seed, km_seed = seed, section_seed(seed, name, "km")
+    train, test = ratings.split(0.2, random_state=section_seed(seed, name, "split"))
+    seed = section_seed(seed, name, "bootstrap")    # the held-out intervals
     keep = train.item_counts() >= MIN_RATINGS
     base = float(np.mean(test.values >= LIKED))
     print(f"\n## {name}: {train.n_ratings:,} training / {test.n_ratings:,} held-out ratings, "
           f"{int(keep.sum()):,} items with >= {MIN_RATINGS} training ratings; liked = rating "
-          f">= {LIKED:g} (held-out share liked {base:.2f})\n")
+          f">= {LIKED:g} (held-out share liked {base:.2f}); seeds (from --seed): split "
+          f"{section_seed(args_seed, name, 'split')}, KM {km_seed}, bootstrap {seed}\n")
     rows, rare_rows, info = [], [], []
     t0 = time.perf_counter()
     rules = pairwise_rules(train, liked=LIKED, min_support=MIN_SUPPORT,
@@ -116,7 +135,7 @@ def real_data(name, ratings, sizes, seed, ks):
     models = {}
     for D in sizes:
         for on_likes in (False, True):
-            model, t_fit = fit_km(train, D, seed, on_likes)
+            model, t_fit = fit_km(train, D, km_seed, on_likes)
             models[D, on_likes] = model
             t0 = time.perf_counter()
             km = mine_implications(model, train, liked=LIKED, validation=test, items=keep)
@@ -182,16 +201,18 @@ def planted(seed, n_users, flips, drops, quick):
     rows = []
     for drop in drops:
         for flip in flips:
-            rng = np.random.default_rng(seed)
+            rng = np.random.default_rng(section_seed(seed, "planted", "flips"))
             ratings, truth = make_planted_km(n_users, 60, 8, noise=0.0, observed=1 - drop,
-                                             random_state=seed)
+                                             random_state=section_seed(
+                                                 seed, "planted", "data"))
             v = ratings.values.copy()
             flipped = rng.random(v.size) < flip
             v[flipped] = 1.0 - v[flipped]
             noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
                                         user_ids=np.arange(ratings.n_users),
                                         item_ids=np.arange(ratings.n_items))
-            m = KolmogorovModel(D=8, random_state=seed, max_iter=10 if quick else 20)
+            m = KolmogorovModel(D=8, random_state=section_seed(seed, "planted", "km"),
+                                max_iter=10 if quick else 20)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 m.fit(noisy)
@@ -212,7 +233,10 @@ def planted(seed, n_users, flips, drops, quick):
             rows.append(row)
     print(f"\n## Planted KM (n_users = {n_users}, 60 items, D = 8 fitted at D = 8): precision "
           "/ recall / F1 of the true implications (directed item pairs), rules cut at KM's "
-          "count, liked = p >= 0.5 and p >= 0.75 (the default on a [0, 1] scale)\n")
+          "count, liked = p >= 0.5 and p >= 0.75 (the default on a [0, 1] scale); seeds "
+          f"(from --seed): data {section_seed(seed, 'planted', 'data')}, flips "
+          f"{section_seed(seed, 'planted', 'flips')}, KM {section_seed(seed, 'planted', 'km')}"
+          "\n")
     print(table(rows, floatfmt="{:.2f}"))
 
 

@@ -14,7 +14,10 @@ back in block order, so a distributed fit equals the in-process fit with the sam
 KM runs its half-steps this way (:mod:`kmviz.km._blocks`). One-class MF's half-step is one
 convex problem solved by TRON in this process; its observed-pair passes run as block tasks,
 many per half-step, with the fixed factors broadcast once (:meth:`DaskBackend.broadcast`) and
-per-pair state left on the workers (:mod:`kmviz.ocmf._dist`).
+per-pair state left on the workers (:mod:`kmviz.ocmf._dist`). Whole independent jobs (a
+model's refits on resamples) run one task each through :meth:`DaskBackend.map_tasks`: their
+shared data goes to the workers once, the results come back as they finish (progress, stop)
+and are returned in task order.
 
 ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://host:8786"``),
 ``"local:N"`` (a LocalCluster of N worker processes, one thread each) or ``"threads:N"`` (N
@@ -127,12 +130,12 @@ def set_default_backend(name="dask", *, client=None, **options):
     return backend
 
 
-def describe(backend=None) -> str:
-    """One line saying where fits run (for the app's Train page and the CLI)."""
+def describe(backend=None, what: str = "Fits") -> str:
+    """One line saying where fits (or ``what``) run (for the app's pages and the CLI)."""
     backend = active_backend() if backend is None else backend
     if backend is None:
-        return "Fits run in this process (Numba threads)."
-    return backend.describe()
+        return f"{what} run in this process (Numba threads)."
+    return backend.describe(what)
 
 
 # ----------------------------------------------------------------------------- blocks
@@ -200,6 +203,23 @@ def _run_task(fn, block, shared, extra):
     with single_blas_thread():
         out = fn(block, shared, extra)
     return out, time.perf_counter() - start
+
+
+def _run_whole_task(fn, task, shared):
+    """A whole job on a worker (:meth:`DaskBackend.map_tasks`): one Numba and BLAS thread,
+    and any fit inside runs right here (a worker thread of this process must not send its
+    own fit back to the cluster it runs on), then ``fn(task, shared)``."""
+    import numba
+
+    from ._threads import single_blas_thread
+
+    numba.set_num_threads(1)
+    _local.in_process = True
+    try:
+        with single_blas_thread():
+            return fn(task, shared)
+    finally:
+        _local.in_process = False
 
 
 def _lost_data_errors():
@@ -298,8 +318,8 @@ class DaskBackend:
         except Exception as exc:  # noqa: BLE001
             raise self._lost("asking for the workers", exc) from exc
 
-    def describe(self) -> str:
-        return f"Fits run on the Dask cluster {self.address}."
+    def describe(self, what: str = "Fits") -> str:
+        return f"{what} run on the Dask cluster {self.address}."
 
     def _lost(self, doing, exc):
         return ClusterError(
@@ -452,6 +472,82 @@ class DaskBackend:
                 sum(_nbytes(ex) for ex in extras)
             return [r for r, _ in out]
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def map_tasks(self, fn, tasks, shared=None, *, progress=None, stop=None, poll=0.25):
+        """Run ``fn(task, shared)`` once per task, one task each; the results in task order.
+
+        For whole jobs of a second or more (well above the ~1 ms a task costs). ``shared``
+        goes to every worker once (never inside the task graph); each task carries only its
+        own small ``task``. As tasks finish, ``progress(done, total)`` is called here (the
+        caller's thread); ``stop()`` is checked every ``poll`` seconds and after each
+        completion: when it turns true the tasks not finished are cancelled and the results
+        so far come back, in task order. Returns ``(results, indices)``: the results and
+        the positions in ``tasks`` they belong to (all of them unless stopped).
+
+        A worker that dies takes its running tasks with it: the scheduler runs them again
+        elsewhere, and a task whose data was lost is submitted again (up to
+        :data:`MAX_RETRIES` times); a lost scheduler raises :class:`ClusterError`; a task's
+        own error is raised as it is.
+        """
+        from distributed import wait
+
+        tasks = list(tasks)
+        total = len(tasks)
+        lost = _lost_data_errors()
+        holder = Broadcast(shared, self._broadcast_future(shared))
+        retries = [0] * total
+
+        def submit(k):
+            if holder.future.status != "finished":     # every worker holding it was lost
+                holder.future = self._broadcast_future(holder.obj)
+            return self.client.submit(_run_whole_task, fn, tasks[k], holder.future,
+                                      pure=False)
+
+        try:
+            pending = {submit(k): k for k in range(total)}
+        except Exception as exc:  # noqa: BLE001
+            self._raise_for("submitting the tasks", exc)
+        results: dict = {}
+        try:
+            while pending and not (stop is not None and stop()):
+                try:
+                    with self.client.as_current():
+                        wait(list(pending), timeout=poll, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    pass
+                if getattr(self.client, "status", "running") != "running":
+                    raise self._lost("running the tasks", RuntimeError(
+                        f"client {self.client.status}"))
+                # "lost": a finished result whose worker died; the scheduler computes it
+                # again, so it is waited for like a pending one
+                for fut in [f for f in pending if f.status in ("finished", "error",
+                                                               "cancelled")]:
+                    k = pending.pop(fut)
+                    try:
+                        results[k] = fut.result()
+                    except lost as exc:
+                        if retries[k] == MAX_RETRIES or \
+                                getattr(self.client, "status", "") != "running":
+                            self._raise_for("running the tasks", exc)
+                        retries[k] += 1
+                        pending[submit(k)] = k
+                        continue
+                    if progress is not None:
+                        progress(len(results), total)
+                    if stop is not None and stop():
+                        break
+        except ClusterError:
+            raise
+        except lost as exc:
+            self._raise_for("running the tasks", exc)
+        finally:
+            if pending:
+                try:
+                    self.client.cancel(list(pending))
+                except Exception:  # noqa: BLE001 - cancelling on a lost connection
+                    pass
+        order = sorted(results)
+        return [results[k] for k in order], order
 
 
 #: The app's cluster, as ``kmviz app --dask`` passes it to the server process.

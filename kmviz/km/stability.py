@@ -20,9 +20,12 @@ by ``oob_lift_lo``, then stability and co-support. :func:`stability_order` ranks
 stability alone: the order of stability selection's claims, which on planted KM data keeps
 precision 1.00 where one fit does not (bench section 3, tests/km/test_stability.py).
 
-The refits go through :func:`map_refits`, a plain map over independent tasks with a progress
-callback and a stop flag, so a backend can run them elsewhere later without changing the
-callers.
+The refits go through :func:`map_refits`, a map over independent tasks with a progress
+callback and a stop flag, on the active :mod:`kmviz.parallel` backend: in process one refit
+per Numba thread at once (each on one thread), or inside
+``kmviz.parallel_backend("dask", ...)`` one Dask task per refit, the ratings put on the
+workers once. Each refit's seed comes from ``random_state`` and its position alone, so the
+table is the same wherever the refits ran.
 
 The one default (:data:`DEFAULTS`) was chosen on validation splits of MovieLens 100K and
 latest-small together (the inner 80/20 of the training parts of outer splits 0 and 1, never
@@ -37,8 +40,7 @@ lift of 1.5 aimed at.
 from __future__ import annotations
 
 import time
-import warnings
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -53,6 +55,7 @@ from ..rules import (
     pair_statistics,
     wilson_interval,
 )
+from ._refits import _no_convergence_warnings, map_refits  # noqa: F401
 
 __all__ = ["stable_implications", "map_refits", "resample_users", "refit_supports",
            "rank_stable", "stability_order", "add_stability", "sort_by_stability",
@@ -80,24 +83,6 @@ STABILITY_COLUMNS = ("stability", "n_held", "n_refits", "oob_n", "oob_co_support
 
 
 # ----------------------------------------------------------------------------- refits
-def map_refits(fn: Callable, tasks: Iterable, *, progress: Callable | None = None,
-               stop: Callable[[], bool] | None = None) -> list:
-    """``[fn(t) for t in tasks]`` in this process, calling ``progress(done, total)`` after
-    each task and stopping early (the results so far) when ``stop()`` turns true.
-
-    Every task is independent: a parallel backend can replace this map as it is.
-    """
-    tasks = list(tasks)
-    out = []
-    for t in tasks:
-        if stop is not None and stop():
-            break
-        out.append(fn(t))
-        if progress is not None:
-            progress(len(out), len(tasks))
-    return out
-
-
 def resample_users(ratings, rng, how: str = "bootstrap", fraction: float = 0.5):
     """A resample of the users of ``ratings`` (same items) and each user's multiplicity.
 
@@ -130,24 +115,25 @@ def resample_users(ratings, rng, how: str = "bootstrap", fraction: float = 0.5):
     return sample, np.bincount(drawn, minlength=ratings.n_users)
 
 
-def refit_supports(task: dict) -> dict:
+def refit_supports(task: dict, ratings=None) -> dict:
     """One refit: resample the users, fit KM, return the supports (bool items x D), the
-    items rated in the resample and the users' multiplicities. ``task`` holds ``ratings``,
-    ``seed``, ``resampling``, ``fraction`` and ``settings`` (KolmogorovModel parameters)."""
+    items rated in the resample, the users' multiplicities and the task's ``seed``.
+    ``task`` holds ``seed``, ``resampling``, ``fraction``, ``settings`` (KolmogorovModel
+    parameters) and ``ratings`` unless they are passed apart (shared by every refit)."""
     from .estimator import KolmogorovModel
 
-    ratings = task["ratings"]
+    ratings = task["ratings"] if ratings is None else ratings
     rng = np.random.default_rng(task["seed"])
     sample, mult = resample_users(ratings, rng, task.get("resampling", "bootstrap"),
                                   task.get("fraction", 0.5))
     model = KolmogorovModel(**{**task["settings"],
                                "random_state": int(rng.integers(2**31 - 1))})
     t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with _no_convergence_warnings():
         model.fit(sample)
     return {"psi": np.asarray(model.psi_) > 0, "rated": sample.item_counts() > 0,
-            "multiplicity": mult, "seconds": time.perf_counter() - t0}
+            "multiplicity": mult, "seconds": time.perf_counter() - t0,
+            "seed": int(task["seed"])}
 
 
 def _subset_matrix(psi: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -225,7 +211,8 @@ def stable_implications(ratings, *, liked=None, n_refits: int | None = None,
         ``oob_lift_lo``, ``implied_by``, ``hub``, ``score``, ``lift_lo``, ``supported``,
         ``stable``, ``judged`` and ``equivalent``. ``attrs``: ``liked``, ``settings``,
         ``n_refits``, ``held`` (refits x pairs bool, which refits held each row) and
-        ``seconds`` per refit.
+        ``seconds`` and ``seeds`` per refit, ``refits_ran`` (where the refits ran, when a
+        parallel backend was active).
     """
     from .analysis import default_min_ratings
 
@@ -250,11 +237,14 @@ def stable_implications(ratings, *, liked=None, n_refits: int | None = None,
         raise ValueError(f"{idx.size:,} items are more than {MAX_ITEMS:,}: pass items=... "
                          "(e.g. the items with at least 20 ratings).")
     settings = _settings(ratings, c.liked, train_on, km_settings)
+    ran = None
     if refits is None:
+        ran = refits_where()
         seeds = np.random.SeedSequence(random_state).generate_state(B)
-        tasks = [{"ratings": ratings, "seed": int(s), "resampling": resampling,
-                  "fraction": fraction, "settings": settings} for s in seeds]
-        refits = map_refits(refit_supports, tasks, progress=progress, stop=stop)
+        tasks = [{"seed": int(s), "resampling": resampling, "fraction": fraction,
+                  "settings": settings} for s in seeds]
+        refits = map_refits(refit_supports, tasks, shared=ratings, progress=progress,
+                            stop=stop)
     if not refits:
         raise RuntimeError("Stopped before the first refit ended: no stability to show.")
     m = idx.size
@@ -314,6 +304,7 @@ def stable_implications(ratings, *, liked=None, n_refits: int | None = None,
                                              "train_on": train_on, "n_refits": B},
                     n_refits=done, held=H[:, df.pop("_row").to_numpy()],
                     seconds=[float(r.get("seconds", np.nan)) for r in refits],
+                    seeds=[r.get("seed") for r in refits], refits_ran=ran,
                     stable_share=stable_share, min_oob_n=min_oob_n)
     return df
 
@@ -429,10 +420,20 @@ def stability_caption(df: pd.DataFrame, shown: int | None = None) -> str:
     share = float(df.attrs.get("stable_share", DEFAULTS["stable_share"]))
     n_stable = int(df["stable"].sum()) if "stable" in df else 0
     where = "held-out" if "heldout_n" in df else "out-of-bag"
+    ran = df.attrs.get("refits_ran")
     return (f"{done} refits on resampled users; {n_stable:,} implications hold in at least "
             f"{share:.0%} of them (stable). Of the {len(top):,} rows shown, "
             f"{int(top['judged'].sum()):,} have at least {MIN_JUDGED} {where} ratings of i "
-            "among j's fans: enough evidence to be judged.")
+            "among j's fans: enough evidence to be judged." + (f" {ran}" if ran else ""))
+
+
+def refits_where() -> str | None:
+    """Where the refits run when a parallel backend is active (its ``describe``), else
+    None (in process, the default, goes unsaid)."""
+    from ..parallel import active_backend
+
+    backend = active_backend()
+    return None if backend is None else backend.describe("The refits")
 
 
 def refits_held(stable: pd.DataFrame, antecedent: int, consequent: int) -> np.ndarray:

@@ -37,11 +37,20 @@ def test_resample_users_keeps_each_drawn_users_ratings():
         resample_users(r, 0, "jackknife")
 
 
-def test_map_refits_progress_and_stop():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_map_refits_progress_and_stop(threads, monkeypatch):
+    from kmviz.km import _refits
+
+    monkeypatch.setattr(_refits, "REFIT_THREADS", threads)
     seen = []
     out = map_refits(lambda t: t * 2, range(5), progress=lambda d, n: seen.append((d, n)),
                      stop=lambda: len(seen) >= 3)
-    assert out == [0, 2, 4] and seen[-1] == (3, 5)
+    # the results are the tasks reported, the first ones in task order; on threads the
+    # refits running when stop turned true finish too (at most one per other thread)
+    assert out == [2 * k for k in range(len(seen))]
+    assert seen == [(k, 5) for k in range(1, len(seen) + 1)]
+    assert len(seen) == 3 if threads == 1 else 3 <= len(seen) <= 3 + threads - 1
+    assert map_refits(lambda t: t * 2, range(5)) == [0, 2, 4, 6, 8]
 
 
 def test_spurious_implication_in_one_refit_only_is_not_stable():

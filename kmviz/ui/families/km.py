@@ -254,7 +254,8 @@ def stability_panel(run, liked, min_ratings: int):
                              f"{time.perf_counter() - job.started:.0f} s")
             if st.button("Stop", key="impl_stab_stop", icon=":material/stop:",
                          disabled=job.stop_event.is_set(),
-                         help="End after the current refit; the refits done are kept."):
+                         help="No new refit starts (on a Dask cluster the pending ones are "
+                              "cancelled); the refits done are kept."):
                 job.stop_event.set()
             return
         if job.error:
