@@ -232,7 +232,7 @@ def ocmf_axes(grid, task, sides):
             "rho": (-7, -5, -3, -2, -1, 0), "lam": (1, 2, 3, 4, 5)}
     if grid == "small":
         axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias", "plain"),
-                "graph": (None, -3), "rho": (-5, -3, -1), "lam": (2, 3, 4)}
+                "graph": (None, -3), "rho": (-5, -3, -1, 0), "lam": (2, 3, 4)}
     elif grid == "lean":
         axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias",),
                 "graph": (None, -3), "rho": (-3, -1), "lam": (3, 4)}
@@ -244,7 +244,7 @@ def peer_grids(grid):
     """(ALS grid, LightFM learning rates, alphas, max epochs)."""
     if grid == "full":
         return ALS_GRID, (0.02, 0.05), (0.0, 1e-5), 50
-    als = [(r, a) for r in (3.0, 10.0, 30.0) for a in (1.0, 3.0, 10.0)]
+    als = [(r, a) for r in (3.0, 10.0, 30.0, 100.0) for a in (1.0, 3.0, 10.0)]
     return als, (0.05,), (0.0, 1e-5), 30
 
 
