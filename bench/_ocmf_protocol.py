@@ -119,6 +119,20 @@ def coordinate_search(axes, start, evaluate, sweeps=2):
     return bv[0], bv[1], best, len(cache)
 
 
+def grid_edges(axes, point):
+    """The numeric axes whose chosen value is the smallest or largest offered."""
+    out = []
+    for a, values in axes.items():
+        nums = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(nums) < 2 or point[a] not in nums:
+            continue
+        if point[a] == min(nums):
+            out.append(f"{a}={point[a]} lowest")
+        elif point[a] == max(nums):
+            out.append(f"{a}={point[a]} highest")
+    return out
+
+
 def ocmf_path(train, val, prm, inputs, candidates=None):
     """Validation p@5 after each outer iteration of one OneClassMF fit: (best, iterations)."""
     from kmviz.ocmf import OneClassMF
@@ -188,7 +202,8 @@ def ocmf_tuned(pos, sub, val, train, test, *, sides, axes, start, k, seed, graph
     text = (f"{point.get('loss', 'LR-wSQ')} {point['style']} rho=2^{point['rho']} lambda=2^{point['lam']} graph={graph}"
             + (f" {identity_side}_identity={point['identity']}" if identity_side else "")
             + f" iters={iters} (val {v:.2f}; {n_fits} fits)")
-    return t, text
+    edges = grid_edges(axes, point)
+    return t, text + (" EDGE: " + ", ".join(edges) if edges else "")
 
 
 # ----------------------------------------------------------------------------- peers
@@ -207,7 +222,10 @@ def als_tuned(sub, val, train, test, k, threads, seed, grid, cand_val=None, cand
         return _factors(m.user_factors, m.item_factors)
 
     t, (reg, alpha), v = _grid_tuned(grid, fit, sub, val, train, test, cand_val, cand_test)
-    return t, f"reg={reg:g} alpha={alpha:g} (val {v:.2f})"
+    edges = grid_edges({"reg": sorted({g[0] for g in grid}),
+                        "alpha": sorted({g[1] for g in grid})}, {"reg": reg, "alpha": alpha})
+    return t, f"reg={reg:g} alpha={alpha:g} (val {v:.2f})" + \
+        (" EDGE: " + ", ".join(edges) if edges else "")
 
 
 def bpr_tuned(sub, val, train, test, k, threads, seed, grid, cand_val=None, cand_test=None):

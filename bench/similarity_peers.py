@@ -14,12 +14,15 @@ by paired differences with standard errors and 95% t-intervals), on three tasks:
 
 Methods (same k, --k, default 64; random_state s):
 - SL identity: SimilarityLearning with two identity towers (one-class MF trained jointly by
-  Gauss-Newton), tuned by coordinate search over log2 omega, log2 lambda and the imputed
-  label; each point scored at its best Newton iteration by validation p@5;
+  Gauss-Newton), tuned by coordinate search over log2 omega, log2 lambda and the loss
+  (logistic with imputed -1 or 0, squared with imputed 0; omega and lambda searched per
+  loss, each from its own start: per_loss_search); each point scored at its best
+  Newton iteration by validation p@5, the fit stopping 12 iterations after that best (at
+  most --max-iter); a chosen value on the edge of its axis, or at the cap, is flagged EDGE;
 - SL MLP: MLP towers over ``[one-hot ids | side features]`` (user age buckets / gender /
   occupation, item genres / decade: ocmf_ml100k.feature_inputs "binned"), the cold side's
   id columns "known" or "none" (an entity without positives is embedded from its features
-  alone), tuned over omega, lambda, the imputed label, the hidden sizes and the id columns;
+  alone), tuned over omega, lambda, the loss, the hidden sizes and the id columns;
 - OCMF with features and graph (bench/_ocmf_protocol.ocmf_tuned, coordinate search);
 - implicit ALS (the (reg, alpha) grid of bench/ocmf_sparse.py; on cold items the cold
   bench's reg 10, alpha 1: without features it ranks cold items at random);
@@ -56,6 +59,7 @@ from _ocmf_protocol import (  # noqa: E402
     _model_rows,
     als_tuned,
     coordinate_search,
+    grid_edges,
     lightfm_inputs,
     lightfm_tuned,
     ocmf_tuned,
@@ -81,8 +85,11 @@ TASKS = ("overall", "cold-items", "sparse-users")
 
 
 # ----------------------------------------------------------------------------- ours
-def sl_path(train, val, prm, inputs, candidates=None):
-    """Validation p@5 after each iteration of one SimilarityLearning fit: (best, iters)."""
+def sl_path(train, val, prm, inputs, candidates=None, patience=12):
+    """Validation p@5 after each iteration of one SimilarityLearning fit: (best, iters).
+
+    The fit stops ``patience`` iterations after the best one (validation early stopping),
+    so ``max_iter`` is a cap the chosen iteration should stay below."""
     from kmviz.similarity import SimilarityLearning
 
     model = SimilarityLearning(**prm)
@@ -91,6 +98,7 @@ def sl_path(train, val, prm, inputs, candidates=None):
     def record(row):
         # with ``validation`` the model is published before the callback runs
         hist.append(p_at_5(_model_rows(model), train, val, candidates))
+        return len(hist) - 1 - int(np.argmax(hist)) < patience
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -101,13 +109,23 @@ def sl_path(train, val, prm, inputs, candidates=None):
     return hist[it], it + 1
 
 
+#: SL's losses a search may choose between (the ``loss`` axis): the paper's logistic loss
+#: on the positives with unobserved pairs pulled to -1 or to 0, and the squared loss with
+#: imputed 0 (SQ-SQ: the weighted MF that implicit's ALS and OCMF's WRMF solve)
+SL_LOSSES = {"LR-1": {"loss": "logistic", "imputed": -1.0},
+             "LR0": {"loss": "logistic", "imputed": 0.0},
+             "SQ0": {"loss": "squared", "imputed": 0.0}}
+
+
 def sl_params(point, k, seed, max_iter, cold=None):
     """SimilarityLearning's parameters of a search point: log2 omega ``om``, log2 lambda
-    ``lam``, ``imp`` the imputed label; MLP points: ``hidden`` ("64", "128,128") and ``ids``
-    (the cold side's id columns; "all" elsewhere)."""
-    prm = dict(k=k, omega=2.0 ** point["om"], lambda_theta=2.0 ** point["lam"],
-               imputed=float(point["imp"]), solver="newton", max_iter=max_iter, tol=0.0,
-               random_state=seed)
+    ``lam``, ``loss`` one of :data:`SL_LOSSES` (or ``imp``, the imputed label of the
+    logistic loss); MLP points: ``hidden`` ("64", "128,128") and ``ids`` (the cold side's
+    id columns; "all" elsewhere)."""
+    loss = SL_LOSSES[point["loss"]] if "loss" in point else \
+        {"loss": "logistic", "imputed": float(point["imp"])}
+    prm = dict(k=k, omega=2.0 ** point["om"], lambda_theta=2.0 ** point["lam"], **loss,
+               solver="newton", max_iter=max_iter, tol=0.0, random_state=seed)
     if "hidden" in point:
         prm.update(user_tower=f"mlp:{point['hidden']}", item_tower=f"mlp:{point['hidden']}")
         if cold is not None:
@@ -124,7 +142,7 @@ def sl_tuned(sub, val, train, test, *, axes, start, k, seed, max_iter, inputs, c
     def evaluate(point):
         return sl_path(sub, val, sl_params(point, k, seed, max_iter, cold), inputs, cand_val)
 
-    v, iters, point, n_fits = coordinate_search(axes, start, evaluate)
+    v, iters, point, n_fits = per_loss_search(axes, start, evaluate)
     prm = {**sl_params(point, k, seed, max_iter, cold), "max_iter": iters}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -132,30 +150,64 @@ def sl_tuned(sub, val, train, test, *, axes, start, k, seed, max_iter, inputs, c
     t = p_at_5(_model_rows(model), train, test, cand_test)
     text = " ".join(f"{a}={point[a]}" for a in axes) + f" iters={iters} (val {v:.2f}; " \
                                                          f"{n_fits} fits)"
+    edges = grid_edges(axes, point)
+    if iters >= max_iter:
+        edges.append(f"iters={iters} = max_iter")
+    if edges:
+        text += " EDGE: " + ", ".join(edges)
     return t, text
+
+
+#: where each loss's search starts (log2 omega, log2 lambda): the logistic losses at the
+#: earlier run's choice; the squared loss at implicit ALS's validation choice overall and on
+#: sparse users (reg 30, alpha 3) mapped to SQ-SQ, omega = 1 / (1 + alpha) and lambda =
+#: reg / (1 + alpha) (the same objective up to a factor), rounded to the grid
+LOSS_STARTS = {"LR-1": (-5, 1), "LR0": (-5, 1), "SQ0": (-3, 3)}
+
+
+def per_loss_search(axes, start, evaluate):
+    """:func:`coordinate_search` once per value of the ``loss`` axis, from that loss's
+    :data:`LOSS_STARTS`, the best by validation kept: a loss changes what omega and lambda
+    mean, so a single search that tries the squared loss only at the logistic loss's best
+    omega and lambda misses it. Returns ``(value, extra, point, n_points_fitted)``."""
+    if "loss" not in axes:
+        return coordinate_search(axes, start, evaluate)
+    rest = {a: v for a, v in axes.items() if a != "loss"}
+    best, n = None, 0
+    for loss in axes["loss"]:
+        om, lam = LOSS_STARTS[loss]
+        st = {**{a: start[a] for a in rest}, "om": om, "lam": lam}
+        r = coordinate_search(rest, st, lambda pt, loss=loss: evaluate({**pt, "loss": loss}))
+        n += r[3]
+        if best is None or r[0] > best[0]:
+            best = (r[0], r[1], {**r[2], "loss": loss})
+    return (*best, n)
 
 
 def sl_grids(grid, task):
     """(identity axes, identity start, MLP axes, MLP start) of a task.
 
-    Overall, the first seed's MLP search chose the corner log2 omega -5, log2 lambda 1,
-    hidden 256 at its last iteration; the cold-item and sparse-user searches are therefore
-    centred there (omega and lambda one step further down) and start from it."""
+    An earlier run (3 seeds overall, logistic loss with imputed -1 or 0 only, log2 omega
+    -5..-1, log2 lambda 1..5, 25 iterations) chose the grid's corner log2 omega -5, log2
+    lambda 1 at the iteration cap; the grids therefore reach further down, offer the
+    squared loss with imputed 0 (``loss``: :data:`SL_LOSSES`), search omega and lambda
+    per loss (:func:`per_loss_search`), and the fits stop on validation (:func:`sl_path`)
+    under a higher cap."""
     if grid == "full":
-        om, lam, imp, hid = (-7, -5, -3, -1), (-1, 1, 3, 5), (-1.0, 0.0), ("64", "256")
+        om, lam, loss, hid = (-11, -9, -7, -5, -3, -1), (-5, -3, -1, 1, 3, 5), \
+            tuple(SL_LOSSES), ("64", "256")
     elif grid == "small":
-        om, lam, imp, hid = (-5, -3, -1), (1, 3, 5), (-1.0, 0.0), ("64", "256")
+        om, lam, loss, hid = (-11, -9, -7, -5, -3, -1), (-3, -1, 1, 3, 5), \
+            tuple(SL_LOSSES), ("64", "256")
     else:
-        om, lam, imp, hid = (-5, -3), (1, 3), (-1.0,), ("64",)
-    id_axes = {"om": om, "lam": lam, "imp": imp}
-    id_start = {"om": -3, "lam": 3, "imp": -1.0}
-    mlp_axes = {"om": om, "lam": lam, "imp": imp, "hidden": hid}
-    mlp_start = {"om": -3, "lam": 3, "imp": -1.0, "hidden": "64"}
+        om, lam, loss, hid = (-7, -5, -3), (-1, 1, 3), ("LR-1", "SQ0"), ("64",)
+    id_axes = {"om": om, "lam": lam, "loss": loss}
+    id_start = {"om": -5, "lam": 1, "loss": "LR-1"}
+    mlp_axes = {"om": om, "lam": lam, "loss": loss, "hidden": hid}
+    mlp_start = {"om": -5, "lam": 1, "loss": "LR-1", "hidden": hid[-1]}
     if task != "overall":
-        if grid != "full":
-            mlp_axes.update(om=(-7, -5, -3), lam=(-1, 1) if grid == "lean" else (-1, 1, 3))
         mlp_axes["ids"] = ("known", "none")
-        mlp_start = {"om": -5, "lam": 1, "imp": -1.0, "hidden": hid[-1], "ids": "known"}
+        mlp_start["ids"] = "known"
     return id_axes, id_start, mlp_axes, mlp_start
 
 
@@ -180,7 +232,7 @@ def ocmf_axes(grid, task, sides):
             "rho": (-7, -5, -3, -2, -1, 0), "lam": (1, 2, 3, 4, 5)}
     if grid == "small":
         axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias", "plain"),
-                "graph": (None, -3), "rho": (-5, -3, -1), "lam": (2, 3, 4)}
+                "graph": (None, -3), "rho": (-5, -3, -1, 0), "lam": (2, 3, 4)}
     elif grid == "lean":
         axes = {"loss": ("LR-wSQ", "WRMF"), "style": ("binned+bias",),
                 "graph": (None, -3), "rho": (-3, -1), "lam": (3, 4)}
@@ -192,7 +244,7 @@ def peer_grids(grid):
     """(ALS grid, LightFM learning rates, alphas, max epochs)."""
     if grid == "full":
         return ALS_GRID, (0.02, 0.05), (0.0, 1e-5), 50
-    als = [(r, a) for r in (3.0, 10.0, 30.0) for a in (1.0, 3.0, 10.0)]
+    als = [(r, a) for r in (3.0, 10.0, 30.0, 100.0) for a in (1.0, 3.0, 10.0)]
     return als, (0.05,), (0.0, 1e-5), 30
 
 
@@ -342,8 +394,9 @@ def main():
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--threads", default=THREADS)
     p.add_argument("--grid", choices=("lean", "small", "full"), default="small")
-    p.add_argument("--max-iter", type=int, default=25,
-                   help="Newton iterations of each SL fit at most (the best by validation)")
+    p.add_argument("--max-iter", type=int, default=80,
+                   help="Newton iterations of each SL fit at most (each fit stops 12 "
+                        "iterations after its best by validation)")
     p.add_argument("--skip", default="", help="comma-separated methods to leave out")
     p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
                    help="only summarize the per-seed tables of earlier outputs")
