@@ -7,26 +7,27 @@ rows. On a cluster the passes over O run as block tasks; everything else (towers
 VJPs and JVPs, the Gramians, the dense (m + n) x k terms, the solvers) stays in this
 process, as in :mod:`kmviz.ocmf._dist`.
 
-O is cut by users into contiguous blocks (sized by :meth:`DaskBackend.plan`); each block's
-pairs go to the workers once per fit (:meth:`DaskBackend.scatter_blocks`) in both
-orders: row-major (its CSR slice) and, for the ``X^T P`` sums, column-major (a local CSC of
-the same pairs). Per call the item side (Q; and H in a Gauss-Newton product) is broadcast
-once and each block gets its own rows of P (and W); a block returns
-
-- value: its rows of L+ (per-user sums) -- the client concatenates them and sums with the
-  same ``np.sum`` as :func:`kmviz.similarity._kernels.pair_terms`: L+ is bit for bit;
-- gradient: its rows of ``X Q`` (bit for bit) and its partial ``X^T P`` (n x k, the sum over
-  its own pairs), which the client adds up in block order;
-- Gauss-Newton: its rows of ``Z Q`` and its partial ``Z^T P``, likewise.
-
-The partial sums make ``X^T P`` and ``Z^T P`` differ from the in-process column sums by
-rounding (a fixed order: the result is deterministic for a given block count), so a
-distributed fit equals the in-process fit to about 1e-12, not bit for bit.
+O goes to the workers once per fit (:meth:`DaskBackend.scatter_blocks`) in both orders,
+as OCMF's pairs do: cut by users into contiguous row-major blocks and by items into
+contiguous column-major blocks (each sized by :meth:`DaskBackend.plan`). Per call the
+current embeddings P and Q (and a Gauss-Newton product's W and H) are broadcast once; a
+user block returns its rows of L+ (value), of ``X Q`` (gradient) or of ``Z Q``
+(Gauss-Newton), an item block its rows of ``X^T P`` or ``Z^T P``. An item block computes
+its pairs' X and c itself with the same row kernel, the two sides swapped (every score is
+the same product sum: x y = y x), and its z by :func:`_gn_items_seq`, the user form's
+expression over an item's pairs; every output row sums its pairs in the in-process order
+(ascending items for a user's row, ascending users for an item's). The client concatenates the rows in block
+order and sums L+'s per-user terms with the same ``np.sum`` as
+:func:`kmviz.similarity._kernels.pair_terms`: a distributed fit equals the in-process fit
+bit for bit. (With non-constant weights a, b an item block's ``omega b_j a_i`` may round
+differently from ``omega a_i b_j``; the estimator uses a = b = 1.) The price is one more
+pass for X and c per gradient point (the item blocks' own), the Gauss-Newton products
+cost the same two passes as in process.
 
 The per-pair X and c of an evaluation point stay on the worker that computed them, in a
 small cache per block (the :data:`CACHE_POINTS` most recent points). A task that does not
 find them (its worker died and the block moved, or the point was evicted) computes them
-again from the P rows and Q it was sent, with the same kernel on the same numbers: no call
+again from the P and Q it was sent, with the same kernel on the same numbers: no call
 ever has to be repeated for lost state, and the result is unchanged.
 """
 
@@ -38,7 +39,9 @@ import uuid
 from collections import OrderedDict
 
 import numpy as np
+from numba import njit
 
+from .._jit import JIT
 from . import _kernels as K
 from .allpairs import AllPairsProblem, _f64
 
@@ -62,7 +65,14 @@ def _clear_fit(fit_key):
     return True
 
 
-def _terms(block, sh, j, pid, P):
+def _own_other(block, sh, lo, hi, A, B):
+    """(this block's rows of its own side's array, the other side's whole array) among
+    the user-side ``A`` and item-side ``B``."""
+    own, other = (A, B) if block[0] == "u" else (B, A)
+    return np.ascontiguousarray(own[lo:hi]), other
+
+
+def _terms(block, sh, j, pid, lo, hi):
     """The block's per-pair X and c at point ``pid`` (cached, else computed) and its L+
     rows when computed here (None from the cache)."""
     with _LOCK:
@@ -71,12 +81,16 @@ def _terms(block, sh, j, pid, P):
         if hit is not None:
             cache.move_to_end(pid)
             return hit, None
-    ptr, cols, labels, a, Pt, b, Qt = block[:7]
-    nnz = cols.shape[0]
+    _, ptr, idx, labels, own_w, own_t, other_w, other_t = block
+    E, F = _own_other(block, sh, lo, hi, sh["P"], sh["Q"])
+    nnz = idx.shape[0]
     yhat, dplus, cplus = np.empty(nnz), np.empty(nnz), np.empty(nnz)
     rows = np.empty(ptr.shape[0] - 1)
-    K._pair_terms_seq(ptr, cols, labels, P, sh["Q"], a, b, Pt, Qt, sh["omega"], sh["code"],
-                      yhat, dplus, cplus, rows)
+    # an item block runs the row kernel with the sides swapped: every score, X and c is
+    # the same product sum (x*y == y*x), so the same bits (the weight omega a_i b_j is
+    # (omega b_j) a_i there: equal for the estimator's a = b = 1)
+    K._pair_terms_seq(ptr, idx, labels, E, F, own_w, other_w, own_t, other_t, sh["omega"],
+                      sh["code"], yhat, dplus, cplus, rows)
     with _LOCK:
         cache = _STATE.setdefault((sh["key"], j), OrderedDict())
         cache[pid] = (dplus, cplus)
@@ -85,32 +99,46 @@ def _terms(block, sh, j, pid, P):
     return (dplus, cplus), rows
 
 
-def _transpose_partial(block, vals, P, n_cols):
-    """``S^T P`` over this block's pairs only (n x k), S with values ``vals`` on them."""
-    cptr, crows, cperm = block[7:10]
-    out = np.empty((n_cols, P.shape[1]))
-    K._csr_times_seq(cptr, crows, cperm, vals, P, out)
-    return out
+@njit(**JIT)
+def _gn_items_seq(ptr, idx, cplus, Q, H, P, W, out):
+    """An item block's rows of ``Z^T P`` (item j's pairs: users ``idx``), each z formed by
+    the very expression of :func:`kmviz.similarity._kernels._gn_pairs_row` and each sum by
+    that of ``_csr_times_row``, so that the compiler contracts them alike (bit for bit)."""
+    k = P.shape[1]
+    for j in range(ptr.shape[0] - 1):
+        for f in range(k):
+            out[j, f] = 0.0
+        for e in range(ptr[j], ptr[j + 1]):
+            i = idx[e]
+            s = 0.0
+            for f in range(k):
+                s += W[i, f] * Q[j, f] + P[i, f] * H[j, f]
+            ze = cplus[e] * s
+            for f in range(k):
+                out[j, f] += ze * P[i, f]
 
 
 def block_task(block, shared, extra):
-    """One call on one block (module docstring): ``extra = (j, op, pid, P rows[, W rows])``."""
-    j, op, pid, P = extra[:4]
-    (dplus, cplus), rows = _terms(block, shared, j, pid, P)
+    """One call on one block (module docstring): ``extra = (j, op, pid, lo, hi)``."""
+    j, op, pid, lo, hi = extra
+    if op == "value" and block[0] == "v":
+        return None                 # L+ comes from the user blocks
+    (dplus, cplus), rows = _terms(block, shared, j, pid, lo, hi)
     if op == "value":
         return rows
-    ptr, cols = block[0], block[1]
-    Q, n = shared["Q"], shared["Q"].shape[0]
-    if op == "grad":
-        XQ = np.empty((ptr.shape[0] - 1, Q.shape[1]))
-        K._csr_times_seq(ptr, cols, K._EMPTY, dplus, Q, XQ)
-        return XQ, _transpose_partial(block, dplus, P, n)
-    if op == "gn":
-        W = extra[4]
-        z = np.empty(cols.shape[0])
-        ZQ = np.empty((ptr.shape[0] - 1, Q.shape[1]))
-        K._gn_pairs_seq(ptr, cols, cplus, P, Q, W, shared["H"], z, ZQ)
-        return ZQ, _transpose_partial(block, z, P, n)
+    ptr, idx = block[1], block[2]
+    E, F = _own_other(block, shared, lo, hi, shared["P"], shared["Q"])
+    out = np.empty((ptr.shape[0] - 1, F.shape[1]))
+    if op == "grad":                # X Q rows (users) or X^T P rows (items)
+        K._csr_times_seq(ptr, idx, K._EMPTY, dplus, F, out)
+        return out
+    if op == "gn":                  # Z Q rows (users) or Z^T P rows (items)
+        D, G = _own_other(block, shared, lo, hi, shared["W"], shared["H"])
+        if block[0] == "u":
+            K._gn_pairs_seq(ptr, idx, cplus, E, F, D, G, np.empty(idx.shape[0]), out)
+        else:
+            _gn_items_seq(ptr, idx, cplus, E, D, F, G, out)
+        return out
     raise ValueError(f"unknown block op {op!r}")
 
 
@@ -119,32 +147,28 @@ def _warm():
     from .warmup import compile_kernels
 
     compile_kernels()
+    one = np.ones((1, 1))
+    _gn_items_seq(np.array([0, 1]), np.array([0]), np.ones(1), one, one, one, one,
+                  np.empty((1, 1)))
 
 
-def make_blocks(pairs, a, b, Pt, Qt, ranges):
-    """The per-block data of O cut into the user ranges ``ranges`` (module docstring)."""
-    b, Qt = _f64(b), _f64(Qt)
+def make_blocks(pairs, a, b, Pt, Qt, user_ranges, item_ranges):
+    """The per-block data of O: user blocks (row-major slices) then item blocks
+    (column-major slices), each ``(side, ptr, idx, labels, own weights, own imputation
+    rows, other weights, other imputation)``."""
+    a, b, Pt, Qt = _f64(a), _f64(b), _f64(Pt), _f64(Qt)
+    labels_c = np.ascontiguousarray(pairs.labels[pairs.col_perm])
     blocks = []
-    for lo, hi in ranges:
-        s, e = int(pairs.row_ptr[lo]), int(pairs.row_ptr[hi])
-        ptr = np.ascontiguousarray(pairs.row_ptr[lo:hi + 1] - s)
-        cols = np.ascontiguousarray(pairs.cols[s:e])
-        rows = np.repeat(np.arange(hi - lo, dtype=np.int64), np.diff(ptr))
-        perm = np.lexsort((rows, cols)).astype(np.int64)
-        cptr = np.zeros(pairs.n_cols + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=pairs.n_cols), out=cptr[1:])
-        blocks.append((ptr, cols, np.ascontiguousarray(pairs.labels[s:e]), _f64(a[lo:hi]),
-                       _f64(Pt[lo:hi]), b, Qt, cptr, np.ascontiguousarray(rows[perm]),
-                       np.ascontiguousarray(perm)))
+    for side, ranges, ptr, idx, lab, w, t, ow, ot in (
+            ("u", user_ranges, pairs.row_ptr, pairs.cols, pairs.labels, a, Pt, b, Qt),
+            ("v", item_ranges, pairs.col_ptr, pairs.col_rows, labels_c, b, Qt, a, Pt)):
+        for lo, hi in ranges:
+            s, e = int(ptr[lo]), int(ptr[hi])
+            blocks.append((side, np.ascontiguousarray(ptr[lo:hi + 1] - s),
+                           np.ascontiguousarray(idx[s:e]), np.ascontiguousarray(lab[s:e]),
+                           np.ascontiguousarray(w[lo:hi]), np.ascontiguousarray(t[lo:hi]),
+                           ow, ot))
     return blocks
-
-
-def _sum_in_order(parts):
-    """The partial sums added in block order (deterministic)."""
-    out = np.array(parts[0], dtype=np.float64, copy=True)
-    for p in parts[1:]:
-        out += p
-    return out
 
 
 class DistAllPairsProblem(AllPairsProblem):
@@ -160,9 +184,15 @@ class DistAllPairsProblem(AllPairsProblem):
         backend.warm("similarity", _warm)
         self.backend, self.key = backend, uuid.uuid4().hex
         t0 = time.perf_counter()
-        weights = (self.pairs.row_counts() + 1.0) * max(int(getattr(self.fu, "k", 1)), 1)
-        self.ranges = backend.plan(weights, SEC_PER_PAIR_K, min_blocks="workers")
-        blocks = make_blocks(self.pairs, self.a, self.b, self.Pt, self.Qt, self.ranges)
+        k = max(int(getattr(self.fu, "k", 1)), 1)
+        self.user_ranges = backend.plan((self.pairs.row_counts() + 1.0) * k, SEC_PER_PAIR_K,
+                                        min_blocks="workers")
+        self.item_ranges = backend.plan((self.pairs.col_counts() + 1.0) * k, SEC_PER_PAIR_K,
+                                        min_blocks="workers")
+        self.ranges = self.user_ranges + self.item_ranges
+        self.n_user_blocks = len(self.user_ranges)
+        blocks = make_blocks(self.pairs, self.a, self.b, self.Pt, self.Qt, self.user_ranges,
+                             self.item_ranges)
         self.resident = backend.scatter_blocks(blocks, self.ranges)
         self.scatter_seconds = time.perf_counter() - t0
         self.cluster_timer = {}
@@ -174,28 +204,25 @@ class DistAllPairsProblem(AllPairsProblem):
         self._next += 1
         return self._next
 
-    def _shared(self, **arrays):
-        return {"key": self.key, "omega": self.omega, "code": self.code, **arrays}
-
-    def _call(self, shared, extras):
+    def _call(self, op, pid, **arrays):
+        """``op`` on every block with ``arrays`` (P, Q[, W, H]) broadcast once; the user
+        blocks' results and the item blocks' results, each in block order."""
         t = self.cluster_timer
         before = {name: t.get(name, 0.0) for name in PHASES}
-        # shared goes to every worker once per call (timed as pairs_scatter)
+        shared = {"key": self.key, "omega": self.omega, "code": self.code,
+                  **{name: _f64(a) for name, a in arrays.items()}}
+        extras = [(j, op, pid, lo, hi) for j, (lo, hi) in enumerate(self.ranges)]
         out = self.backend.map_blocks(block_task, self.resident, shared, extras, timer=t,
                                       name="pairs")
         for name in PHASES:
             self.phases[name] = self.phases.get(name, 0.0) + t.get(name, 0.0) - before[name]
-        return out
+        return out[:self.n_user_blocks], out[self.n_user_blocks:]
 
     def take_phases(self) -> dict:
         """The seconds of :data:`PHASES` since the last call (then reset). Kept apart from
         ``timer``, which a stochastic solver swaps out around its objective evaluation."""
         out, self.phases = self.phases, {}
         return out
-
-    def _rows(self, E):
-        E = _f64(E)
-        return [np.ascontiguousarray(E[lo:hi]) for lo, hi in self.ranges]
 
     # -- the hooks of AllPairsProblem ------------------------------------------------------
     def evaluate(self, theta):
@@ -206,23 +233,17 @@ class DistAllPairsProblem(AllPairsProblem):
     def _pair_terms(self, P, Q):
         pid = self._new_id()
         self._pending_pid = pid
-        shared = self._shared(Q=_f64(Q))
-        rows = self._call(shared, [(j, "value", pid, Pj)
-                                   for j, Pj in enumerate(self._rows(P))])
+        rows, _ = self._call("value", pid, P=P, Q=Q)
         # the same array and the same np.sum as kmviz.similarity._kernels.pair_terms
         return None, None, None, float(np.concatenate(rows).sum())
 
     def _observed_gradient(self, ev):
-        shared = self._shared(Q=ev.Q)
-        out = self._call(shared, [(j, "grad", ev.pairs_key, Pj)
-                                  for j, Pj in enumerate(self._rows(ev.P))])
-        return np.concatenate([r[0] for r in out]), _sum_in_order([r[1] for r in out])
+        users, items = self._call("grad", ev.pairs_key, P=ev.P, Q=ev.Q)
+        return np.concatenate(users), np.concatenate(items)
 
     def _observed_gn(self, ev, W, H):
-        shared = self._shared(Q=ev.Q, H=_f64(H))
-        out = self._call(shared, [(j, "gn", ev.pairs_key, Pj, Wj) for j, (Pj, Wj) in
-                                  enumerate(zip(self._rows(ev.P), self._rows(W)))])
-        return np.concatenate([r[0] for r in out]), _sum_in_order([r[1] for r in out])
+        users, items = self._call("gn", ev.pairs_key, P=ev.P, Q=ev.Q, W=W, H=H)
+        return np.concatenate(users), np.concatenate(items)
 
     def close(self):
         """Free the per-pair state this fit left on the workers."""
