@@ -10,10 +10,11 @@ Both fits use ``SimilarityLearning(k=--k, max_iter=--iters, tol=0, random_state=
 ``--user-tower`` / ``--item-tower`` and must end with the same theta (the largest
 difference is printed). "s / iteration" is the median wall time of iterations 2..
 (iteration 1 also holds the cluster's one-off scatter of the pairs); "first" is
-iteration 1's. The distributed phases are the trace's ``pairs_scatter`` (the broadcast of
-Q (and H) once per call, and the P (and W) rows to each block), ``pairs_compute`` (until
-every task of a call ended) and ``pairs_gather``; "calls / iter" counts the cluster calls
-(function values, gradients and Gauss-Newton products).
+iteration 1's. "blocks" counts the user blocks and the item blocks. The distributed phases
+are the trace's ``pairs_scatter`` (the broadcast of P and Q, and a Gauss-Newton product's
+W and H, once per call), ``pairs_compute`` (until every task of a call ended) and
+``pairs_gather``; "calls / iter" counts the cluster calls (function values, gradients and
+Gauss-Newton products, those of the solver's start included).
 
     python bench/dask_similarity.py [--sizes 1m,10m] [--workers 2] [--iters 3] [--k 32]
 """
@@ -104,7 +105,8 @@ def main():
             _dist.DistAllPairsProblem.__init__ = init0
         first_d, it_d = _per_iter(got.trace_)
         prob = calls[-1]
-        row = {"pairs": f"{n_pairs:,}", "blocks": len(prob.ranges),
+        row = {"pairs": f"{n_pairs:,}",
+               "blocks": f"{len(prob.user_ranges)} + {len(prob.item_ranges)}",
                "in-process s/iter": it_in, f"local:{args.workers} s/iter": it_d,
                "ratio": it_d / it_in, "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
                "max |theta diff|": float(np.abs(ref.theta_ - got.theta_).max()),
