@@ -494,6 +494,7 @@ register(Family(
     name="similarity",
     title="Similarity learning with nonlinear embeddings (two towers, all pairs)",
     short="SimL",
+    distributed=True,
     short_title="Similarity learning",
     estimator="kmviz.similarity.estimator:SimilarityLearning",
     summary=(

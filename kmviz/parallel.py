@@ -52,6 +52,9 @@ TASK_SECONDS = 0.1
 MAX_RETRIES = 5
 #: Per-block task arguments above this size go straight to their block's worker.
 DIRECT_BYTES = 1 << 20
+#: A broadcast may take this long plus its bytes at the rate below.
+BROADCAST_SECONDS = 5.0
+BROADCAST_BYTES_PER_SECOND = 10e6
 #: How long connecting to a scheduler address may take.
 CONNECT_TIMEOUT = "10s"
 
@@ -252,6 +255,7 @@ class DaskBackend:
         self.n_blocks = None if n_blocks is None else int(n_blocks)
         self.task_seconds = float(task_seconds)
         self._cluster = None
+        self._spread = True         # broadcasts copy to every worker (until one was lost)
         self._own_client = False
         self.address = ""
         self.client = self._connect(client)
@@ -372,14 +376,26 @@ class DaskBackend:
     def broadcast(self, obj) -> "Broadcast":
         """Put ``obj`` on every worker once, for many :meth:`map_blocks` calls (a half-step's
         fixed factors when the half-step makes many calls, as TRON does)."""
-        return Broadcast(obj, self._broadcast_future(obj))
+        return Broadcast(obj, self._broadcast_future(obj, self._spread))
 
-    def _broadcast_future(self, obj):
+    def _broadcast_future(self, obj, spread=True):
+        """``obj`` on every worker (``spread``), or on one, the tasks fetching it from there
+        (after a lost worker: the scheduler's copying to every worker then waited for the
+        dead one, or timed out, on every later call: seen in a killed-worker test)."""
         try:
-            # a list of one, so that a tuple or dict travels as one object
-            return self.client.scatter([obj], broadcast=True, hash=False)[0]
+            # a list of one, so that a tuple or dict travels as one object; Client.scatter's
+            # own timeout= bounds only the wait for workers: the time limit of the whole
+            # broadcast is the sync call's
+            return self.client.sync(self.client._scatter, [obj], broadcast=spread, hash=False,
+                                    callback_timeout=self._broadcast_timeout(obj))[0]
         except Exception as exc:  # noqa: BLE001
             self._raise_for("broadcasting the factors", exc)
+
+    def _broadcast_timeout(self, obj) -> float:
+        """Seconds a broadcast may take: a broadcast that started while a worker was dying
+        can wait forever for the dead worker's copy; timed out, :meth:`map_blocks` treats
+        it as a lost worker and tries again once the scheduler knows."""
+        return BROADCAST_SECONDS + _nbytes(obj) / BROADCAST_BYTES_PER_SECOND
 
     def _raise_for(self, doing, exc):
         """Raise ClusterError if the scheduler is gone, else ``exc`` as it is."""
@@ -391,7 +407,8 @@ class DaskBackend:
         """Scatter again the resident blocks whose data a lost worker held."""
         for j, fut in enumerate(resident.futures):
             if fut.status != "finished":
-                resident.futures[j] = self.client.scatter(resident.blocks[j], hash=False)
+                # a list of one: a tuple block travels as one object, as in scatter_blocks
+                resident.futures[j] = self.client.scatter([resident.blocks[j]], hash=False)[0]
 
     def _place(self, resident, extras):
         """``extras`` as they travel with the tasks: an extra of more than
@@ -432,10 +449,11 @@ class DaskBackend:
                 t0 = time.perf_counter()
                 if isinstance(shared, Broadcast):
                     if shared.future.status != "finished":    # every holder was lost
-                        shared.future = self._broadcast_future(shared.obj)
+                        shared.future = self._broadcast_future(shared.obj, self._spread)
                     shared_f = shared.future
                 else:
-                    shared_f = None if shared is None else self._broadcast_future(shared)
+                    shared_f = None if shared is None else \
+                        self._broadcast_future(shared, self._spread)
                 t1 = time.perf_counter()
                 # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
                 # task's own exception would only repeat
@@ -452,7 +470,10 @@ class DaskBackend:
             except lost as exc:
                 if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
                     self._raise_for(f"running {name}", exc)
-                # a worker died: wait for the scheduler to notice, put its blocks back
+                # a worker died: wait for the scheduler to notice, put its blocks back; from
+                # now on broadcasts go to one worker (the scheduler's copying to every worker
+                # waited for the dead one, or timed out, on every later call)
+                self._spread = False
                 time.sleep(0.5 * (attempt + 1))
                 self._rescatter(resident)
                 continue

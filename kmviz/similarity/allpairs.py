@@ -124,6 +124,7 @@ class Evaluation:
     f_var: float            # L+ + omega L-_var + lambda Psi (what line searches compare)
     cache_u: dict = field(default_factory=dict)
     cache_v: dict = field(default_factory=dict)
+    pairs_key: object = None    # on a cluster: names the per-pair X, c the workers keep
 
 
 class AllPairsProblem:
@@ -194,6 +195,23 @@ class AllPairsProblem:
             return w[0] * (E.T @ E)
         return E.T @ (E * w[:, None])
 
+    # -- the O(|O| k) passes over the observed pairs (a cluster runs them as block tasks,
+    # kmviz.similarity._dist) --------------------------------------------------------------
+    def _pair_terms(self, P, Q):
+        """(yhat, X, c on O; L+) at the embeddings P, Q."""
+        return K.pair_terms(self.pairs, P, Q, self.a, self.b, self.Pt, self.Qt, self.omega,
+                            self.code)
+
+    def _observed_gradient(self, ev):
+        """``(X Q, X^T P)`` at ``ev``."""
+        return (K.times_other(self.pairs, ev.dplus, ev.Q),
+                K.transpose_times(self.pairs, ev.dplus, ev.P))
+
+    def _observed_gn(self, ev, W, H):
+        """``(Z Q, Z^T P)`` of the Gauss-Newton product at ``ev`` along (W, H)."""
+        z, ZQ = K.gn_pairs(self.pairs, ev.cplus, ev.P, ev.Q, W, H)
+        return ZQ, K.transpose_times(self.pairs, z, ev.P)
+
     # -- Alg. 2: the function value and the cache ----------------------------------------
     def evaluate(self, theta) -> Evaluation:
         theta = _f64(theta)
@@ -208,8 +226,7 @@ class AllPairsProblem:
         Phat_c = self.Pt.T @ (self.a[:, None] * P)
         Qhat_c = self.Qt.T @ (self.b[:, None] * Q)
         t = self._tick("gramians", t)
-        yhat, dplus, cplus, l_plus = K.pair_terms(self.pairs, P, Q, self.a, self.b, self.Pt,
-                                                  self.Qt, self.omega, self.code)
+        yhat, dplus, cplus, l_plus = self._pair_terms(P, Q)
         self._tick("observed_pairs", t)
         l_minus_var = -float(np.sum(Phat_c * Qhat_c)) + 0.5 * float(np.sum(Pc * Qc))
         reg = 0.5 * self.lam * float(theta @ theta)
@@ -227,8 +244,7 @@ class AllPairsProblem:
     def embedding_gradient(self, ev: Evaluation):
         """``(M_u, M_v)`` of (27): dL/dP and dL/dQ without the regularizer."""
         t = time.perf_counter()
-        XQ = K.times_other(self.pairs, ev.dplus, ev.Q)
-        XtP = K.transpose_times(self.pairs, ev.dplus, ev.P)
+        XQ, XtP = self._observed_gradient(ev)
         t = self._tick("observed_pairs", t)
         om = self.omega
         Mu = XQ + om * self.a[:, None] * (ev.P @ ev.Qc - self.Pt @ ev.Qhat_c)
@@ -262,8 +278,7 @@ class AllPairsProblem:
         Wc = W.T @ (self.a[:, None] * ev.P)
         Hc = H.T @ (self.b[:, None] * ev.Q)
         t = self._tick("gramians", t)
-        z, ZQ = K.gn_pairs(self.pairs, ev.cplus, ev.P, ev.Q, W, H)
-        ZtP = K.transpose_times(self.pairs, z, ev.P)
+        ZQ, ZtP = self._observed_gn(ev, W, H)
         t = self._tick("observed_pairs", t)
         om = self.omega
         Nu = ZQ + om * self.a[:, None] * (W @ ev.Qc + ev.P @ Hc)

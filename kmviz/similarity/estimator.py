@@ -9,6 +9,7 @@ Gauss-Newton products never touch the m x n matrix.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -18,6 +19,7 @@ from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._validation import check_random_state
 from ..exceptions import DataError, EmptyDataError
+from ..parallel import active_backend
 from ..serving import FactorServing
 from ..trace import Trace
 from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
@@ -140,7 +142,9 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
         and ``cg_residual_ratio``, ``n_line_search``, ``step_size``, the solver's totals
         ``cg_seconds`` / ``line_search_seconds``, and the disjoint phase times
         ``t_<phase>_s`` for tower_forward, vjp, jvp, gramians, observed_pairs, dense_terms
-        (the paper's cost terms (15), (28), (40)); with validation, the metrics of
+        (the paper's cost terms (15), (28), (40)); on a Dask cluster (:mod:`kmviz.parallel`)
+        also ``t_scatter_data_s`` (first row) and ``t_pairs_{scatter,compute,gather}_s``,
+        the cluster calls' split of the observed-pair time; with validation, the metrics of
         :meth:`evaluate` as ``validation_<metric>``.
 
     References
@@ -285,13 +289,24 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
     def _solver_name(self, prm, state):
         return f"similarity.{prm['solver']}"
 
+    @contextmanager
     def _fit_context(self, prm):
         # the D-vector operations of CG and the tower products are small; with OpenBLAS's
         # threads next to the other processes of a shared 2-core box, a CG of 8 steps on a
         # 300 x 200 set with MLP towers took 0.22-0.36 s, and 0.020-0.026 s with one thread
         from .._threads import single_blas_thread
 
-        return single_blas_thread()
+        try:
+            with single_blas_thread():
+                yield
+        finally:
+            self._close_dist()
+
+    def _close_dist(self):
+        """On a cluster: free the per-pair state the fit left on the workers."""
+        dist = self.__dict__.pop("_dist_problem", None)
+        if dist is not None:
+            dist.close()
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         policy = super()._loop_policy(params, state)
@@ -348,8 +363,16 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
             Pt, Qt = (np.asarray(x, dtype=np.float64) for x in imputed_factors)
         else:
             Pt, Qt = constant_imputation(prm["imputed"], m, n)
-        problem = AllPairsProblem(pairs, fu, fv, U, V, prm["loss"], prm["omega"],
-                                  prm["lambda_theta"], None, None, Pt, Qt)
+        args = (pairs, fu, fv, U, V, prm["loss"], prm["omega"], prm["lambda_theta"], None,
+                None, Pt, Qt)
+        backend = active_backend()
+        if backend is None:
+            problem = AllPairsProblem(*args)
+        else:
+            # the observed pairs go to the workers once per fit (kmviz.similarity._dist)
+            from ._dist import DistAllPairsProblem
+
+            problem = self._dist_problem = DistAllPairsProblem(backend, *args)
         rng = check_random_state(self.random_state)
         theta = problem.init(rng)
         settings = Settings(max_line_search=prm["max_line_search"], max_cg=prm["max_cg"],
@@ -357,7 +380,11 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
                             alpha=prm["gram_alpha"], learning_rate=prm["learning_rate"],
                             diag=prm["solver"].endswith("-diag"))
         module = solver_module(prm["solver"])
-        solver_state = module.start(problem, theta, settings, rng, name=prm["solver"])
+        try:
+            solver_state = module.start(problem, theta, settings, rng, name=prm["solver"])
+        except BaseException:
+            self._close_dist()
+            raise
         ev = getattr(solver_state, "evaluation", None)
         start = problem.objective(ev) if ev is not None else \
             solver_state.objective_row["objective"]
@@ -371,8 +398,14 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
         st.events = []
         problem = st.problem
         problem.timer = {}
+        dist = getattr(problem, "take_phases", None)      # on a cluster (kmviz.similarity._dist)
+        if dist is not None:
+            dist()                    # the start's calls, like its timer, are not a step's
+            if problem.scatter_seconds:                   # the one-off scatter of O
+                trace.add_time("scatter_data", problem.scatter_seconds)
+                problem.scatter_seconds = None
         step = st.module.step(problem, st.solver)
-        for name, seconds in problem.timer.items():
+        for name, seconds in {**problem.timer, **(dist() if dist else {})}.items():
             trace.add_time(name, seconds)
         values = dict(step.values)
         obj = values["objective"]
