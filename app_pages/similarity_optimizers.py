@@ -10,6 +10,7 @@ from kmviz.similarity.solvers import SOLVER_LABELS, SOLVERS
 from kmviz.ui.errors import user_errors
 from kmviz.ui.forms import form_params
 from kmviz.ui.state import init_state
+from kmviz.ui.scheduler import gate, scheduler
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, require_dataset
 
@@ -52,7 +53,7 @@ if st.button("Compare", type="primary", icon=":material/play_arrow:", disabled=r
     with user_errors("starting the comparison"):
         st.session_state[JOB] = ComparisonJob(
             split.train, split.validation, chosen, {**params, "max_iter": int(iters)},
-            time_limit=float(limit)).start()
+            time_limit=float(limit), gate=gate).start()
         st.rerun()
 
 
@@ -62,6 +63,11 @@ def _progress():
     if job is None:
         return
     snap = job.snapshot()
+    if snap["status"] == "queued":  # the server's fit queue (kmviz app --max-fits)
+        st.info(scheduler().queue_words(job), icon=":material/hourglass_empty:")
+        if st.button("Stop", icon=":material/stop:", key="similarity_opt_stop"):
+            job.stop()
+        return
     if snap["status"] == "running":
         st.progress(min(1.0, snap["n_finished"] / snap["n_solvers"]),
                     text=f"{snap['n_finished']} of {snap['n_solvers']} solvers done; "

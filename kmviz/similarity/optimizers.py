@@ -182,8 +182,8 @@ class ComparisonJob(BackgroundJob):
     """
 
     def __init__(self, train, validation, solvers, params=None, *, time_limit=None,
-                 **fit_inputs):
-        super().__init__("kmviz-similarity-compare")
+                 gate=None, **fit_inputs):
+        super().__init__("kmviz-similarity-compare", gate=gate)
         self.solvers = list(solvers)
         self._args = (train, validation, self.solvers, dict(params or {}))
         self._kw = dict(time_limit=time_limit, **fit_inputs)
@@ -200,7 +200,7 @@ class ComparisonJob(BackgroundJob):
             self._n_rows = int(row["iteration"])
 
     def snapshot(self) -> dict:
-        """status ("running", "done", "stopped", "failed"), the solver running, how many
+        """status ("queued", "running", "done", "stopped", "failed"), the solver running, how many
         solvers are finished, its iteration, the elapsed seconds and the error message."""
         with self._lock:
             return {"status": self._status, "solver": self._current,
@@ -210,8 +210,12 @@ class ComparisonJob(BackgroundJob):
 
     def _run(self):
         try:
-            result = compare_solvers(*self._args, progress=self._progress,
-                                     stop=self.stop_event, **self._kw)
+            with self._turn() as go:
+                if not go:
+                    self._set(status="stopped")
+                    return
+                result = compare_solvers(*self._args, progress=self._progress,
+                                         stop=self.stop_event, **self._kw)
             with self._lock:
                 self.result = result
                 self._status = "stopped" if self.stop_event.is_set() else "done"

@@ -186,3 +186,17 @@ def fit_threads(n: int):
         yield
     finally:
         numba.set_num_threads(before)
+
+
+@contextmanager
+def gate(ticket, stop_event: threading.Event | None = None):
+    """A place in the server's fit queue and its share of Numba's threads, for work that is
+    not a Train fit but costs as much (stability refits, solver comparisons): the
+    ``gate`` of a :class:`kmviz._jobs.BackgroundJob`."""
+    fits = scheduler()
+    with fits.slot(ticket, stop_event) as got:
+        if not got:
+            yield False
+            return
+        with fit_threads(fits.threads_per_fit()):
+            yield True

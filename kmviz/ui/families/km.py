@@ -4,7 +4,6 @@ shared item picker, and reading the implication graph's click state."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -17,6 +16,9 @@ from kmviz.km.interpret import influence_scores
 from kmviz.km.telemetry import PHASE_COUNT_LABELS
 from kmviz.viz.phases import phase_shares
 
+from kmviz._jobs import BackgroundJob
+
+from ..scheduler import gate, scheduler
 from ..state import StateKeys
 
 
@@ -183,41 +185,45 @@ def phase_metrics(trace) -> None:
 
 
 # --------------------------------------------------------------------- stability over refits
-class StabilityJob:
+class StabilityJob(BackgroundJob):
     """:func:`kmviz.km.stable_implications` of one run in a background thread (Streamlit
-    cannot cancel a script), with progress and a stop flag checked between refits."""
+    cannot cancel a script), with progress and a stop flag checked between refits. The
+    refits take a place in the server's fit queue like any fit (:func:`scheduler.gate`)."""
 
     def __init__(self, run, liked, min_ratings: int, n_refits: int):
-        from kmviz.km.stability import stable_implications
-
+        super().__init__("kmviz-stability", gate=gate)
         self.total, self.done_n, self.result, self.error = int(n_refits), 0, None, None
-        self.stop_event = threading.Event()
         self.started = time.perf_counter()
         self.elapsed = 0.0
+        self._inputs = (run, liked, min_ratings)
+
+    def _run(self) -> None:
+        from kmviz.km.stability import stable_implications
+
+        run, liked, min_ratings = self._inputs
         train = run.split.train
         settings = {k: v for k, v in run.model.get_params().items() if k != "random_state"}
-        seed = run.params.get("random_state")
-
-        def work():
-            try:
-                self.result = stable_implications(
-                    train, liked=liked, validation=run.split.held_out(),
-                    items=an.shown_items(train, min_ratings), n_refits=self.total,
-                    random_state=seed, progress=self._progress,
-                    stop=self.stop_event.is_set, **settings)
-            except Exception as exc:  # shown on the page
-                self.error = f"{type(exc).__name__}: {exc}"
-            self.elapsed = time.perf_counter() - self.started
-
-        self.thread = threading.Thread(target=work, name="kmviz-stability", daemon=True)
-        self.thread.start()
+        try:
+            with self._turn() as go:
+                if go:
+                    self.started = time.perf_counter()
+                    self.result = stable_implications(
+                        train, liked=liked, validation=run.split.held_out(),
+                        items=an.shown_items(train, min_ratings), n_refits=self.total,
+                        random_state=run.params.get("random_state"),
+                        progress=self._progress, stop=self.stop_event.is_set, **settings)
+        except Exception as exc:  # shown on the page
+            self.error = f"{type(exc).__name__}: {exc}"
+        self.elapsed = time.perf_counter() - self.started
+        self._set(status="failed" if self.error else
+                  "stopped" if self.stop_event.is_set() else "done")
 
     def _progress(self, done: int, total: int) -> None:
         self.done_n = done
 
     @property
     def finished(self) -> bool:
-        return not self.thread.is_alive()
+        return self.done
 
 
 def _stability_key(run, liked, min_ratings) -> str:
@@ -240,7 +246,7 @@ def stability_panel(run, liked, min_ratings: int):
     job = jobs.get(key)
     if c2.button("Compute stability", key="impl_stab_go", icon=":material/replay:",
                  disabled=job is not None and not job.finished):
-        jobs[key] = job = StabilityJob(run, liked, min_ratings, B)
+        jobs[key] = job = StabilityJob(run, liked, min_ratings, B).start()
     c3.caption("Stability: the share of refits on resampled users in which an implication "
                "holds. Out-of-bag figures check each refit on the users it did not see.")
     if job is None:
@@ -249,9 +255,12 @@ def stability_panel(run, liked, min_ratings: int):
     @st.fragment(run_every=0.5 if not job.finished else None)
     def _progress():
         if not job.finished:
-            st.progress(job.done_n / max(job.total, 1),
-                        text=f"Refit {job.done_n} of {job.total} · "
-                             f"{time.perf_counter() - job.started:.0f} s")
+            if job.status == "queued":  # the server's fit queue (kmviz app --max-fits)
+                st.info(scheduler().queue_words(job), icon=":material/hourglass_empty:")
+            else:
+                st.progress(job.done_n / max(job.total, 1),
+                            text=f"Refit {job.done_n} of {job.total} · "
+                                 f"{time.perf_counter() - job.started:.0f} s")
             if st.button("Stop", key="impl_stab_stop", icon=":material/stop:",
                          disabled=job.stop_event.is_set(),
                          help="No new refit starts (on a Dask cluster the pending ones are "
