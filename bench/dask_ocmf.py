@@ -19,7 +19,20 @@ are broadcast once. Compute: this run's worker core-seconds per positive per ite
 times 1e9 / workers. Transfer at 1.25 GB/s (10 GbE) out of and into one client; 2 ms per
 call of scheduling latency. Shape for 1B positives: 6.5M users x 250k items.
 
-    python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--iters 3] [--k 64]
+``--clusters local:2,local:1x2`` compares cluster layouts in one run: 2 worker processes of
+one thread against 1 worker process of 2 threads (kmviz.parallel's ``"local:PxT"``). Why
+the layout matters (profile at 5M positives, k = 64, load 3-6): the value-pass kernel on
+the same block, timed inside the task, runs 1.1-1.25x slower in a worker process than
+in the client alone, and with both workers busy 1.2-1.5x slower than two threads of one
+process on the same two blocks; over a whole fit the workers of ``local:2`` spent 13.7-14.8
+CPU-seconds in 2 iterations where ``local:1x2`` spent 10.8 (in process: 10.2 with its TRON
+work). Two processes each hold a copy of the broadcast factors O, which every pair reads at
+a random row (16.6 MB for the users at 5M, 83 MB at 25M), so the two copies share one
+32 MB L3 cache; the two threads of one process read one copy. Block count mattered less
+(2 vs 4 blocks: 13.7 vs 14.8 worker CPU-s); per-call transfer (17.5 MB in, gather
+27 ms per call at 5M) was small against the tasks.
+
+    python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--clusters SPECS] [--iters 3]
 """
 
 from __future__ import annotations
@@ -31,6 +44,9 @@ import numpy as np
 
 from _common import footer, header, load_avg, parser, table
 from km_scaling import SHAPES, movielens_like
+
+#: MovieLens 25M's shape scaled to 5M ratings (for profiling runs).
+SHAPES = {**SHAPES, "5m": (5_000_000, 32_400, 12_400)}
 
 BANDWIDTH = 1.25e9      # bytes / s: one 10 GbE link at the client
 CALL_LATENCY = 2e-3     # s per call (submit + wait + gather of a few tasks)
@@ -92,6 +108,9 @@ def main():
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1m")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--clusters", default=None,
+                   help="comma-separated cluster specs to compare (default local:WORKERS), "
+                        "e.g. local:2,local:1x2")
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--direct-mb", type=float, default=None,
@@ -114,6 +133,7 @@ def main():
     from kmviz.ocmf import _dist
 
     rows, src, calls_rows = [], None, []
+    clusters = (args.clusters or f"local:{args.workers}").split(",")
     for label in args.sizes.split(","):
         n_r, n_u, n_i = SHAPES[label]
         users, items, values = movielens_like(n_r, n_u, n_i, args.seed)
@@ -126,38 +146,41 @@ def main():
         load0 = load_avg()
         ref = ocmf().fit(data)
         first_in, it_in = _per_iter(ref.trace_)
-        timers = []
-        block0 = _dist.DistPairs.block
+        for spec in clusters:
+            timers = []
+            block0 = _dist.DistPairs.block
 
-        def block(self, side, O, dtype=np.float64, timer=None):
-            out = block0(self, side, O, dtype, timer)
-            timers.append(out.timer)
-            return out
+            def block(self, side, O, dtype=np.float64, timer=None, _t=timers):
+                out = block0(self, side, O, dtype, timer)
+                _t.append(out.timer)
+                return out
 
-        _dist.DistPairs.block = block
-        try:
-            with kmviz.parallel_backend("dask", client=f"local:{args.workers}") as backend:
-                t0 = time.perf_counter()
-                got = ocmf().fit(data)
-                wall = time.perf_counter() - t0
-        finally:
-            _dist.DistPairs.block = block0
-        calls_rows.append(_per_call(label, timers))
-        first_d, it_d = _per_iter(got.trace_)
-        diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
-                   float(np.abs(ref.W_item_ - got.W_item_).max()))
-        row = {"positives": label, "in-process s/iter": it_in,
-               f"local:{args.workers} s/iter": it_d, "ratio": it_d / it_in,
-               "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
-               "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
-        for side in ("w", "h"):
-            for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
-                row[f"{side}_{ph}"] = _median(got.trace_, f"t_{side}_{ph}_s")
-        row["calls / iter"] = _median(got.trace_, "n_fun") + _median(got.trace_, "n_hess_vec")
-        row["dask fit wall s"] = wall
-        rows.append(row)
-        src = (len(data.values), row, args.workers, got.trace_)
-        del backend
+            _dist.DistPairs.block = block
+            try:
+                with kmviz.parallel_backend("dask", client=spec) as backend:
+                    slots = backend.n_workers()
+                    t0 = time.perf_counter()
+                    got = ocmf().fit(data)
+                    wall = time.perf_counter() - t0
+            finally:
+                _dist.DistPairs.block = block0
+            calls_rows.append(_per_call(f"{label} {spec}", timers))
+            first_d, it_d = _per_iter(got.trace_)
+            diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
+                       float(np.abs(ref.W_item_ - got.W_item_).max()))
+            row = {"positives": label, "cluster": spec, "in-process s/iter": it_in,
+                   "cluster s/iter": it_d, "ratio": it_d / it_in,
+                   "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
+                   "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
+            for side in ("w", "h"):
+                for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
+                    row[f"{side}_{ph}"] = _median(got.trace_, f"t_{side}_{ph}_s")
+            row["calls / iter"] = (_median(got.trace_, "n_fun")
+                                   + _median(got.trace_, "n_hess_vec"))
+            row["dask fit wall s"] = wall
+            rows.append(row)
+            src = (len(data.values), row, slots, got.trace_)
+            del backend
     print(table(rows))
     print("\nPer call of the pair passes (all half-steps after the first iteration's two; "
           "ms per call; `task max` = the slowest block's compute inside its task, `task sum` "

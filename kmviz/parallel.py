@@ -20,8 +20,9 @@ shared data goes to the workers once, the results come back as they finish (prog
 and are returned in task order.
 
 ``client`` is a ``distributed.Client``, a scheduler address (``"tcp://host:8786"``),
-``"local:N"`` (a LocalCluster of N worker processes, one thread each) or ``"threads:N"`` (N
-worker threads in this process). A process cluster starts its workers with the ``spawn``
+``"local:N"`` (a LocalCluster of N worker processes, one thread each), ``"local:PxT"`` (P
+worker processes of T threads each: on one machine ``"local:1x2"`` holds the broadcast
+factors once, shared by both cores) or ``"threads:N"`` (N worker threads in this process). A process cluster starts its workers with the ``spawn``
 method, so a script that uses ``"local:N"`` needs an ``if __name__ == "__main__":`` guard.
 
 Pitfalls handled here: every task limits Numba and BLAS to one thread (workers run one task
@@ -280,14 +281,18 @@ class DaskBackend:
         spec = client.strip()
         for prefix, processes in (("local:", True), ("threads:", False)):
             if spec.startswith(prefix):
-                count = spec[len(prefix):]
-                if not count.isdigit() or int(count) < 1:
+                count, _, threads = spec[len(prefix):].partition("x")
+                if not count.isdigit() or int(count) < 1 or (
+                        threads and (not threads.isdigit() or int(threads) < 1
+                                     or not processes)):
                     raise ValueError(f"{spec!r}: expected {prefix}N with N a positive number "
-                                     f"of workers, e.g. '{prefix}2'.")
+                                     f"of workers, e.g. '{prefix}2'"
+                                     + (", or local:PxT (P processes of T threads)"
+                                        if processes else "") + ".")
                 extra = {"env": dict(WORKER_ENV)} if processes else {}
                 self._cluster = LocalCluster(
-                    n_workers=int(count), threads_per_worker=1, processes=processes,
-                    dashboard_address=None, silence_logs=40, **extra)
+                    n_workers=int(count), threads_per_worker=int(threads or 1),
+                    processes=processes, dashboard_address=None, silence_logs=40, **extra)
                 self._own_client = True
                 self.address = f"{spec} ({self._cluster.scheduler_address})"
                 return Client(self._cluster, set_as_default=False)
@@ -315,12 +320,15 @@ class DaskBackend:
             self._cluster = None
 
     def n_workers(self) -> int:
+        """Task slots: the workers' threads (a worker of T threads runs T tasks at once)."""
         try:
-            return max(1, len(self.client.scheduler_info(n_workers=-1)["workers"]))
-        except TypeError:  # older distributed without n_workers=
-            return max(1, len(self.client.scheduler_info()["workers"]))
+            try:
+                workers = self.client.scheduler_info(n_workers=-1)["workers"]
+            except TypeError:  # older distributed without n_workers=
+                workers = self.client.scheduler_info()["workers"]
         except Exception as exc:  # noqa: BLE001
             raise self._lost("asking for the workers", exc) from exc
+        return max(1, sum(int(w.get("nthreads", 1) or 1) for w in workers.values()))
 
     def describe(self, what: str = "Fits") -> str:
         return f"{what} run on the Dask cluster {self.address}."

@@ -70,7 +70,9 @@ def test_no_backend_by_default_and_numba_backend_is_in_process():
 
 
 @pytest.mark.parametrize("spec, match", [
-    ("local:0", "positive number of workers"), ("threads:x", "positive number")])
+    ("local:0", "positive number of workers"), ("threads:x", "positive number"),
+    ("local:2x0", r"local:PxT \(P processes of T threads\)"), ("local:1xy", "local:PxT"),
+    ("threads:1x2", "positive number")])
 def test_bad_local_specs_are_refused(spec, match):
     with pytest.raises(ValueError, match=match):
         with kmviz.parallel_backend("dask", client=spec):

@@ -90,6 +90,20 @@ def test_ocmf_on_worker_processes_equals_the_in_process_fit():
     _check("local:2", data, [_ocmf(**c).fit(data) for c in CONFIGS], exact=False)
 
 
+@pytest.mark.slow
+def test_ocmf_on_one_worker_process_of_two_threads_equals_the_in_process_fit():
+    # local:1x2: one process, its two threads share the broadcast factors; the blocks are
+    # planned per thread (two task slots), not per process
+    data = _data()
+    refs = [_ocmf(**c).fit(data) for c in CONFIGS[:2]]
+    with kmviz.parallel_backend("dask", client="local:1x2") as backend:
+        info = backend.client.scheduler_info()["workers"]
+        assert len(info) == 1 and backend.n_workers() == 2
+        assert len(backend.plan(np.ones(40), 0.0, min_blocks="workers")) == 2
+        for cfg, ref in zip(CONFIGS[:2], refs):
+            _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=False)
+
+
 _LOSSES = {"every": 0, "n": 0, "lost": 0}
 _TASK = _dist.block_task
 
