@@ -15,9 +15,19 @@ def test_stability_on_request_adds_column_filter_and_refit_view():
     assert not at.error, [e.value for e in at.error]
     table = [d.value for d in at.dataframe if "implied_by" in d.value.columns][0]
     assert "stability" not in table.columns  # nothing refitted before the user asks
+    at.number_input(key="impl_stab_B").set_value(40)  # long enough to still run below
+    at.button(key="impl_stab_go").click().run()
+    first = next(iter(at.session_state["impl_stability_jobs"].values()))
+    if not first.finished:  # the page reran: the button cannot start a second job
+        assert at.button(key="impl_stab_go").disabled
+    first.stop()
+    first.thread.join(300)
+    assert first.finished
+    at.run()
     at.number_input(key="impl_stab_B").set_value(3)
     at.button(key="impl_stab_go").click().run()
     job = next(iter(at.session_state["impl_stability_jobs"].values()))
+    assert job is not first
     end = time.time() + 300
     while not job.finished and time.time() < end:
         time.sleep(0.5)

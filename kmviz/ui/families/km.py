@@ -246,7 +246,10 @@ def stability_panel(run, liked, min_ratings: int):
     job = jobs.get(key)
     if c2.button("Compute stability", key="impl_stab_go", icon=":material/replay:",
                  disabled=job is not None and not job.finished):
+        for other in jobs.values():  # one stability job per session: the newest
+            other.stop()
         jobs[key] = job = StabilityJob(run, liked, min_ratings, B).start()
+        st.rerun()  # the button shows disabled while the refits run
     c3.caption("Stability: the share of refits on resampled users in which an implication "
                "holds. Out-of-bag figures check each refit on the users it did not see.")
     if job is None:
