@@ -10,6 +10,7 @@ import argparse
 import os
 import platform
 import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -304,3 +305,15 @@ def sample_items(ratings, k, seed, min_ratings=1):
     pool = np.flatnonzero(counts >= min_ratings)
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(pool, size=min(k, pool.size), replace=False))
+
+
+def per_iteration(trace) -> tuple[float, float]:
+    """A fit's first iteration and the median of the others, in seconds of wall time."""
+    wall = np.diff(np.concatenate(([0.0], trace.column("wall_s"))))
+    return float(wall[0]), float(statistics.median(wall[1:])) if wall.size > 1 else float("nan")
+
+
+def trace_median(trace, name) -> float:
+    """Median of a trace column over the iterations after the first (all, if only one)."""
+    col = trace.column(name)
+    return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))

@@ -37,12 +37,11 @@ a random row (16.6 MB for the users at 5M, 83 MB at 25M), so the two copies shar
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
 
-from _common import footer, header, load_avg, parser, table
+from _common import footer, header, load_avg, parser, per_iteration, table, trace_median
 from km_scaling import SHAPES, movielens_like
 
 #: MovieLens 25M's shape scaled to 5M ratings (for profiling runs).
@@ -51,16 +50,6 @@ SHAPES = {**SHAPES, "5m": (5_000_000, 32_400, 12_400)}
 BANDWIDTH = 1.25e9      # bytes / s: one 10 GbE link at the client
 CALL_LATENCY = 2e-3     # s per call (submit + wait + gather of a few tasks)
 BIG = (1_000_000_000, 6_500_000, 250_000)
-
-
-def _per_iter(trace):
-    wall = np.diff(np.concatenate(([0.0], trace.column("wall_s"))))
-    return float(wall[0]), float(statistics.median(wall[1:])) if wall.size > 1 else float("nan")
-
-
-def _median(trace, name):
-    col = trace.column(name)
-    return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
 
 
 def _per_call(label, timers):
@@ -145,7 +134,7 @@ def main():
 
         load0 = load_avg()
         ref = ocmf().fit(data)
-        first_in, it_in = _per_iter(ref.trace_)
+        first_in, it_in = per_iteration(ref.trace_)
         for spec in clusters:
             timers = []
             block0 = _dist.DistPairs.block
@@ -165,7 +154,7 @@ def main():
             finally:
                 _dist.DistPairs.block = block0
             calls_rows.append(_per_call(f"{label} {spec}", timers))
-            first_d, it_d = _per_iter(got.trace_)
+            first_d, it_d = per_iteration(got.trace_)
             diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
                        float(np.abs(ref.W_item_ - got.W_item_).max()))
             row = {"positives": label, "cluster": spec, "in-process s/iter": it_in,
@@ -174,9 +163,9 @@ def main():
                    "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
             for side in ("w", "h"):
                 for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
-                    row[f"{side}_{ph}"] = _median(got.trace_, f"t_{side}_{ph}_s")
-            row["calls / iter"] = (_median(got.trace_, "n_fun")
-                                   + _median(got.trace_, "n_hess_vec"))
+                    row[f"{side}_{ph}"] = trace_median(got.trace_, f"t_{side}_{ph}_s")
+            row["calls / iter"] = (trace_median(got.trace_, "n_fun")
+                                   + trace_median(got.trace_, "n_hess_vec"))
             row["dask fit wall s"] = wall
             rows.append(row)
             src = (len(data.values), row, slots, got.trace_)
@@ -193,8 +182,9 @@ def main():
     calls = {}
     for side in ("w", "h"):
         # value passes (n_fun counts both blocks: split by the Newton steps) + hvps
-        calls[side] = (_median(trace, f"n_{side}_newton") + _median(trace, f"n_{side}_rejected")
-                       + 1 + _median(trace, f"n_{side}_cg"))
+        calls[side] = (trace_median(trace, f"n_{side}_newton")
+                       + trace_median(trace, f"n_{side}_rejected")
+                       + 1 + trace_median(trace, f"n_{side}_cg"))
     print(f"\nMeasured at {nnz:,} positives: {core_s:.3g} worker core-seconds per iteration "
           f"in the pair passes = {per_pos * 1e9:.3g} ns per positive (upper bound); calls per "
           f"half-step W {calls['w']:.0f}, H {calls['h']:.0f}.\n")

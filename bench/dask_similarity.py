@@ -21,24 +21,13 @@ Gauss-Newton products, those of the solver's start included).
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import numpy as np
 
-from _common import footer, header, load_avg, parser, table
+from _common import footer, header, load_avg, parser, per_iteration, table, trace_median
 
 PLANTED = {"100k": (2_000, 1_000), "1m": (20_000, 1_000), "10m": (100_000, 2_000)}
-
-
-def _per_iter(trace):
-    wall = np.diff(np.concatenate(([0.0], trace.column("wall_s"))))
-    return float(wall[0]), float(statistics.median(wall[1:])) if wall.size > 1 else float("nan")
-
-
-def _median(trace, name):
-    col = trace.column(name)
-    return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
 
 
 def _data(label, source, seed):
@@ -87,7 +76,7 @@ def main():
 
         load0 = load_avg()
         ref = model().fit(data)
-        first_in, it_in = _per_iter(ref.trace_)
+        first_in, it_in = per_iteration(ref.trace_)
         calls = []
         init0 = _dist.DistAllPairsProblem.__init__
 
@@ -103,7 +92,7 @@ def main():
                 wall = time.perf_counter() - t0
         finally:
             _dist.DistAllPairsProblem.__init__ = init0
-        first_d, it_d = _per_iter(got.trace_)
+        first_d, it_d = per_iteration(got.trace_)
         prob = calls[-1]
         row = {"pairs": f"{n_pairs:,}",
                "blocks": f"{len(prob.user_ranges)} + {len(prob.item_ranges)}",
@@ -115,8 +104,8 @@ def main():
                    / np.abs(ref.trace_.column("objective")))),
                "load before/after": f"{load0} / {load_avg()}"}
         for ph in _dist.PHASES + ("observed_pairs",):
-            row[f"{ph} s"] = _median(got.trace_, f"t_{ph}_s")
-        row["in-process observed_pairs s"] = _median(ref.trace_, "t_observed_pairs_s")
+            row[f"{ph} s"] = trace_median(got.trace_, f"t_{ph}_s")
+        row["in-process observed_pairs s"] = trace_median(ref.trace_, "t_observed_pairs_s")
         row["calls / iter (with the start)"] = prob.cluster_timer.get("pairs_calls", 0) / got.trace_.n_iter
         row["dask fit wall s"] = wall
         rows.append(row)
