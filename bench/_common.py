@@ -7,6 +7,7 @@ are noisy: compare ratios within one run, not absolute numbers across runs.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import platform
 import shlex
@@ -317,3 +318,31 @@ def trace_median(trace, name) -> float:
     """Median of a trace column over the iterations after the first (all, if only one)."""
     col = trace.column(name)
     return float(np.nanmedian(col[1:])) if col.size > 1 else float(np.nanmedian(col))
+
+
+def section_seed(seed: int, section: str, use: str) -> int:
+    """The seed of one ``use`` ("split", "km", ...) in one ``section``: from --seed and the
+    two names alone, so it is the same whatever ran before and differs between uses."""
+    key = int.from_bytes(hashlib.sha256(f"{section}/{use}".encode()).digest()[:8], "little")
+    return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
+
+
+def noisy_planted_km(n_users: int, drop: float, flip: float, *, seed: int, section: str,
+                     **planted):
+    """``(ratings, truth)``: make_planted_km (60 items, D = 8) with a share ``drop`` of its
+    entries unobserved and a share ``flip`` of the observed 0/1 values flipped; the data and
+    the flips each draw from their own :func:`section_seed`, never from the seed a model
+    fitted on them gets (a KM started from the generator's stream starts at the answer)."""
+    from kmviz.data import Ratings, make_planted_km
+
+    rng = np.random.default_rng(section_seed(seed, section, "flips"))
+    ratings, truth = make_planted_km(n_users, 60, 8, observed=1 - drop,
+                                     random_state=section_seed(seed, section, "data"),
+                                     **planted)
+    v = ratings.values.copy()
+    flipped = rng.random(v.size) < flip
+    v[flipped] = 1.0 - v[flipped]
+    noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
+                                user_ids=np.arange(ratings.n_users),
+                                item_ids=np.arange(ratings.n_items))
+    return noisy, truth

@@ -50,7 +50,8 @@ import warnings
 
 import numpy as np
 
-from _common import footer, header, load_avg, load_ml100k, parser, table
+from _common import (footer, header, load_avg, load_ml100k, noisy_planted_km, parser,
+                     section_seed, table)
 
 LIKED = 4.0
 MIN_RATINGS = 20
@@ -259,7 +260,6 @@ def planted(seed, B, quick):
     """Section 3. The single fits are seeded ``seed + 1 + k``: KM seeded with the generator's
     own seed draws its initial theta from the same stream as make_planted_km, i.e. starts at
     the planted theta, and recovers every implication for that reason alone."""
-    from kmviz.data import Ratings, make_planted_km
     from kmviz.km import KolmogorovModel, stable_implications
     from kmviz.km.mining import km_claims
     from kmviz.km.stability import stability_order
@@ -268,16 +268,10 @@ def planted(seed, B, quick):
     rows = []
     n_users = 1000 if quick else 2000
     for drop, flip in PLANTED:
-        rng = np.random.default_rng(seed)
-        ratings, truth = make_planted_km(n_users, 60, 8, observed=1 - drop, random_state=seed)
-        v = ratings.values.copy()
-        flipped = rng.random(v.size) < flip
-        v[flipped] = 1.0 - v[flipped]
-        noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
-                                    user_ids=np.arange(ratings.n_users),
-                                    item_ids=np.arange(ratings.n_items))
+        noisy, truth = noisy_planted_km(n_users, drop, flip, seed=seed, section="planted")
         true = truth.implications
-        st_ = stable_implications(noisy, n_refits=B, random_state=seed, D=8,
+        st_ = stable_implications(noisy, n_refits=B, D=8,
+                                  random_state=section_seed(seed, "planted", "refits"),
                                   items=np.ones(noisy.n_items, bool))
         by_stab = stability_order(st_)[["antecedent", "consequent"]].to_numpy()
         default = st_[["antecedent", "consequent"]].to_numpy()

@@ -40,25 +40,18 @@ theta, and the flips were the generator's first draws again.)
 
 from __future__ import annotations
 
-import hashlib
 import time
 import warnings
 
 import numpy as np
 
-from _common import footer, header, load_ml100k, parser, table
+from _common import (footer, header, load_ml100k, noisy_planted_km, parser, section_seed,
+                     table)
 
 MIN_SUPPORT = 20
 MIN_CONFIDENCE = 0.5
 MIN_RATINGS = 20
 LIKED = 4.0
-
-
-def section_seed(seed: int, section: str, use: str) -> int:
-    """The seed of one ``use`` ("split", "km", ...) in one ``section``: from --seed and the
-    two names alone, so it is the same whatever ran before and differs between uses."""
-    key = int.from_bytes(hashlib.sha256(f"{section}/{use}".encode()).digest()[:8], "little")
-    return int(np.random.SeedSequence([int(seed), key]).generate_state(1)[0])
 
 
 def fit_km(train, D, seed, on_likes=False):
@@ -193,7 +186,6 @@ def real_data(name, ratings, sizes, seed, ks):
 
 # ----------------------------------------------------------------------------- planted
 def planted(seed, n_users, flips, drops, quick):
-    from kmviz.data import Ratings, make_planted_km
     from kmviz.km import KolmogorovModel
     from kmviz.km.mining import km_claims
     from kmviz.rules import pairwise_rules, recovery_scores
@@ -201,16 +193,8 @@ def planted(seed, n_users, flips, drops, quick):
     rows = []
     for drop in drops:
         for flip in flips:
-            rng = np.random.default_rng(section_seed(seed, "planted", "flips"))
-            ratings, truth = make_planted_km(n_users, 60, 8, noise=0.0, observed=1 - drop,
-                                             random_state=section_seed(
-                                                 seed, "planted", "data"))
-            v = ratings.values.copy()
-            flipped = rng.random(v.size) < flip
-            v[flipped] = 1.0 - v[flipped]
-            noisy = Ratings.from_arrays(ratings.users, ratings.items, v, r_min=0, r_max=1,
-                                        user_ids=np.arange(ratings.n_users),
-                                        item_ids=np.arange(ratings.n_items))
+            noisy, truth = noisy_planted_km(n_users, drop, flip, seed=seed, section="planted",
+                                            noise=0.0)
             m = KolmogorovModel(D=8, random_state=section_seed(seed, "planted", "km"),
                                 max_iter=10 if quick else 20)
             with warnings.catch_warnings():
