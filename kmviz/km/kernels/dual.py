@@ -56,6 +56,16 @@ def _keep_positive_pairs(w, V, k, out_w, out_V):
     return kk
 
 
+@njit(inline="always", **JIT)
+def _shifted_into(C, negA, u):
+    """C(u) = -A - diag(u) written into ``C`` from ``negA`` = -A (both n x n)."""
+    n = negA.shape[0]
+    for i in range(n):
+        for j in range(n):
+            C[i, j] = negA[i, j]
+        C[i, i] -= u[i]
+
+
 @njit(**JIT)
 def _positive_spectrum(u, evd, a, work, stats):
     """Positive eigen (or Ritz) pairs of C(u) = -A - diag(u); counts one EVD; returns k.
@@ -64,10 +74,7 @@ def _positive_spectrum(u, evd, a, work, stats):
     """
     negA, C, out_w, out_V, work_P, work_alpha, work_beta, p1 = work
     n = negA.shape[0]
-    for i in range(n):
-        for j in range(n):
-            C[i, j] = negA[i, j]
-        C[i, i] -= u[i]
+    _shifted_into(C, negA, u)
     c0 = _read_cycles()
     k = 0
     if evd == EVD_EXACT:

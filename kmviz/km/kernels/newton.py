@@ -13,7 +13,7 @@ from .common import (EVD_EXACT, LZ_PAPER, MAX_BACKTRACK, PHASE_IB, PHASE_IIA, PH
                      SIDE_ALL, SIDE_NEG, SIDE_POS, ST_ALL_CYC, ST_CG_ITER, ST_EVD_CYC, ST_H,
                      ST_LZ_BETA, ST_LZ_CYC, ST_LZ_M, ST_LZ_N, ST_N_EVD, ST_N_ITER, ST_STATUS,
                      _all_equal, _charge_phase, _read_cycles, homogenize, lanczos_start)
-from .dual import _keep_positive_pairs, _phase_label, _side_h_grad
+from .dual import _keep_positive_pairs, _phase_label, _shifted_into, _side_h_grad
 from .lanczos import lanczos_positive_pairs, lanczos_threshold
 from .newton_hessian import NEWTON_CG_MAX, NEWTON_CG_N, _newton_matrix, _newton_pcg
 from .randomize import randomize_from_pairs
@@ -60,10 +60,7 @@ def _ssn_spectrum_exact(u, out, work, stats):
     C, out_w, out_V = out[0], out[1], out[2]
     negA, ws = work[0], work[3]
     n = negA.shape[0]
-    for i in range(n):
-        for j in range(n):
-            C[i, j] = negA[i, j]
-        C[i, i] -= u[i]
+    _shifted_into(C, negA, u)
     c0 = _read_cycles()
     eigh_into(C, out_w, out_V, ws[0])
     stats[ST_EVD_CYC] += float(_read_cycles() - c0)
@@ -89,10 +86,7 @@ def _ssn_spectrum(u, opts, side_pref, prev, out, work, stats):
     C, out_w, out_V = out[0], out[1], out[2]
     negA, ws, wm, lz_dense = work[0], work[3], work[4], work[5]
     n = negA.shape[0]
-    for i in range(n):
-        for j in range(n):
-            C[i, j] = negA[i, j]
-        C[i, i] -= u[i]
+    _shifted_into(C, negA, u)
     c0 = _read_cycles()
     side = SIDE_ALL
     k = n
