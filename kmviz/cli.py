@@ -490,6 +490,19 @@ def _cmd_app(args) -> int:
               "default --host 127.0.0.1 unless you mean to share it.", file=sys.stderr,
               flush=True)
     print("Running " + " ".join(cmd), flush=True)
+    # from the app's folder, so Streamlit reads its .streamlit/config.toml (upload limit,
+    # no file watcher ...) wherever `kmviz app` is started
+    return _serve(cmd, env, str(app.parent))
+
+
+def _serve(cmd: list[str], env: dict, cwd: str) -> int:
+    """Run the Streamlit server. On POSIX this process becomes the server (exec): the CLI
+    would otherwise stay resident beside it for nothing (about 185 MB with numpy and
+    pandas imported), and signals and the exit code are the server's own. Elsewhere the
+    server runs as a child whose exit code is returned."""
+    if os.name == "posix":
+        os.chdir(cwd)
+        os.execve(cmd[0], cmd, env)  # does not return
     import signal
 
     def stop(signum, frame):  # SIGTERM: subprocess.call ends the server, then we exit
@@ -497,9 +510,7 @@ def _cmd_app(args) -> int:
 
     previous = signal.signal(signal.SIGTERM, stop)
     try:
-        # from the app's folder, so Streamlit reads its .streamlit/config.toml (upload limit,
-        # no file watcher ...) wherever `kmviz app` is started
-        return subprocess.call(cmd, env=env, cwd=str(app.parent))
+        return subprocess.call(cmd, env=env, cwd=cwd)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     finally:

@@ -292,7 +292,7 @@ def test_missing_run(capsys, store, tmp_path, action):
 def _capture_app(monkeypatch):
     """Replace the streamlit subprocess; returns the list of (cmd, env) it was called with."""
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call",
+    monkeypatch.setattr(cli, "_serve",
                         lambda cmd, env=None, cwd=None: calls.append((cmd, env, cwd)) or 0)
     return calls
 
@@ -376,8 +376,36 @@ def test_cli_runs_are_owned_by_the_cli_user(capsys, tmp_path):
     assert run(capsys, "runs", "delete", rid, "--yes", "--dir", str(tmp_path / "s"))[0] == 0
 
 
+def test_app_becomes_the_server_on_posix(monkeypatch, tmp_path):
+    """No kmviz process stays resident beside the server: the CLI execs Streamlit."""
+    seen = []
+
+    def execve(path, argv, env):  # the real one never returns
+        seen.append(("execve", path, argv, env))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli.os, "chdir", lambda d: seen.append(("chdir", d)))
+    monkeypatch.setattr(cli.os, "execve", execve)
+    monkeypatch.setattr(cli.subprocess, "call", lambda *a, **k: pytest.fail("not exec"))
+    monkeypatch.setattr(cli.os, "name", "posix")
+    with pytest.raises(SystemExit):
+        cli._serve(["/bin/py", "-m", "streamlit"], {"A": "1"}, str(tmp_path))
+    assert seen == [("chdir", str(tmp_path)),
+                    ("execve", "/bin/py", ["/bin/py", "-m", "streamlit"], {"A": "1"})]
+
+
+def test_app_runs_the_server_as_a_child_elsewhere(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(cli.os, "execve", lambda *a: pytest.fail("exec off POSIX"))
+    monkeypatch.setattr(cli.subprocess, "call",
+                        lambda cmd, env=None, cwd=None: calls.append((cmd, env, cwd)) or 7)
+    monkeypatch.setattr(cli.os, "name", "nt")
+    assert cli._serve(["py"], {"A": "1"}, str(tmp_path)) == 7
+    assert calls == [(["py"], {"A": "1"}, str(tmp_path))]
+
+
 def test_app_passes_streamlits_exit_code(capsys, monkeypatch):
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env=None, cwd=None: 3)
+    monkeypatch.setattr(cli, "_serve", lambda cmd, env=None, cwd=None: 3)
     assert run(capsys, "app")[0] == 3
 
 

@@ -155,7 +155,7 @@ def test_a_stopped_fit_releases_its_work_arrays(km_data):
 
 def test_app_max_fit_memory_reaches_the_server_environment(capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call",
+    monkeypatch.setattr(cli, "_serve",
                         lambda cmd, env=None, cwd=None: calls.append(env) or 0)
     assert cli.main(["app", "--max-fit-memory", "2G"]) == 0
     assert calls[0][_memory.ENV_VAR] == str(2 * 2**30)

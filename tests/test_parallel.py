@@ -145,7 +145,7 @@ def test_cli_dask_option_reaches_the_app_and_bad_specs_fail_cleanly(capsys, monk
     from kmviz import cli
 
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call",
+    monkeypatch.setattr(cli, "_serve",
                         lambda cmd, env=None, cwd=None: calls.append(env) or 0)
     assert cli.main(["app", "--dask", "tcp://10.0.0.5:8786"]) == 0
     assert calls[0][parallel.DASK_ENV] == "tcp://10.0.0.5:8786"

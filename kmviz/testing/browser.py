@@ -205,9 +205,9 @@ def serve_cli(*, runs_dir: str | Path, cli_args: tuple = (), log: str | Path | N
               env: dict | None = None, timeout: float = 120.0,
               streamlit_args: tuple = ()) -> Iterator[Server]:
     """``kmviz app --host 127.0.0.1 --port P CLI_ARGS`` as an operator starts it (the CLI
-    process, with the Streamlit server as its child), on a free port, with its own run
+    process, which becomes the Streamlit server), on a free port, with its own run
     store; ``streamlit_args`` go to Streamlit (after ``--``). Yields a :class:`Server`
-    (``proc`` is the CLI process) once healthy; stops it (SIGTERM, then SIGKILL) on the way
+    (``proc`` is the CLI's process) once healthy; stops it (SIGTERM, then SIGKILL) on the way
     out."""
     run_env = dict(os.environ, KMVIZ_RUNS_DIR=str(runs_dir), **(env or {}))
     run_env["PYTHONPATH"] = os.pathsep.join(
