@@ -15,6 +15,16 @@ def _isolated_run_store(tmp_path, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _no_exec(monkeypatch):
+    """`kmviz app` execs Streamlit: a test that reaches it unmocked would turn the pytest
+    process into a server and hang. Fail such a test instead."""
+    def refuse(path, argv, env):
+        raise RuntimeError(f"a test tried to exec {argv}: mock kmviz.cli._serve")
+
+    monkeypatch.setattr(os, "execve", refuse)
+
+
 class KernelCalls:
     """The Numba kernels (dispatchers) called from Python by the test's thread while the
     fixture is active, in the order of their first call; calls made from inside other kernels,

@@ -121,8 +121,7 @@ def test_ordinals():
 
 def test_app_max_fits_reaches_the_server_environment(capsys, monkeypatch):
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call",
-                        lambda cmd, env=None, cwd=None: calls.append(env) or 0)
+    monkeypatch.setattr(cli, "_serve", lambda cmd, env=None, cwd=None: calls.append(env) or 0)
     monkeypatch.delenv(sch.MAX_FITS_ENV, raising=False)
     assert cli.main(["app", "--max-fits", "3"]) == 0
     assert calls[0][sch.MAX_FITS_ENV] == "3"
