@@ -127,3 +127,26 @@ def test_unknown_preconditioner_is_refused():
     prob, theta = tiny_problem()
     with pytest.raises(ValueError, match="preconditioner"):
         solver_module("newton").start(prob, theta, Settings(preconditioner="ilu"), None)
+
+
+def test_estimator_passes_the_option_and_the_form_shows_it_for_newton_only():
+    from kmviz.ocmf import make_planted_pu
+    from kmviz.similarity import SimilarityLearning
+    from kmviz.ui.forms import form_layout
+
+    ratings, _ = make_planted_pu(60, 40, 3, n_user_features=4, n_item_features=3,
+                                 density=0.1, random_state=0)
+    kw = dict(k=4, user_tower="mlp:6", item_tower="mlp:6", side_features="both",
+              max_iter=4, tol=0.0, random_state=0)
+    model = SimilarityLearning(preconditioner="diag", **kw).fit(ratings)
+    rows = model.trace_.rows
+    assert all("precondition_seconds" in r for r in rows)
+    objs = [r["objective"] for r in rows]
+    assert all(b <= a + 1e-9 for a, b in zip(objs, objs[1:]))
+    plain = SimilarityLearning(**kw).fit(ratings)
+    assert not any("precondition_seconds" in r for r in plain.trace_.rows)
+    constraints = SimilarityLearning._parameter_constraints
+    values = {**SimilarityLearning().get_params(), "solver": "newton"}
+    assert "preconditioner" in form_layout(constraints, values)["more"]
+    values["solver"] = "gd-diag"
+    assert "preconditioner" not in sum(form_layout(constraints, values).values(), [])
