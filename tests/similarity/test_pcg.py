@@ -129,6 +129,7 @@ def test_unknown_preconditioner_is_refused():
         solver_module("newton").start(prob, theta, Settings(preconditioner="ilu"), None)
 
 
+@pytest.mark.slow
 def test_estimator_passes_the_option_and_the_form_shows_it_for_newton_only():
     from kmviz.ocmf import make_planted_pu
     from kmviz.similarity import SimilarityLearning
