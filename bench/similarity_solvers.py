@@ -19,7 +19,11 @@ of ``--solvers ...,newton-pcg`` (``D^-1/2 G D^-1/2``, D = diag(G)).
 
 ``newton-pcg`` is Gauss-Newton with ``preconditioner="diag"``: CG preconditioned by the
 diagonal of G (kmviz/similarity/solvers/_precondition.py); it is not one of the paper's
-seven, so the solver list names it explicitly.
+seven, so the solver list names it explicitly. Measured (--budget 180 --reference 300
+--solvers newton,newton-pcg,gd-diag, load 5-9 on 2 cores): it reaches 1e-1 of L* 3.8x
+sooner than plain Newton (8.1 s against 31.0 s) but then settles about 2% above plain
+Newton's 180-s objective (28518 after 300 s against 27934); from a second seed too. So
+the L* reference run is plain Newton by default.
 
 Target (issue 21): Gauss-Newton first, by at least 2x over the next. Run:
 
@@ -56,8 +60,9 @@ def main():
     p.add_argument("--solvers", default="newton,gd,gd-diag,sogram,sampling,sogram-diag,"
                                         "sampling-diag",
                    help="comma-separated; newton-pcg: Newton with preconditioner='diag'")
-    p.add_argument("--reference-solver", choices=("newton", "newton-pcg"), default=None,
-                   help="the solver of the L* run (default: newton-pcg when listed)")
+    p.add_argument("--reference-solver", choices=("newton", "newton-pcg"),
+                   default="newton",
+                   help="the solver of the L* run (newton-pcg settles higher, see below)")
     p.add_argument("--curvature", action="store_true",
                    help="also print the Gauss-Newton curvature per parameter block")
     args = p.parse_args()
@@ -85,8 +90,7 @@ def main():
     # compile every kernel first (a tiny fit per solver) so no solver pays for Numba
     tiny = make_split(ratings, val_size=0.1, test_size=0.1, by="random", seed=1)
     solvers = args.solvers.split(",")
-    ref_solver = args.reference_solver or ("newton-pcg" if "newton-pcg" in solvers
-                                           else "newton")
+    ref_solver = args.reference_solver
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_solvers(compare_solvers, tiny.train, tiny.validation, solvers,
@@ -102,6 +106,12 @@ def main():
 
     frame = result.frame
     best = min(result.best_objective, ref.best_objective)
+    # L* is only a fixed target when the run that set it had stopped improving: when it is
+    # the last row of a budgeted run, the times to 1e-3 measure against a moving target
+    setter = frame.loc[frame["objective"].idxmin()]
+    last_of_setter = frame[frame["solver"] == setter["solver"]]["iteration"].max()
+    moving = bool(result.best_objective < ref.best_objective
+                  and setter["iteration"] == last_of_setter)
     frame["relative_objective_difference"] = relative_objective_difference(
         frame["objective"], best=best)
     result.best_objective = best
@@ -125,6 +135,10 @@ def main():
     print(f"\nL* = {best:.8g}: the lowest objective of these runs and of a {ref_budget:g} s "
           f"{ref_solver} reference run from the same start ({ref.best_objective:.8g}); '-' = "
           f"not reached within {args.budget:g} s.\n")
+    if moving:
+        print(f"NOTE: L* was set by {setter['solver']}'s last iteration within the budget, "
+              "below the reference run: it is not a converged objective (lengthen "
+              "--budget or --reference).\n")
     for solver, note in result.notes.items():
         print(f"- {solver}: {note}")
     for label in ("1e-3", "1e-2", "1e-1"):
@@ -139,7 +153,8 @@ def main():
         others = [r for r in reached if not r[1].startswith("newton")]
         verdict = "" if label != "1e-3" else (
             " (target: Gauss-Newton first by >= 2x over the next other solver: " +
-            ("PASS)" if first[1].startswith("newton") and (not others or
+            ("no verdict: L* is the last objective of a run still decreasing)" if moving else
+             "PASS)" if first[1].startswith("newton") and (not others or
                                                            others[0][0] >= 2 * first[0])
              else "MISS)"))
         print(f"\nto {label}: {first[1]} first, {ahead}{verdict}.")
