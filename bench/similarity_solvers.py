@@ -14,12 +14,23 @@ closest to ML-100K in density; ``--side-features none`` gives towers over the on
 alone. ``--curvature`` adds the Gauss-Newton curvature along each parameter block's part of
 the gradient, g_b^T G g_b / g_b^T g_b, after 5 Newton iterations: a spread of orders of
 magnitude between blocks is what CG at xi = 0.1 has to resolve and what GD-diag's AdaGrad
-scaling removes by itself.
+scaling removes by itself; its last column is the same quotient after the Jacobi scaling
+of ``--solvers ...,newton-pcg`` (``D^-1/2 G D^-1/2``, D = diag(G)).
+
+``newton-pcg`` is Gauss-Newton with ``preconditioner="diag"``: CG preconditioned by the
+diagonal of G (kmviz/similarity/solvers/_precondition.py); it is not one of the paper's
+seven, so the solver list names it explicitly. Measured (--budget 180 --reference 300
+--solvers newton,newton-pcg,gd-diag, load 5-9 on 2 cores): it reaches 1e-1 of L* 3.8x
+sooner than plain Newton (8.1 s against 31.0 s) but then settles about 2% above plain
+Newton's 180-s objective (28518 after 300 s against 27934); from a second seed too. So
+the L* reference run is plain Newton by default.
 
 Target (issue 21): Gauss-Newton first, by at least 2x over the next. Run:
 
     python bench/similarity_solvers.py --budget 30      # all seven, 30 s each (~6 min)
     python bench/similarity_solvers.py --quick          # 3 solvers, small towers, 15 s each
+    python bench/similarity_solvers.py --budget 180 --reference 300 \
+        --solvers newton,newton-pcg,gd-diag                 # preconditioned Newton (~15 min)
 """
 
 from __future__ import annotations
@@ -47,7 +58,11 @@ def main():
                    default="both",
                    help="tower inputs beside the one-hot ids (none: ids only)")
     p.add_argument("--solvers", default="newton,gd,gd-diag,sogram,sampling,sogram-diag,"
-                                        "sampling-diag")
+                                        "sampling-diag",
+                   help="comma-separated; newton-pcg: Newton with preconditioner='diag'")
+    p.add_argument("--reference-solver", choices=("newton", "newton-pcg"),
+                   default="newton",
+                   help="the solver of the L* run (newton-pcg settles higher, see below)")
     p.add_argument("--curvature", action="store_true",
                    help="also print the Gauss-Newton curvature per parameter block")
     args = p.parse_args()
@@ -74,20 +89,29 @@ def main():
           f"lambda = {args.lambda_theta:g}, {args.budget:g} s per solver\n")
     # compile every kernel first (a tiny fit per solver) so no solver pays for Numba
     tiny = make_split(ratings, val_size=0.1, test_size=0.1, by="random", seed=1)
+    solvers = args.solvers.split(",")
+    ref_solver = args.reference_solver
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        compare_solvers(tiny.train, tiny.validation, args.solvers.split(","),
-                        {**params, "max_iter": 1})
-        result = compare_solvers(split.train, split.validation, args.solvers.split(","),
-                                 params, time_limit=args.budget)
+        run_solvers(compare_solvers, tiny.train, tiny.validation, solvers,
+                    {**params, "max_iter": 1})
+        result = run_solvers(compare_solvers, split.train, split.validation, solvers, params,
+                             time_limit=args.budget)
         # L*: a longer Gauss-Newton run from the same start (the paper's L* is a well
         # converged objective); the lowest objective any run reached
         ref_budget = args.reference or 3 * args.budget
-        ref = compare_solvers(split.train, None, ["newton"], params, time_limit=ref_budget)
+        ref = run_solvers(compare_solvers, split.train, None, [ref_solver], params,
+                          time_limit=ref_budget)
     from kmviz.similarity import relative_objective_difference
 
     frame = result.frame
     best = min(result.best_objective, ref.best_objective)
+    # L* is only a fixed target when the run that set it had stopped improving: when it is
+    # the last row of a budgeted run, the times to 1e-3 measure against a moving target
+    setter = frame.loc[frame["objective"].idxmin()]
+    last_of_setter = frame[frame["solver"] == setter["solver"]]["iteration"].max()
+    moving = bool(result.best_objective < ref.best_objective
+                  and setter["iteration"] == last_of_setter)
     frame["relative_objective_difference"] = relative_objective_difference(
         frame["objective"], best=best)
     result.best_objective = best
@@ -109,8 +133,12 @@ def main():
                      "time run (s)": float(t3.loc[solver, "time_s"])})
     print(table(rows))
     print(f"\nL* = {best:.8g}: the lowest objective of these runs and of a {ref_budget:g} s "
-          f"Gauss-Newton reference run from the same start ({ref.best_objective:.8g}); '-' = "
+          f"{ref_solver} reference run from the same start ({ref.best_objective:.8g}); '-' = "
           f"not reached within {args.budget:g} s.\n")
+    if moving:
+        print(f"NOTE: L* was set by {setter['solver']}'s last iteration within the budget, "
+              "below the reference run: it is not a converged objective (lengthen "
+              "--budget or --reference).\n")
     for solver, note in result.notes.items():
         print(f"- {solver}: {note}")
     for label in ("1e-3", "1e-2", "1e-1"):
@@ -122,15 +150,44 @@ def main():
         first = reached[0]
         ahead = (f"{reached[1][0] / first[0]:.1f}x ahead of {reached[1][1]}"
                  if len(reached) > 1 else "the only one")
+        others = [r for r in reached if not r[1].startswith("newton")]
         verdict = "" if label != "1e-3" else (
-            " (target: Gauss-Newton first by >= 2x: " +
-            ("PASS)" if first[1] == "newton" and (len(reached) == 1 or
-                                                  reached[1][0] >= 2 * first[0]) else "MISS)"))
+            " (target: Gauss-Newton first by >= 2x over the next other solver: " +
+            ("no verdict: L* is the last objective of a run still decreasing)" if moving else
+             "PASS)" if first[1].startswith("newton") and (not others or
+                                                           others[0][0] >= 2 * first[0])
+             else "MISS)"))
         print(f"\nto {label}: {first[1]} first, {ahead}{verdict}.")
     if args.curvature:
         print("\n## Gauss-Newton curvature per parameter block after 5 Newton iterations\n")
         print(table(block_curvature(split.train, params)))
+        print("\ncurvature: g_b^T G g_b / g_b^T g_b; scaled: the same for D^-1/2 G D^-1/2 "
+              "and the scaled gradient D^-1/2 g, D = diag(G) (newton-pcg's preconditioner)")
     footer(t0)
+
+
+def run_solvers(compare_solvers, train, validation, solvers, params, **kw):
+    """:func:`compare_solvers` over ``solvers``, where ``newton-pcg`` is Newton with
+    ``preconditioner="diag"`` (its own fit, rows relabelled); one Comparison."""
+    import pandas as pd
+
+    plain = [s for s in solvers if s != "newton-pcg"]
+    parts = []
+    if plain:
+        parts.append(compare_solvers(train, validation, plain, params, **kw))
+    if "newton-pcg" in solvers:
+        pcg = compare_solvers(train, validation, ["newton"],
+                              {**params, "preconditioner": "diag"}, **kw)
+        pcg.frame["solver"] = "newton-pcg"
+        pcg.frame["label"] = "Gauss-Newton + Jacobi PCG"
+        pcg.notes = {"newton-pcg": note for note in pcg.notes.values()}
+        parts.append(pcg)
+    out = parts[0]
+    if len(parts) > 1:
+        out.frame = pd.concat([p.frame for p in parts], ignore_index=True)
+        out.notes = {**parts[0].notes, **parts[1].notes}
+        out.best_objective = min(p.best_objective for p in parts)
+    return out
 
 
 def block_curvature(train, params, iters=5):
@@ -148,8 +205,11 @@ def block_curvature(train, params, iters=5):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(train)
+    from kmviz.similarity.solvers._precondition import gauss_newton_diagonal
+
     problem, ev = model.kept_.problem, model.kept_.solver.evaluation
     g = problem.gradient(ev)
+    root = np.sqrt(gauss_newton_diagonal(problem, ev))
     rows = []
     for side, tower, off, X in (("user", problem.fu, 0, problem.U),
                                 ("item", problem.fv, problem.Du, problem.V)):
@@ -165,8 +225,12 @@ def block_curvature(train, params, iters=5):
                 d[off + lo:off + hi] = g[off + lo:off + hi]
                 nn = float(d @ d)
                 curv = float(d @ problem.gnvp(ev, d)) / nn if nn > 0 else np.nan
+                e = d / root                     # D^-1/2 g_b; quotient of D^-1/2 G D^-1/2
+                ee = float(e @ e)
+                scaled = float(e @ (problem.gnvp(ev, e / root) * (1.0 / root))) / ee \
+                    if ee > 0 else np.nan
                 rows.append({"block": f"{side} {name}", "size": hi - lo,
-                             "|g_b|": np.sqrt(nn), "curvature": curv})
+                             "|g_b|": np.sqrt(nn), "curvature": curv, "scaled": scaled})
     return rows
 
 

@@ -27,6 +27,10 @@ SOLVER_LABELS = {
     "sogram-diag": "SOGram-diag (AdaGrad scaling)",
     "sampling-diag": "Sampling-diag (AdaGrad scaling)",
 }
+#: Newton's CG preconditioners (:mod:`._precondition`).
+PRECONDITIONERS = ("none", "diag")
+PRECONDITIONER_LABELS = {"none": "none (the paper's CG)",
+                         "diag": "diagonal of the Gauss-Newton matrix (Jacobi)"}
 #: Solvers whose accepted steps never raise the objective (they line-search on it).
 MONOTONE = ("newton", "gd", "gd-diag")
 
@@ -45,6 +49,7 @@ class Settings:
     alpha: float = 0.1           # SOGram's averaging weight (64)
     learning_rate: float | None = None   # fixed delta of the stochastic solvers
     diag: bool = False
+    preconditioner: str = "none"  # Newton's CG: "none" or "diag" (Jacobi, ._precondition)
 
 
 def solver_module(name):
