@@ -167,7 +167,8 @@ def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
 @dataclass
 class Resident:
     """Blocks kept on the workers for a whole fit: their futures and this process's copy
-    (to scatter again if a worker holding one dies)."""
+    (to scatter again if a worker holding one dies); a block built by tasks on the workers
+    has no copy here (None): the scheduler computes it again from its lineage."""
 
     blocks: list
     futures: list
@@ -414,7 +415,7 @@ class DaskBackend:
     def _rescatter(self, resident):
         """Scatter again the resident blocks whose data a lost worker held."""
         for j, fut in enumerate(resident.futures):
-            if fut.status != "finished":
+            if fut.status != "finished" and resident.blocks[j] is not None:
                 # a list of one: a tuple block travels as one object, as in scatter_blocks
                 resident.futures[j] = self.client.scatter([resident.blocks[j]], hash=False)[0]
 
