@@ -253,8 +253,10 @@ class PartitionedRatings:
         -------
         dict
             ``{side: futures}``, one future per block of ``(ptr, idx, data)`` (int64, int64,
-            float64), the block's rows compressed, the other side's indices sorted in each,
-            and ``"rows"`` and ``"sum"``: the entries kept and the sum of ``data``.
+            float64), the block's rows compressed, the other side's indices sorted in each;
+            ``"rows"`` and ``"sum"``: the entries kept and the sum of ``data``; and
+            ``"maps"``, the future of the id maps on the workers: hold it as long as the
+            blocks (a lost block is built again from its partitions and the maps).
 
         Raises
         ------
@@ -278,7 +280,7 @@ class PartitionedRatings:
         maps = backend.client.scatter([(self.user_ids, self.item_ids)], broadcast=True,
                                       hash=False)[0]
         spec = {**self._spec, "n_users": self.n_users, "n_items": self.n_items}
-        out = {}
+        out = {"maps": maps}
         # one side at a time: only one side's routed pieces are ever on the workers
         for side in ("user", "item"):
             starts = np.array([lo for lo, _ in ranges[side]], dtype=np.int64)
@@ -340,7 +342,7 @@ def _run_partitions(parts, fn, *args):
 
     futures = client.compute(tasks)
     where = {f.key: k for k, f in enumerate(futures)}
-    for fut in as_completed(futures):
+    for fut in as_completed(futures, loop=client.loop):
         yield where[fut.key], fut.result()
         fut.release()
 

@@ -87,6 +87,7 @@ def build_from_partitions(backend, data, D, transform):
     users = Resident([None] * len(user_ranges), built["user"], user_ranges)
     known_users, known_items = u_nnz > 0, i_nnz > 0
     layout = _layout(items, users, np.flatnonzero(known_items), i_nnz.shape[0])
+    layout.maps = built["maps"]     # held for the fit: lost blocks are rebuilt from it
     return layout, known_users, known_items, built["rows"], built["sum"]
 
 
