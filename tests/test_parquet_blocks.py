@@ -170,6 +170,8 @@ def test_km_from_partitions_on_worker_threads_equals_the_in_process_fit(tmp_path
     with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
         got = _km().fit(data, validation=ref_data)
         liked = _km(threshold=4.0, mu_psi=0.5, bqp_solver="enhanced").fit(data)
+        with pytest.raises(ValueError, match="no training rating is >= threshold=9"):
+            _km(threshold=9.0).fit(data)
     _assert_same_fit(_km().fit(ref_data, validation=ref_data), got)
     _assert_same_fit(_km(threshold=4.0, mu_psi=0.5, bqp_solver="enhanced").fit(ref_data),
                      liked)

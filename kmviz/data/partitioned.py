@@ -129,8 +129,9 @@ def _assemble(pieces, n_rows, duplicates, transform):
     """One block from its pieces: compressed rows (ptr, idx, data) sorted by major then
     minor, as :func:`numpy.lexsort` of the whole data would give, with repeated pairs
     handled by ``duplicates``; and a small summary (rows, sum of data, repeats)."""
-    major = np.concatenate([p[0] for p in pieces]).astype(np.int64)
-    minor = np.concatenate([p[1] for p in pieces]).astype(np.int64)
+    # the pieces' compact indices (int32 below 2**31 rows) until the output
+    major = np.concatenate([p[0] for p in pieces])
+    minor = np.concatenate([p[1] for p in pieces])
     values = np.concatenate([p[2] for p in pieces])
     del pieces
     order = np.lexsort((minor, major))     # stable: repeats stay in the data's row order

@@ -47,6 +47,8 @@ def _plan(backend, D, i_nnz, u_nnz):
 
 def setup(backend, st):
     """Cut rows into blocks and put their ratings on the workers (once per fit)."""
+    if getattr(st, "partitions", None) is not None:
+        return build_from_partitions(backend, st)
     backend.warm("km", _warm)
     item_ranges, user_ranges = _plan(backend, st.D, np.diff(st.i_ptr).astype(np.float64),
                                      np.diff(st.u_ptr).astype(np.float64))
@@ -65,30 +67,28 @@ def _layout(items, users, kitems, n_items):
     return SimpleNamespace(items=items, users=users, known_at=known_at)
 
 
-def build_from_partitions(backend, data, D, transform):
-    """Blocks built on the workers from a :class:`kmviz.data.PartitionedRatings`: the rows
-    never pass through this process. Returns (layout as ``setup`` sets ``st.dask``, known
-    users, known items, ratings kept, sum of the targets)."""
+def build_from_partitions(backend, st):
+    """``setup`` for a :class:`kmviz.data.PartitionedRatings` (``st.partitions``): the blocks
+    are built on the workers from the partitions, their rows never pass through this
+    process. Sets ``st.dask``, and ``st.n_ratings`` and ``st.mean_p`` (after duplicates
+    are merged)."""
     from ..parallel import Resident
 
-    if backend is None:
-        from ..data.partitioned import NEEDS_CLUSTER
-
-        raise TypeError(f"KolmogorovModel.fit got a PartitionedRatings without a Dask "
-                        f"backend: {NEEDS_CLUSTER}.")
+    data = st.partitions
     backend.warm("km", _warm)
     u_nnz, i_nnz = data.user_counts(), data.item_counts()
-    item_ranges, user_ranges = _plan(backend, D, i_nnz.astype(np.float64),
+    item_ranges, user_ranges = _plan(backend, st.D, i_nnz.astype(np.float64),
                                      u_nnz.astype(np.float64))
-    built = data.build_blocks(backend, {"user": user_ranges, "item": item_ranges}, transform)
+    built = data.build_blocks(backend, {"user": user_ranges, "item": item_ranges},
+                              st.transform)
     # no copy here: a lost worker's blocks are computed again by the scheduler from their
     # partitions (their lineage)
     items = Resident([None] * len(item_ranges), built["item"], item_ranges)
     users = Resident([None] * len(user_ranges), built["user"], user_ranges)
-    known_users, known_items = u_nnz > 0, i_nnz > 0
-    layout = _layout(items, users, np.flatnonzero(known_items), i_nnz.shape[0])
-    layout.maps = built["maps"]     # held for the fit: lost blocks are rebuilt from it
-    return layout, known_users, known_items, built["rows"], built["sum"]
+    st.dask = _layout(items, users, st.kitems, i_nnz.shape[0])
+    st.dask.maps = built["maps"]     # held for the fit: lost blocks are rebuilt from it
+    st.n_ratings = int(built["rows"])
+    st.mean_p = built["sum"] / built["rows"]
 
 
 def item_block_task(block, shared, extra):

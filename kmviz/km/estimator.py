@@ -366,21 +366,23 @@ class KolmogorovModel(IterativeEstimator):
             pred=np.empty(p.shape[0]))
 
     def _fit_start_partitioned(self, data, prm, validation):
-        """The fit's state from a :class:`kmviz.data.PartitionedRatings`: the rating blocks
-        are built on the workers (:func:`kmviz.km._blocks.build_from_partitions`)."""
+        """The fit's state from a :class:`kmviz.data.PartitionedRatings`; its rating blocks
+        are built on the workers in the first step (:func:`kmviz.km._blocks.setup`)."""
         from functools import partial
 
+        from ..data.partitioned import NEEDS_CLUSTER
+
+        if active_backend() is None:
+            raise TypeError(f"{type(self).__name__}.fit got a PartitionedRatings without a "
+                            f"Dask backend: {NEEDS_CLUSTER}.")
         r_min, r_max = float(data.r_min), float(data.r_max)
-        threshold = prm["threshold"]
         self._check_validation(validation, data.n_users, data.n_items, r_min, r_max)
-        transform = partial(to_targets, r_min=r_min, r_max=r_max, mode=prm["probability"],
-                            threshold=threshold)
-        layout, known_users, known_items, n, total = _blocks.build_from_partitions(
-            active_backend(), data, prm["D"], transform)
-        if threshold is not None and not total > 0:
-            self._no_likes(threshold, *data.value_range)
-        st = self._state(prm, known_users, known_items, r_min, r_max, total / n, n)
-        st.dask = layout
+        # mean_p and n_ratings are known once the blocks are built (duplicates merged)
+        st = self._state(prm, data.user_counts() > 0, data.item_counts() > 0, r_min, r_max,
+                         math.nan, 0)
+        st.partitions = data
+        st.transform = partial(to_targets, r_min=r_min, r_max=r_max, mode=prm["probability"],
+                               threshold=prm["threshold"])
         return st
 
     @staticmethod
@@ -448,6 +450,8 @@ class KolmogorovModel(IterativeEstimator):
             with trace.phase("scatter_data"):   # once per fit (0 s in later iterations)
                 if getattr(st, "dask", None) is None:
                     _blocks.setup(backend, st)
+                    if prm["threshold"] is not None and not st.mean_p > 0:
+                        self._no_likes(prm["threshold"], *st.partitions.value_range)
             psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
             timer = {}
             res = _blocks.psi_step(backend, st, psi_k, timer)
