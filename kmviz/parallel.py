@@ -29,8 +29,9 @@ Pitfalls handled here: every task limits Numba and BLAS to one thread (workers r
 per thread; ``prange`` inside would oversubscribe the cores); the kernels are compiled (and
 cached on disk) in this process before the first task (:meth:`DaskBackend.warm`), so worker
 processes load the cache instead of racing to write it; a worker that dies loses its
-resident blocks, which are scattered again from this process's copy and the half-step is
-retried (the result is unchanged); a lost scheduler raises :class:`ClusterError`.
+resident blocks, which are scattered again from this process's copy (or, built on the
+workers, computed again from their lineage) and the half-step is retried (the result is
+unchanged); a lost scheduler raises :class:`ClusterError`.
 """
 
 from __future__ import annotations

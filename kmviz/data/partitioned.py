@@ -358,7 +358,6 @@ def scan_parquet(path, *, user_col="user", item_col="item", value_col="value", r
     :class:`PartitionedRatings` (module docstring), which a fit on a Dask cluster takes in
     place of a Ratings.
     """
-    from ..exceptions import FileFormatError  # noqa: F401 - raised by _open
     from .._validation import check_option
 
     check_option("scan_parquet", "duplicates", duplicates, DUPLICATE_POLICIES)
