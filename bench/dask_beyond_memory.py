@@ -23,6 +23,11 @@ scheduler and the Numba warm-up), the bytes each worker spilled, and the time pe
 iteration.
 
     python bench/dask_beyond_memory.py [--ratings 50000000] [--limit 1.0GB] [--parts 32]
+
+Measured (2026-11-26, load 6-8 on the 2 cores): 100M ratings, limit 1.0 GB: client peak
+0.70 GB (10.9 GB through read_parquet), workers 1.45 / 1.37 GB, 1.6 GB each on disk; build
+220 s, one KM iteration 335 s. 10M, limit 0.1 GB, --load / scan / --load in a row: per
+iteration 97.7 / 98.7 / 97.8 s, client 1.27 / 0.42 / 1.24 GB, build 3.3 / 25.9 / 3.1 s.
 """
 
 from __future__ import annotations
