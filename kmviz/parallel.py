@@ -29,8 +29,9 @@ Pitfalls handled here: every task limits Numba and BLAS to one thread (workers r
 per thread; ``prange`` inside would oversubscribe the cores); the kernels are compiled (and
 cached on disk) in this process before the first task (:meth:`DaskBackend.warm`), so worker
 processes load the cache instead of racing to write it; a worker that dies loses its
-resident blocks, which are scattered again from this process's copy and the half-step is
-retried (the result is unchanged); a lost scheduler raises :class:`ClusterError`.
+resident blocks, which are scattered again from this process's copy (or, built on the
+workers, computed again from their lineage) and the half-step is retried (the result is
+unchanged); a lost scheduler raises :class:`ClusterError`.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
 @dataclass
 class Resident:
     """Blocks kept on the workers for a whole fit: their futures and this process's copy
-    (to scatter again if a worker holding one dies)."""
+    (to scatter again if a worker holding one dies); a block built by tasks on the workers
+    has no copy here (None): the scheduler computes it again from its lineage."""
 
     blocks: list
     futures: list
@@ -414,7 +416,7 @@ class DaskBackend:
     def _rescatter(self, resident):
         """Scatter again the resident blocks whose data a lost worker held."""
         for j, fut in enumerate(resident.futures):
-            if fut.status != "finished":
+            if fut.status != "finished" and resident.blocks[j] is not None:
                 # a list of one: a tuple block travels as one object, as in scatter_blocks
                 resident.futures[j] = self.client.scatter([resident.blocks[j]], hash=False)[0]
 

@@ -20,6 +20,7 @@ from .loaders import (
     max_upload_bytes,
 )
 from .parquet import read_parquet
+from .partitioned import PartitionedRatings, scan_parquet
 from .ratings import Ratings
 from .splits import DEFAULT_SPLIT, Split, make_split
 from .synthetic import (
@@ -54,6 +55,8 @@ __all__ = [
     "load",
     "load_delimited",
     "read_parquet",
+    "scan_parquet",
+    "PartitionedRatings",
     "suggested_settings",
     "load_matrix_market",
     "load_movielens_100k",

@@ -79,6 +79,29 @@ def _codes(series, categories):
                      index=series.index, dtype=np.int64)
 
 
+def _open(path, user_col, item_col, value_col, storage_options):
+    """The dataset's named columns as a ``dask.dataframe`` (lazy: nothing read yet), and the
+    column names; a clear FileFormatError for a bad path or a missing column."""
+    import dask.dataframe as dd
+
+    shown = str(path)
+    cols = [c for c in (user_col, item_col, value_col) if c is not None]
+    try:
+        ddf = dd.read_parquet(str(path), storage_options=storage_options)
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        raise FileFormatError(f"could not read a Parquet dataset ({type(exc).__name__}: {exc})",
+                              path=shown, expected="a Parquet file or a folder of partitions",
+                              fix="check the path (and storage_options for a remote store)"
+                              ) from exc
+    missing = [c for c in cols if c not in ddf.columns]
+    if missing:
+        raise FileFormatError(f"column(s) {missing} not found; the dataset has "
+                              f"{list(ddf.columns)}", path=shown,
+                              expected="user, item and value columns",
+                              fix="name them with user_col=, item_col=, value_col=")
+    return ddf[cols], cols
+
+
 def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r_min=None,
                  r_max=None, duplicates="error", implicit=None, storage_options=None,
                  name=None) -> Ratings:
@@ -113,24 +136,8 @@ def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r
         Non-numeric or non-finite values (with the partition), and everything
         :meth:`Ratings.from_arrays` refuses.
     """
-    import dask.dataframe as dd
-
     shown = str(path)
-    cols = [c for c in (user_col, item_col, value_col) if c is not None]
-    try:
-        ddf = dd.read_parquet(str(path), storage_options=storage_options)
-    except (FileNotFoundError, OSError, ValueError) as exc:
-        raise FileFormatError(f"could not read a Parquet dataset ({type(exc).__name__}: {exc})",
-                              path=shown, expected="a Parquet file or a folder of partitions",
-                              fix="check the path (and storage_options for a remote store)"
-                              ) from exc
-    missing = [c for c in cols if c not in ddf.columns]
-    if missing:
-        raise FileFormatError(f"column(s) {missing} not found; the dataset has "
-                              f"{list(ddf.columns)}", path=shown,
-                              expected="user, item and value columns",
-                              fix="name them with user_col=, item_col=, value_col=")
-    ddf = ddf[cols]
+    ddf, cols = _open(path, user_col, item_col, value_col, storage_options)
     meta = pd.DataFrame({"rows": pd.Series(dtype=np.int64), "bad": pd.Series(dtype=np.int64),
                          "first_bad": pd.Series(dtype=object)})
     checks = ddf.map_partitions(_partition_check, value_col, meta=meta)

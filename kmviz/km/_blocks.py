@@ -38,25 +38,57 @@ def _warm():
     compile_kernels()
 
 
-def setup(backend, st):
-    """Cut rows into blocks and put their ratings on the workers (once per fit)."""
-    D = st.D
-    backend.warm("km", _warm)
-    i_nnz = np.diff(st.i_ptr).astype(np.float64)
-    u_nnz = np.diff(st.u_ptr).astype(np.float64)
+def _plan(backend, D, i_nnz, u_nnz):
+    """Item and user row ranges: about kmviz.parallel.TASK_SECONDS of work per block."""
     item_w = i_nnz * D * D * _SEC_PER_RATING_D2 + (i_nnz > 0) * (D + 1) ** 3 * _SEC_PER_ITEM_D3
     user_w = u_nnz * D * _SEC_PER_RATING_FW
-    item_ranges = backend.plan(item_w, 1.0)
-    user_ranges = backend.plan(user_w, 1.0)
+    return backend.plan(item_w, 1.0), backend.plan(user_w, 1.0)
+
+
+def setup(backend, st):
+    """Cut rows into blocks and put their ratings on the workers (once per fit)."""
+    if getattr(st, "partitions", None) is not None:
+        return build_from_partitions(backend, st)
+    backend.warm("km", _warm)
+    item_ranges, user_ranges = _plan(backend, st.D, np.diff(st.i_ptr).astype(np.float64),
+                                     np.diff(st.u_ptr).astype(np.float64))
     items = backend.scatter_blocks(
         [_compressed_block(st.i_ptr, st.i_idx, st.i_p, lo, hi) for lo, hi in item_ranges],
         item_ranges)
     users = backend.scatter_blocks(
         [_compressed_block(st.u_ptr, st.u_idx, st.u_p, lo, hi) for lo, hi in user_ranges],
         user_ranges)
+    st.dask = _layout(items, users, st.kitems, st.psi.shape[0])
+
+
+def _layout(items, users, kitems, n_items):
     # known items per block: block j solves known items known_at[j]:known_at[j + 1]
-    known_at = np.searchsorted(st.kitems, [lo for lo, _ in item_ranges] + [st.psi.shape[0]])
-    st.dask = SimpleNamespace(items=items, users=users, known_at=known_at)
+    known_at = np.searchsorted(kitems, [lo for lo, _ in items.ranges] + [n_items])
+    return SimpleNamespace(items=items, users=users, known_at=known_at)
+
+
+def build_from_partitions(backend, st):
+    """``setup`` for a :class:`kmviz.data.PartitionedRatings` (``st.partitions``): the blocks
+    are built on the workers from the partitions, their rows never pass through this
+    process. Sets ``st.dask``, and ``st.n_ratings`` and ``st.mean_p`` (after duplicates
+    are merged)."""
+    from ..parallel import Resident
+
+    data = st.partitions
+    backend.warm("km", _warm)
+    u_nnz, i_nnz = data.user_counts(), data.item_counts()
+    item_ranges, user_ranges = _plan(backend, st.D, i_nnz.astype(np.float64),
+                                     u_nnz.astype(np.float64))
+    built = data.build_blocks(backend, {"user": user_ranges, "item": item_ranges},
+                              st.transform)
+    # no copy here: a lost worker's blocks are computed again by the scheduler from their
+    # partitions (their lineage)
+    items = Resident([None] * len(item_ranges), built["item"], item_ranges)
+    users = Resident([None] * len(user_ranges), built["user"], user_ranges)
+    st.dask = _layout(items, users, st.kitems, i_nnz.shape[0])
+    st.dask.maps = built["maps"]     # held for the fit: lost blocks are rebuilt from it
+    st.n_ratings = int(built["rows"])
+    st.mean_p = built["sum"] / built["rows"]
 
 
 def item_block_task(block, shared, extra):

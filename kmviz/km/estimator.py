@@ -327,6 +327,9 @@ class KolmogorovModel(IterativeEstimator):
 
         m, n, s = data_sizes(ratings)
         D = prm["D"]
+        if getattr(ratings, "partitioned", False):   # S, v and the ratings on the workers
+            return {f"theta, its copy and psi: ({m} users x 2 + {n} items) x D={D}":
+                    F8 * (2 * m + n) * D, f"duals: {n} items x (D+1)": F8 * n * (D + 1)}
         return {f"the per-item BQPs S, v, duals: {n} items x D={D} x D":
                     F8 * n * (2 * D * D + 4 * D + 2),
                 f"theta, its copy and psi: ({m} users x 2 + {n} items) x D={D}":
@@ -336,6 +339,8 @@ class KolmogorovModel(IterativeEstimator):
                 f"the {s} ratings, indexed by user and by item": 9 * F8 * s}
 
     def _fit_start(self, ratings, prm, *, validation=None):
+        if getattr(ratings, "partitioned", False):
+            return self._fit_start_partitioned(ratings, prm, validation)
         self._check_ratings(ratings)
         D = prm["D"]
         n_users, n_items = int(ratings.n_users), int(ratings.n_items)
@@ -347,38 +352,72 @@ class KolmogorovModel(IterativeEstimator):
         threshold = prm["threshold"]
         p = to_targets(ratings.values, r_min, r_max, mode, threshold)
         if threshold is not None and not p.any():
-            raise ValueError(
-                f"no training rating is >= threshold={threshold:g} (ratings lie in "
-                f"[{float(np.min(ratings.values)):g}, {float(np.max(ratings.values)):g}]), so "
-                f"nothing counts as liked; lower the threshold.")
-        if validation is not None:
-            self._check_ratings(validation, "validation ratings")
-            if (validation.n_users, validation.n_items) != (n_users, n_items):
-                raise ValueError(
-                    f"validation has shape ({validation.n_users}, {validation.n_items}) but "
-                    f"the training ratings have ({n_users}, {n_items}); split one Ratings so "
-                    f"both share the index space.")
-            check_ratings_finite(validation, "the validation ratings", scale=(r_min, r_max))
-        rng = check_random_state(self.random_state)
+            self._no_likes(threshold, np.min(ratings.values), np.max(ratings.values))
+        self._check_validation(validation, n_users, n_items, r_min, r_max)
         u_ptr, u_idx, u_p = _compressed(users, items, p, n_users)
         i_ptr, i_idx, i_p = _compressed(items, users, p, n_items)
         known_users = np.diff(u_ptr) > 0
         known_items = np.diff(i_ptr) > 0
-        kitems = np.flatnonzero(known_items)
+        return self._state(
+            prm, known_users, known_items, r_min, r_max, float(p.mean()), p.shape[0],
+            users=users, items=items, p=p,
+            u_ptr=u_ptr, u_idx=u_idx, u_p=u_p, i_ptr=i_ptr, i_idx=i_idx, i_p=i_p,
+            S=np.empty((n_items, D, D)), v=np.empty((n_items, D)), rho=np.empty(n_items),
+            pred=np.empty(p.shape[0]))
 
+    def _fit_start_partitioned(self, data, prm, validation):
+        """The fit's state from a :class:`kmviz.data.PartitionedRatings`; its rating blocks
+        are built on the workers in the first step (:func:`kmviz.km._blocks.setup`)."""
+        from functools import partial
+
+        from ..data.partitioned import NEEDS_CLUSTER
+
+        if active_backend() is None:
+            raise TypeError(f"{type(self).__name__}.fit got a PartitionedRatings without a "
+                            f"Dask backend: {NEEDS_CLUSTER}.")
+        r_min, r_max = float(data.r_min), float(data.r_max)
+        self._check_validation(validation, data.n_users, data.n_items, r_min, r_max)
+        # mean_p and n_ratings are known once the blocks are built (duplicates merged)
+        st = self._state(prm, data.user_counts() > 0, data.item_counts() > 0, r_min, r_max,
+                         math.nan, 0)
+        st.partitions = data
+        st.transform = partial(to_targets, r_min=r_min, r_max=r_max, mode=prm["probability"],
+                               threshold=prm["threshold"])
+        return st
+
+    @staticmethod
+    def _no_likes(threshold, lo, hi):
+        raise ValueError(
+            f"no training rating is >= threshold={threshold:g} (ratings lie in "
+            f"[{float(lo):g}, {float(hi):g}]), so nothing counts as liked; lower the "
+            f"threshold.")
+
+    def _check_validation(self, validation, n_users, n_items, r_min, r_max):
+        if validation is None:
+            return
+        self._check_ratings(validation, "validation ratings")
+        if (validation.n_users, validation.n_items) != (n_users, n_items):
+            raise ValueError(
+                f"validation has shape ({validation.n_users}, {validation.n_items}) but "
+                f"the training ratings have ({n_users}, {n_items}); split one Ratings so "
+                f"both share the index space.")
+        check_ratings_finite(validation, "the validation ratings", scale=(r_min, r_max))
+
+    def _state(self, prm, known_users, known_items, r_min, r_max, mean_p, n_ratings, **data):
+        D = prm["D"]
+        n_users, n_items = known_users.shape[0], known_items.shape[0]
+        kitems = np.flatnonzero(known_items)
+        rng = check_random_state(self.random_state)
         theta = np.full((n_users, D), 1.0 / D)
         theta[known_users] = rng.dirichlet(np.ones(D), int(known_users.sum()))
         return SimpleNamespace(
-            prm=prm, D=D, users=users, items=items, p=p, rng=rng,
-            u_ptr=u_ptr, u_idx=u_idx, u_p=u_p, i_ptr=i_ptr, i_idx=i_idx, i_p=i_p,
-            known_users=known_users, known_items=known_items, kitems=kitems,
-            all_items=kitems.size == n_items, r_min=r_min, r_max=r_max, mode=mode,
-            theta=theta, psi=np.zeros((n_items, D)), dual_u=np.full((n_items, D + 1), np.nan),
-            u_prev=None, mean_p=float(p.mean()),
-            S=np.empty((n_items, D, D)), v=np.empty((n_items, D)), rho=np.empty(n_items),
-            pred=np.empty(p.shape[0]), fw_gap=np.empty(n_users),
+            prm=prm, D=D, rng=rng, known_users=known_users, known_items=known_items,
+            kitems=kitems, all_items=kitems.size == n_items, r_min=r_min, r_max=r_max,
+            mode=prm["probability"], theta=theta, psi=np.zeros((n_items, D)),
+            dual_u=np.full((n_items, D + 1), np.nan), u_prev=None, mean_p=mean_p,
+            n_ratings=int(n_ratings), fw_gap=np.empty(n_users),
             fw_iter=np.empty(n_users, dtype=np.int64), fw_obj=np.empty(n_users),
-            fw_code=_simplex.FW_VARIANTS[FW_VARIANT])
+            fw_code=_simplex.FW_VARIANTS[FW_VARIANT], **data)
 
     def _psi_step_in_process(self, st, trace, mu):
         """(a) and (b) of :meth:`_fit_step` in this process (Numba threads)."""
@@ -411,6 +450,8 @@ class KolmogorovModel(IterativeEstimator):
             with trace.phase("scatter_data"):   # once per fit (0 s in later iterations)
                 if getattr(st, "dask", None) is None:
                     _blocks.setup(backend, st)
+                    if prm["threshold"] is not None and not st.mean_p > 0:
+                        self._no_likes(prm["threshold"], *st.partitions.value_range)
             psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
             timer = {}
             res = _blocks.psi_step(backend, st, psi_k, timer)
@@ -457,7 +498,7 @@ class KolmogorovModel(IterativeEstimator):
         fw_known = st.known_users
         return dict(
             objective=obj,
-            train_nrmse=math.sqrt(sse / st.p.shape[0]),  # RMSE on the probability scale
+            train_nrmse=math.sqrt(sse / st.n_ratings),  # RMSE on the probability scale
             n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
             n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
             n_evd=int(_sum(getattr(res, "n_evd", 0))),
