@@ -68,7 +68,8 @@ def _per_call(label, timers):
             "wait ms": wait, "task max ms": ms("pairs_task_max_sum"),
             "task sum ms": ms("pairs_task_sum"), "gather ms": ms("pairs_gather"),
             "wait - task max ms": wait - ms("pairs_task_max_sum"),
-            "in MB": sum(t.get("pairs_bytes_in", 0) for t in ts) / calls / 1e6}
+            "in MB": sum(t.get("pairs_bytes_in", 0) for t in ts) / calls / 1e6,
+            "blocks restored": sum(t.get("pairs_restored", 0) for t in ts)}
 
 
 def projection(per_positive, calls_w, calls_h, k, *, shape=BIG, workers=(8, 32, 128)):
@@ -173,7 +174,9 @@ def main():
     print(table(rows))
     print("\nPer call of the pair passes (all half-steps after the first iteration's two; "
           "ms per call; `task max` = the slowest block's compute inside its task, `task sum` "
-          "= all blocks' compute; `in MB` = per-block arrays sent per call):")
+          "= all blocks' compute; `in MB` = per-block arrays sent per call; `blocks restored` = "
+          "tasks that ran where their block's state was not (a stolen task) and were run "
+          "again after a rebuild):")
     print(table(calls_rows))
 
     nnz, row, W, trace = src
