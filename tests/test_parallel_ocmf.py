@@ -152,6 +152,18 @@ def test_per_pair_work_arrays_are_made_a_few_times_per_fit_not_per_call(monkeypa
     assert not _dist._STATE and not _dist._FREE
 
 
+def _malloc_env():
+    return {k: os.environ.get(k) for k in parallel.WORKER_MALLOC_ENV}
+
+
+@pytest.mark.slow
+def test_local_worker_processes_start_with_malloc_keeping_freed_arrays():
+    # set before the spawn (malloc reads it once), over the nanny's own trim threshold
+    with kmviz.parallel_backend("dask", client="local:1") as backend:
+        (env,) = backend.client.run(_malloc_env).values()
+    assert env == parallel.WORKER_MALLOC_ENV
+
+
 _LOSSES = {"every": 0, "n": 0, "lost": 0}
 _TASK = _dist.block_task
 
