@@ -32,6 +32,15 @@ a random row (16.6 MB for the users at 5M, 83 MB at 25M), so the two copies shar
 (2 vs 4 blocks: 13.7 vs 14.8 worker CPU-s); per-call transfer (17.5 MB in, gather
 27 ms per call at 5M) was small against the tasks.
 
+Most of the kernels' extra CPU in the workers was page faults, not the cache: Dask's
+nanny starts workers with a 64 kB malloc trim threshold, which makes every array above
+128 kB (each call's rows in and out, per-pair scores) a fresh mapping faulted in on first
+write. With kmviz.parallel.WORKER_MALLOC_ENV and the workers' pool of per-pair arrays
+(kmviz.ocmf._dist), 5M positives, local:1x2, 3 iterations (runs alternated, load 4-5):
+worker page faults 270k -> 41k, kernel CPU inside the tasks 15.3-15.9 -> 11.8-12.2 s.
+In ``local:2`` the scheduler sometimes moves a queued task to the idle worker, which does
+not hold that block's per-pair state: the block is rebuilt there (`blocks restored`).
+
     python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--clusters SPECS] [--iters 3]
 """
 

@@ -63,9 +63,10 @@ SLACK = 1.1
 def _take(fit, n):
     """A float64 work array of length ``n`` (contents undefined) for fit ``fit``: a free one
     of this process when one is long enough, else a new one. The in-process fit allocates
-    its per-pair arrays once per half-step; a new array per call cost the workers about a
-    page fault per 4 kB of pairs (5M positives, k = 64: 358k faults and 2.3 s of system time
-    in 3 iterations against 46k in process)."""
+    its per-pair arrays once per half-step; a new array per call cost the workers a page
+    fault per 4 kB of pairs (5M positives, k = 64, 3 iterations on local:1x2: 343k worker
+    page faults before this pool, 289k with it; kmviz.parallel.WORKER_MALLOC_ENV took the
+    rest down to 41k, about what the in-process fit makes)."""
     with _LOCK:
         free = _FREE.get(fit, [])
         fits = [t for t, a in enumerate(free) if a.shape[0] >= n]
