@@ -32,6 +32,15 @@ a random row (16.6 MB for the users at 5M, 83 MB at 25M), so the two copies shar
 (2 vs 4 blocks: 13.7 vs 14.8 worker CPU-s); per-call transfer (17.5 MB in, gather
 27 ms per call at 5M) was small against the tasks.
 
+Most of the kernels' extra CPU in the workers was page faults, not the cache: Dask's
+nanny starts workers with a 64 kB malloc trim threshold, which makes every array above
+128 kB (each call's rows in and out, per-pair scores) a fresh mapping faulted in on first
+write. With kmviz.parallel.WORKER_MALLOC_ENV and the workers' pool of per-pair arrays
+(kmviz.ocmf._dist), 5M positives, local:1x2, 3 iterations (runs alternated, load 4-5):
+worker page faults 270k -> 41k, kernel CPU inside the tasks 15.3-15.9 -> 11.8-12.2 s.
+In ``local:2`` the scheduler sometimes moves a queued task to the idle worker, which does
+not hold that block's per-pair state: the block is rebuilt there (`blocks restored`).
+
     python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--clusters SPECS] [--iters 3]
 """
 
@@ -68,7 +77,8 @@ def _per_call(label, timers):
             "wait ms": wait, "task max ms": ms("pairs_task_max_sum"),
             "task sum ms": ms("pairs_task_sum"), "gather ms": ms("pairs_gather"),
             "wait - task max ms": wait - ms("pairs_task_max_sum"),
-            "in MB": sum(t.get("pairs_bytes_in", 0) for t in ts) / calls / 1e6}
+            "in MB": sum(t.get("pairs_bytes_in", 0) for t in ts) / calls / 1e6,
+            "blocks restored": sum(t.get("pairs_restored", 0) for t in ts)}
 
 
 def projection(per_positive, calls_w, calls_h, k, *, shape=BIG, workers=(8, 32, 128)):
@@ -173,7 +183,9 @@ def main():
     print(table(rows))
     print("\nPer call of the pair passes (all half-steps after the first iteration's two; "
           "ms per call; `task max` = the slowest block's compute inside its task, `task sum` "
-          "= all blocks' compute; `in MB` = per-block arrays sent per call):")
+          "= all blocks' compute; `in MB` = per-block arrays sent per call; `blocks restored` = "
+          "tasks that ran where their block's state was not (a stolen task) and were run "
+          "again after a rebuild):")
     print(table(calls_rows))
 
     nnz, row, W, trace = src

@@ -48,6 +48,11 @@ import numpy as np
 #: Environment of the worker processes a ``"local:N"`` cluster starts (one thread each).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "MKL_NUM_THREADS": "1"}
+#: glibc malloc settings of those workers, set before the spawn: Dask's nanny sets a 64 kB
+#: trim threshold, which makes every array above 128 kB a new mapping faulted in page by page
+#: (OneClassMF, 5M positives, local:1x2: 270k page faults in 3 iterations, 41k with these).
+WORKER_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+                     "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 #: How long a task should run at least (seconds): Dask costs about 1 ms per task.
 TASK_SECONDS = 0.1
 #: How often a half-step is tried again after workers were lost.
@@ -292,9 +297,14 @@ class DaskBackend:
                                      + (", or local:PxT (P processes of T threads)"
                                         if processes else "") + ".")
                 extra = {"env": dict(WORKER_ENV)} if processes else {}
-                self._cluster = LocalCluster(
-                    n_workers=int(count), threads_per_worker=int(threads or 1),
-                    processes=processes, dashboard_address=None, silence_logs=40, **extra)
+                from dask import config
+
+                with config.set({f"distributed.nanny.pre-spawn-environ.{k}": v for k, v
+                                 in WORKER_MALLOC_ENV.items()} if processes else {}):
+                    self._cluster = LocalCluster(
+                        n_workers=int(count), threads_per_worker=int(threads or 1),
+                        processes=processes, dashboard_address=None, silence_logs=40,
+                        **extra)
                 self._own_client = True
                 self.address = f"{spec} ({self._cluster.scheduler_address})"
                 return Client(self._cluster, set_as_default=False)

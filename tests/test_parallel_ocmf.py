@@ -104,6 +104,66 @@ def test_ocmf_on_one_worker_process_of_two_threads_equals_the_in_process_fit():
             _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=False)
 
 
+def test_work_arrays_taken_back_are_reused_as_views_of_the_longest_fitting_one():
+    fit = "test-pool"
+    try:
+        a = _dist._take(fit, 1000)
+        assert a.shape == (1000,) and a.base.shape[0] >= 1000 * _dist.SLACK
+        with _dist._LOCK:
+            _dist._give(fit, a, None)
+        b = _dist._take(fit, 1050)        # fits the slack of a's array: the same memory
+        assert b.base is a.base and b.shape == (1050,)
+        c = _dist._take(fit, 900)         # nothing free: a new array
+        assert c.base is not a.base
+        with _dist._LOCK:
+            _dist._give(fit, b, c)
+        d = _dist._take(fit, 2000)        # longer than every free one: a new array
+        assert d.base is not a.base and d.base is not c.base
+        assert _dist._take(fit, 800).base is c.base   # the shortest that fits
+    finally:
+        _dist._clear_fit(fit)
+    assert fit not in _dist._FREE
+
+
+@pytest.mark.slow
+def test_per_pair_work_arrays_are_made_a_few_times_per_fit_not_per_call(monkeypatch):
+    # the workers keep the per-pair arrays (scores, l+'', line-search directions) of a fit
+    # and hand them out again: a new array per call made the OS zero fresh pages each time
+    made, taken = set(), [0]
+    take = _dist._take
+
+    def counting(fit, n):
+        a = take(fit, n)
+        taken[0] += 1
+        made.add(id(a.base))      # the fit's arrays stay alive until it ends: ids unique
+        return a
+
+    monkeypatch.setattr(_dist, "_take", counting)
+    data = _data()
+    for cfg in ({}, {"solver": "gd"}):
+        ref = _ocmf(**cfg).fit(data)
+        made.clear()
+        taken[0] = 0
+        with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+            _assert_same_fit(ref, _ocmf(**cfg).fit(data), exact=True)
+        # per block: two live points (scores, l+'') and the next one, a line search's
+        # direction; the two sides share the arrays
+        assert taken[0] > 4 * len(made) and len(made) <= 3 * 7
+    assert not _dist._STATE and not _dist._FREE
+
+
+def _malloc_env():
+    return {k: os.environ.get(k) for k in parallel.WORKER_MALLOC_ENV}
+
+
+@pytest.mark.slow
+def test_local_worker_processes_start_with_malloc_keeping_freed_arrays():
+    # set before the spawn (malloc reads it once), over the nanny's own trim threshold
+    with kmviz.parallel_backend("dask", client="local:1") as backend:
+        (env,) = backend.client.run(_malloc_env).values()
+    assert env == parallel.WORKER_MALLOC_ENV
+
+
 _LOSSES = {"every": 0, "n": 0, "lost": 0}
 _TASK = _dist.block_task
 

@@ -52,7 +52,48 @@ SEC_PER_PAIR_K = 1.5e-9
 _LOSS_NAMES = {code: name for name, code in LOSS_CODES.items()}
 # worker side: ((fit key, side), block) -> {"step", "pts": {pid: {"scores", "d2"}}, "ls"}
 _STATE: dict = {}
-_LOCK = threading.Lock()      # worker threads of one process share _STATE
+# worker side: fit key -> free per-pair work arrays of this process (see _take)
+_FREE: dict = {}
+_LOCK = threading.Lock()      # worker threads of one process share _STATE and _FREE
+#: A per-pair work array is made this much longer than its first block needs, so that it
+#: fits the blocks of the other side too (about as many pairs, never exactly).
+SLACK = 1.1
+
+
+def _take(fit, n):
+    """A float64 work array of length ``n`` (contents undefined) for fit ``fit``: a free one
+    of this process when one is long enough, else a new one. The in-process fit allocates
+    its per-pair arrays once per half-step; a new array per call cost the workers a page
+    fault per 4 kB of pairs (5M positives, k = 64, 3 iterations on local:1x2: 343k worker
+    page faults before this pool, 289k with it; kmviz.parallel.WORKER_MALLOC_ENV took the
+    rest down to 41k, about what the in-process fit makes)."""
+    with _LOCK:
+        free = _FREE.get(fit, [])
+        fits = [t for t, a in enumerate(free) if a.shape[0] >= n]
+        if fits:
+            return free.pop(min(fits, key=lambda t: free[t].shape[0]))[:n]
+    return np.empty(int(n * SLACK) + 1)[:n]
+
+
+def _give(fit, *arrays):
+    """Return work arrays from :func:`_take` (None skipped); the caller holds ``_LOCK``."""
+    free = _FREE.setdefault(fit, [])
+    for a in arrays:
+        if a is not None:
+            free.append(a if a.base is None else a.base)
+
+
+def _drop_point(fit, pt):
+    _give(fit, pt["scores"], pt["d2"])
+
+
+def _drop_state(fit, st):
+    for pt in st["pts"].values():
+        _drop_point(fit, pt)
+    st["pts"] = {}
+    if st["ls"] is not None:
+        _give(fit, st["ls"][2])
+        st["ls"] = None
 
 
 # ----------------------------------------------------------------------------- worker side
@@ -60,10 +101,11 @@ def _state(key, j, step):
     with _LOCK:
         st = _STATE.get((key, j))
         if st is None or st["step"] != step:
-            # a new half-step of this fit: the earlier half-steps' state is dead
+            # a new half-step of this fit: the earlier half-steps' state is dead, its work
+            # arrays go back to the pool
             for old in [s for s, v in _STATE.items()
                         if s[0][0] == key[0] and v["step"] < step]:
-                _STATE.pop(old, None)
+                _drop_state(key[0], _STATE.pop(old))
             st = {"step": step, "pts": {}, "ls": None}
             _STATE[(key, j)] = st
         return st
@@ -73,13 +115,15 @@ def _clear_fit(fit_key):
     with _LOCK:
         for key in [s for s in _STATE if s[0][0] == fit_key]:
             _STATE.pop(key, None)
+        _FREE.pop(fit_key, None)
     return True
 
 
 def _op_value(st, blk, sh, pid, E, want_diag, diag_after):
     ptr, idx, y, w = blk
     n, k = ptr.shape[0] - 1, sh["O"].shape[1]
-    scores, d2, row = np.empty(idx.shape[0]), np.empty(idx.shape[0]), np.empty(n)
+    fit = sh["key"][0]
+    scores, d2, row = _take(fit, idx.shape[0]), _take(fit, idx.shape[0]), np.empty(n)
     G = np.empty((n, k), dtype=E.dtype)
     D = np.empty((n if want_diag else 0, k), dtype=E.dtype)
     K.observed_value_gradient(ptr, idx, y, E, sh["Ok"], w, sh["wo"], sh["a_bar"], sh["code"],
@@ -89,8 +133,16 @@ def _op_value(st, blk, sh, pid, E, want_diag, diag_after):
         if diag_after:   # what BlockTerms.hess_diag_rows computes once this point is accepted
             D = np.empty((n, k))
             K.observed_hess_diag(ptr, idx, sh["O"], d2, D)
-    st["pts"][pid] = {"scores": scores, "d2": d2}
+    _set_point(st, fit, pid, scores, d2)
     return row, G, D
+
+
+def _set_point(st, fit, pid, scores, d2):
+    old = st["pts"].get(pid)
+    st["pts"][pid] = {"scores": scores, "d2": d2}
+    if old is not None:      # a point computed again (its state rebuilt)
+        with _LOCK:
+            _drop_point(fit, old)
 
 
 def _op_grad(st, blk, sh, pid):
@@ -99,7 +151,8 @@ def _op_grad(st, blk, sh, pid):
     if pt is None:
         return LOST
     G = np.empty((ptr.shape[0] - 1, sh["O"].shape[1]))
-    pt["d2"] = np.empty(idx.shape[0])
+    if pt["d2"] is None:
+        pt["d2"] = _take(sh["key"][0], idx.shape[0])
     K.observed_gradient(ptr, idx, y, pt["scores"], sh["O"], w, sh["wo"], sh["a_bar"],
                         sh["code"], G, pt["d2"])
     return G
@@ -132,8 +185,12 @@ def _op_line(st, blk, sh, lsid, pid, dE):
     ptr, idx, _, _ = blk
     if pid not in st["pts"]:
         return LOST
-    ds = np.empty(idx.shape[0])
+    fit = sh["key"][0]
+    ds = _take(fit, idx.shape[0])
     K.pair_scores(ptr, idx, dE, sh["O"], ds)
+    if st["ls"] is not None:
+        with _LOCK:
+            _give(fit, st["ls"][2])
     st["ls"] = (lsid, pid, ds)
     return None
 
@@ -155,7 +212,11 @@ def _op_move(st, blk, sh, lsid, alpha, pid):
     ls = st["ls"]
     if ls is None or ls[0] != lsid or ls[1] not in st["pts"]:
         return LOST
-    st["pts"][pid] = {"scores": st["pts"][ls[1]]["scores"] + alpha * ls[2], "d2": None}
+    fit = sh["key"][0]
+    scores = _take(fit, ls[2].shape[0])
+    np.multiply(ls[2], alpha, out=scores)            # s0 + alpha ds, as in process
+    np.add(st["pts"][ls[1]]["scores"], scores, out=scores)
+    _set_point(st, fit, pid, scores, None)
     return None
 
 
@@ -186,8 +247,11 @@ def block_task(block, shared, extra):
         if isinstance(r, str):
             return LOST
         out.append(r)
-    for pid in [p for p in st["pts"] if p not in live]:
-        del st["pts"][pid]
+    dead = [p for p in st["pts"] if p not in live]
+    if dead:
+        with _LOCK:
+            for pid in dead:
+                _drop_point(shared["key"][0], st["pts"].pop(pid))
     return out
 
 
@@ -332,6 +396,7 @@ class DistBlockTerms(BlockTerms):
                                  timer=self.timer, name="pairs")
         lost = [j for j, r in enumerate(out) if isinstance(r, str)]
         if lost:
+            self.timer["pairs_restored"] = self.timer.get("pairs_restored", 0) + len(lost)
             from ..parallel import Resident
 
             res = self.sd.resident
