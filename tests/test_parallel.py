@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import kmviz
-from kmviz import parallel
+from kmviz import _cluster, parallel
 from kmviz.data import Ratings
 from kmviz.km.estimator import KolmogorovModel
 
@@ -134,7 +134,7 @@ def test_a_lost_scheduler_ends_the_fit_with_a_clear_error():
 
 @pytest.mark.slow
 def test_an_unreachable_address_gives_a_clear_error(monkeypatch):
-    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", "2s")
+    monkeypatch.setattr(_cluster, "CONNECT_TIMEOUT", "2s")
     with pytest.raises(parallel.ClusterError, match="could not reach a Dask scheduler"):
         with kmviz.parallel_backend("dask", client="127.0.0.1:9"):
             pass
