@@ -44,7 +44,17 @@ is one fit of the point). With one group, the setting that wins is often the one
 lucky on those ~130 items: on seed 0 of the lean grid, SL MLP's validation p@5 over its
 grid points ranked the test p@5 of the same fits with Spearman 0.62, and the item_ids
 "known" points that scored 19.5 on validation at their first iteration scored 4.9 on the
-test cold items.
+test cold items. Three folds did not cure it (lean grid, seeds 0-1, load 5-8): SL MLP
+13.25 and 5.01 against OCMF's 15.09 and 9.22, and on seed 1 both SL MLP and OCMF chose
+their "known" id setting at an early iteration (9 and 2), which then failed on test.
+
+``--cold-ids none`` (cold items) fixes SL MLP's item_ids and OCMF's item_identity at
+"none" instead of searching known / none: no item gets an id column, so the model a
+cold item meets at test time is the one every item trained. Scored point by point
+(bench/similarity_cold_diagnose.py, lean grid), "known" was worse on the test cold items
+than "none" at every matched SL MLP point (18 pairs on seed 0, the 7 measured on seed 1;
+test mean 6.65 against 12.92 on seed 0) while validation rated it close to "none" or
+above.
 
     python bench/similarity_peers.py --task overall --seeds 3
     python bench/similarity_peers.py --task cold-items --seeds 5 --folds 3
@@ -197,7 +207,7 @@ def per_loss_search(axes, start, evaluate):
     return (*best, n)
 
 
-def sl_grids(grid, task):
+def sl_grids(grid, task, cold_ids="search"):
     """(identity axes, identity start, MLP axes, MLP start) of a task.
 
     An earlier run (3 seeds overall, logistic loss with imputed -1 or 0 only, log2 omega
@@ -219,13 +229,13 @@ def sl_grids(grid, task):
     mlp_axes = {"om": om, "lam": lam, "loss": loss, "hidden": hid}
     mlp_start = {"om": -5, "lam": 1, "loss": "LR-1", "hidden": hid[-1]}
     if task != "overall":
-        mlp_axes["ids"] = ("known", "none")
-        mlp_start["ids"] = "known"
+        mlp_axes["ids"] = ("known", "none") if cold_ids == "search" else ("none",)
+        mlp_start["ids"] = "known" if cold_ids == "search" else "none"
     return id_axes, id_start, mlp_axes, mlp_start
 
 
 # ----------------------------------------------------------------------------- peers' grids
-def ocmf_axes(grid, task, sides):
+def ocmf_axes(grid, task, sides, cold_ids="search"):
     """OCMF's coordinate-search axes and start (the ocmf benches' own; small: a subset)."""
     if task == "cold-items":
         axes = {"style": STYLES, "identity": ("known", "none"), "graph": (None, -3, 0),
@@ -238,6 +248,8 @@ def ocmf_axes(grid, task, sides):
                     "graph": (None, 0), "rho": (-9, -7), "lam": (2, 3)}
         start = {"style": "binned+bias", "identity": "known", "graph": None, "rho": -9,
                  "lam": 2}
+        if cold_ids == "none":
+            axes["identity"], start["identity"] = ("none",), "none"
         return axes, start
     styles = ("none", "bias", "item binned", *STYLES) if sides == "both" else \
         ("none", "bias", *STYLES)
@@ -262,7 +274,8 @@ def peer_grids(grid):
 
 
 # ----------------------------------------------------------------------------- one split
-def one_split(pos, task, seed, k, threads, grid, max_iter, skip=(), n_folds=1):
+def one_split(pos, task, seed, k, threads, grid, max_iter, skip=(), n_folds=1,
+              cold_ids="search"):
     """The protocol on one split of ``task``: (row of test p@5, row of settings).
     ``n_folds`` > 1 (cold items only): every tuned method is chosen by its mean over that
     many disjoint validation item groups (_ocmf_protocol.cold_item_folds)."""
@@ -293,7 +306,7 @@ def one_split(pos, task, seed, k, threads, grid, max_iter, skip=(), n_folds=1):
         print(f"  seed {seed} {task}: {label} {r.get(label, float('nan')):.2f} "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
 
-    id_axes, id_start, mlp_axes, mlp_start = sl_grids(grid, task)
+    id_axes, id_start, mlp_axes, mlp_start = sl_grids(grid, task, cold_ids)
     feats = feature_inputs(pos, "both", "binned")
     if SL_ID not in skip:
         r[SL_ID], s[SL_ID] = sl_tuned(sub, val, train, test, axes=id_axes, start=id_start,
@@ -308,7 +321,7 @@ def one_split(pos, task, seed, k, threads, grid, max_iter, skip=(), n_folds=1):
         done(SL_MLP)
     lab = "OCMF + features + graph"
     if lab not in skip:
-        axes, start = ocmf_axes(grid, task, "both")
+        axes, start = ocmf_axes(grid, task, "both", cold_ids)
         if task == "cold-items":
             r[lab], s[lab] = ocmf_tuned(pos, sub, val, train, test, sides="item", axes=axes,
                                         start=start, k=k, seed=seed,
@@ -417,11 +430,15 @@ def main():
     p.add_argument("--folds", type=int, default=1,
                    help="cold items: validation item groups (10%% of the training items "
                         "each, disjoint); every tuned method is chosen by its mean")
+    p.add_argument("--cold-ids", choices=("search", "none"), default="search",
+                   help="cold items: SL MLP's item_ids and OCMF's item_identity searched "
+                        "over known / none, or fixed at none (cold items from features "
+                        "alone, no id column for any item)")
     p.add_argument("--summarize", nargs="+", metavar="OUTPUT",
                    help="only summarize the per-seed tables of earlier outputs")
     args = p.parse_args()
-    if args.folds > 1 and args.task != "cold-items":
-        p.error("--folds applies to --task cold-items only")
+    if (args.folds > 1 or args.cold_ids != "search") and args.task != "cold-items":
+        p.error("--folds and --cold-ids apply to --task cold-items only")
     if args.summarize:
         rows = rows_from_outputs(args.summarize, METHODS)
         for r in rows:
@@ -439,14 +456,15 @@ def main():
         return
     pos = ratings.binarize(4)
     print(f"k = {args.k}, grid {args.grid}, threads {threads}, SL max_iter {args.max_iter}, "
-          f"validation folds {args.folds}; SL grids {sl_grids(args.grid, args.task)}; OCMF axes "
-          f"{ocmf_axes(args.grid, args.task, 'both')[0]}; ALS / LightFM "
+          f"validation folds {args.folds}, cold ids {args.cold_ids}; SL grids "
+          f"{sl_grids(args.grid, args.task, args.cold_ids)}; OCMF axes "
+          f"{ocmf_axes(args.grid, args.task, 'both', args.cold_ids)[0]}; ALS / LightFM "
           f"{peer_grids(args.grid)}\n", flush=True)
     skip = tuple(x.strip() for x in args.skip.split(",") if x.strip())
     rows = []
     for seed in range(args.seed, args.seed + args.seeds):
         r, s = one_split(pos, args.task, seed, args.k, threads, args.grid, args.max_iter,
-                         skip, args.folds)
+                         skip, args.folds, args.cold_ids)
         rows.append(r)
         print(f"\n## Seed {seed}: test p@5 (percent), {args.task}\n")
         print(table([r], floatfmt="{:.2f}"))
