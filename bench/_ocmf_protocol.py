@@ -14,6 +14,10 @@ splits.
 - :func:`coordinate_search`: OCMF's settings, one axis at a time from a start point (each
   axis's values tried with the others held, the best kept; a second sweep when anything
   moved), each point fitted for 15 outer iterations and scored at its best iteration.
+- :func:`cold_item_folds`, :func:`mean_curve`: several disjoint cold-item validation
+  groups, and the choice of a setting and its iteration count by the mean of its
+  validation curves over them (``folds=`` of :func:`ocmf_tuned` and
+  :func:`lightfm_tuned`; one group, the default, is the single split above).
 - :func:`ocmf_tuned`, :func:`als_tuned`, :func:`bpr_tuned`, :func:`lightfm_tuned`,
   :func:`popularity_p5`: one method each, tuned and tested; they return ``(test p@5, text
   of the chosen setting)``.
@@ -133,8 +137,8 @@ def grid_edges(axes, point):
     return out
 
 
-def ocmf_path(train, val, prm, inputs, candidates=None):
-    """Validation p@5 after each outer iteration of one OneClassMF fit: (best, iterations)."""
+def ocmf_curve(train, val, prm, inputs, candidates=None):
+    """Validation p@5 after each outer iteration of one OneClassMF fit (a list)."""
     from kmviz.ocmf import OneClassMF
 
     model = OneClassMF(**prm)
@@ -145,8 +149,55 @@ def ocmf_path(train, val, prm, inputs, candidates=None):
         hist.append(p_at_5(_model_rows(model), train, val, candidates))
 
     model.fit(train, validation=val, callback=record, **inputs)
-    it = int(np.argmax(hist))
-    return hist[it], it + 1
+    return hist
+
+
+def ocmf_path(train, val, prm, inputs, candidates=None):
+    """Validation p@5 after each outer iteration of one OneClassMF fit: (best, iterations)."""
+    return mean_curve([ocmf_curve(train, val, prm, inputs, candidates)])
+
+
+# ----------------------------------------------------------------------------- folds
+def mean_curve(curves):
+    """``(best value, its 1-based index)`` of the mean of validation curves (one per
+    fold; a curve that stopped early is extended by its last value), so the iteration
+    count is chosen once for all folds. An empty curve counts as -1."""
+    curves = [list(c) if len(c) else [-1.0] for c in curves]
+    n = max(len(c) for c in curves)
+    M = np.array([c + [c[-1]] * (n - len(c)) for c in curves], dtype=np.float64)
+    mean = M.mean(axis=0)
+    it = int(np.argmax(mean))
+    return float(mean[it]), it + 1
+
+
+def cold_item_folds(train, fraction, n_folds, seed):
+    """Validation folds of the cold-item task inside ``train``: a list of ``(sub, val,
+    candidates)``, where ``val`` holds every positive of a ``fraction`` of the training
+    items, ``sub`` the rest and ``candidates`` the mask of those items (the only ones
+    ranked). One fold is ``cold_item_split(train, fraction, random_state=seed)`` (the
+    single split of the ocmf benches); several are disjoint item groups of the same size
+    from one permutation (seed ``seed``), so a setting is chosen by its mean over
+    ``n_folds`` x ``fraction`` of the items instead of one group's luck."""
+    from kmviz.ocmf import cold_item_split
+
+    if n_folds == 1:
+        sub, val, mask = cold_item_split(train, fraction, random_state=seed)
+        return [(sub, val, mask)]
+    items = np.asarray(train.items)
+    present = np.unique(items)
+    size = int(round(fraction * present.size))
+    if size < 1 or n_folds * size > present.size:
+        raise ValueError(f"{n_folds} folds of {fraction:g} x {present.size} items do not fit "
+                         "in the training items; use fewer folds or a smaller fraction")
+    order = np.random.default_rng(seed).permutation(present)
+    folds = []
+    for f in range(n_folds):
+        mask = np.zeros(train.n_items, dtype=bool)
+        mask[order[f * size:(f + 1) * size]] = True
+        out = mask[items]
+        folds.append((train.subset(~out, name=f"{train.name} (fold {f}: cold items out)"),
+                      train.subset(out, name=f"{train.name} (fold {f}: cold items)"), mask))
+    return folds
 
 
 def ocmf_params(point, k, seed, graph_kind, identity_side=None):
@@ -181,18 +232,23 @@ def style_inputs(pos, sides, style):
 
 
 def ocmf_tuned(pos, sub, val, train, test, *, sides, axes, start, k, seed, graph_kind,
-               identity_side=None, cand_val=None, cand_test=None):
+               identity_side=None, cand_val=None, cand_test=None, folds=None):
     """OCMF tuned by :func:`coordinate_search` over ``axes`` (``style``: see
     :func:`style_inputs`, "binned+bias" adding the user bias column; ``rho``, ``lam``,
     ``graph``, ``identity``, ``loss``), refitted on ``train`` for the best iteration count,
-    scored on ``test``. Returns (test p@5, setting text)."""
+    scored on ``test``. ``folds`` (a list of ``(sub, val, candidates)``, see
+    :func:`cold_item_folds`) replaces the single (sub, val, cand_val): each point is
+    scored by its mean validation curve over them (:func:`mean_curve`). Returns (test
+    p@5, setting text)."""
     from kmviz.ocmf import OneClassMF
 
     inputs = {s: style_inputs(pos, sides, s) for s in axes["style"]}
+    folds = folds or [(sub, val, cand_val)]
 
     def evaluate(point):
         prm = ocmf_params(point, k, seed, graph_kind, identity_side)
-        return ocmf_path(sub, val, prm, inputs[point["style"]], cand_val)
+        return mean_curve([ocmf_curve(fs, fv, prm, inputs[point["style"]], fc)
+                           for fs, fv, fc in folds])
 
     v, iters, point, n_fits = coordinate_search(axes, start, evaluate)
     prm = {**ocmf_params(point, k, seed, graph_kind, identity_side), "max_iter": iters}
@@ -201,7 +257,8 @@ def ocmf_tuned(pos, sub, val, train, test, *, sides, axes, start, k, seed, graph
     graph = "none" if point.get("graph") is None else f"2^{point['graph']}"
     text = (f"{point.get('loss', 'LR-wSQ')} {point['style']} rho=2^{point['rho']} lambda=2^{point['lam']} graph={graph}"
             + (f" {identity_side}_identity={point['identity']}" if identity_side else "")
-            + f" iters={iters} (val {v:.2f}; {n_fits} fits)")
+            + f" iters={iters} (val {v:.2f}; {n_fits} fits"
+            + (f" x {len(folds)} folds)" if len(folds) > 1 else ")"))
     edges = grid_edges(axes, point)
     return t, text + (" EDGE: " + ", ".join(edges) if edges else "")
 
@@ -247,6 +304,23 @@ def lightfm_path(train, val, k, lr, alpha, threads, seed, uf, vf, candidates, ma
                  patience=15):
     """Validation p@5 of WARP at the checkpoint epochs, stopping ``patience`` epochs after
     the best one: (best p@5, its epoch)."""
+    curve = lightfm_curve(train, val, k, lr, alpha, threads, seed, uf, vf, candidates,
+                          max_epochs, patience)
+    return max(curve, key=lambda c: (c[1], -c[0]))[::-1]
+
+
+def lightfm_mean_path(curves):
+    """(best mean p@5, its epoch) of several :func:`lightfm_curve` results, each
+    extended by its last value to the longest (:func:`mean_curve` at the checkpoints)."""
+    longest = max(curves, key=len)
+    v, i = mean_curve([[c[1] for c in curve] for curve in curves])
+    return v, longest[i - 1][0]
+
+
+def lightfm_curve(train, val, k, lr, alpha, threads, seed, uf, vf, candidates, max_epochs,
+                  patience=15):
+    """[(epoch, validation p@5)] of WARP at the checkpoint epochs, stopping ``patience``
+    epochs after the best one."""
     from lightfm import LightFM
 
     model = LightFM(no_components=k, loss="warp", learning_rate=lr, user_alpha=alpha,
@@ -254,16 +328,18 @@ def lightfm_path(train, val, k, lr, alpha, threads, seed, uf, vf, candidates, ma
     Y = train.csr.tocoo()
     Y.data[:] = 1.0
     best = (-1.0, 0)
+    curve = []
     for ep in range(1, max_epochs + 1):
         model.fit_partial(Y, user_features=uf, item_features=vf, epochs=1,
                           num_threads=threads)
         if _checkpoint(ep):
             v = p_at_5(_rows(lightfm_scores(model, uf, vf)), train, val, candidates)
+            curve.append((ep, v))
             if v > best[0]:
                 best = (v, ep)
             elif ep - best[1] >= patience:
                 break
-    return best
+    return curve
 
 
 def lightfm_inputs(F_user, F_item, identity):
@@ -293,19 +369,25 @@ def lightfm_inputs(F_user, F_item, identity):
 
 
 def lightfm_tuned(sub, val, train, test, k, threads, seed, variants, lrs, alphas,
-                  max_epochs=50, cand_val=None, cand_test=None):
+                  max_epochs=50, cand_val=None, cand_test=None, folds=None):
     """LightFM WARP tuned on the validation split: every variant (``variants``: {label:
     inputs}, ``inputs(data) -> (user features, item features)`` in LightFM's form, see
     :func:`lightfm_inputs`) x learning rate at the first L2 alpha, then the other alphas at
-    the best of those; epochs by the checkpoints up to ``max_epochs``. Returns (test p@5,
-    setting text)."""
-    uf, vf = {}, {}
+    the best of those; epochs by the checkpoints up to ``max_epochs``. ``folds`` (see
+    :func:`cold_item_folds`) replaces (sub, val, cand_val): each setting is scored by its
+    mean curve over them. Returns (test p@5, setting text)."""
+    folds = folds or [(sub, val, cand_val)]
+    feats = {}
 
     def path(label, lr, al):
-        if label not in uf:
-            uf[label], vf[label] = variants[label](sub)
-        return lightfm_path(sub, val, k, lr, al, threads, seed, uf[label], vf[label],
-                            cand_val, max_epochs)
+        curves = []
+        for f, (fs, fv, fc) in enumerate(folds):
+            if (label, f) not in feats:
+                feats[label, f] = variants[label](fs)
+            u, v = feats[label, f]
+            curves.append(lightfm_curve(fs, fv, k, lr, al, threads, seed, u, v, fc,
+                                        max_epochs))
+        return lightfm_mean_path(curves)
 
     tried = [(*path(lab, lr, alphas[0]), lab, lr, alphas[0]) for lab in variants
              for lr in lrs]
@@ -316,7 +398,8 @@ def lightfm_tuned(sub, val, train, test, k, threads, seed, variants, lrs, alphas
     m, _, _ = lightfm_fit(train, k, lr, al, ep, threads, seed=seed, uf=fu, vf=fv)
     t = p_at_5(_rows(lightfm_scores(m, fu, fv)), train, test, cand_test)
     shown = f"{label} " if len(variants) > 1 else ""
-    return t, f"{shown}lr={lr:g} alpha={al:g} epochs={ep} (val {v:.2f}; {len(tried)} runs)"
+    runs = f"{len(tried)} runs" + (f" x {len(folds)} folds" if len(folds) > 1 else "")
+    return t, f"{shown}lr={lr:g} alpha={al:g} epochs={ep} (val {v:.2f}; {runs})"
 
 
 def popularity_p5(train, test, candidates=None):

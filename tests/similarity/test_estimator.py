@@ -101,6 +101,43 @@ def test_cold_items_are_scored_from_features(planted):
     assert np.isfinite(model.item_factors_).all()
 
 
+def test_known_item_ids_leave_cold_items_to_their_features(planted):
+    """With item_ids="known" a cold item has no id column at all: its embedding is the MLP
+    of its features alone, untouched by any id row of the first layer (no id weight at its
+    random init reaches it), and equal to the tower applied to the features."""
+    from kmviz.ocmf import cold_item_split
+
+    ratings, _, _ = planted
+    train, _, cold = cold_item_split(ratings, 0.2, random_state=5)
+    model = SimilarityLearning(k=4, item_tower="mlp:6", item_ids="known",
+                               side_features="item", max_iter=3, tol=0, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(train)
+    known = np.bincount(np.asarray(train.items), minlength=train.n_items) > 0
+    assert not known[cold].any() and cold.sum() >= 10
+    cold = ~known                # the split's cold items and any item without positives
+    n_ids = int(known.sum())
+    X = model.item_input_
+    assert X.shape[1] == n_ids + ratings.item_features.shape[1]
+    assert X[np.flatnonzero(cold)][:, :n_ids].nnz == 0          # no id column for cold items
+    assert (X[np.flatnonzero(known)][:, :n_ids].getnnz(axis=1) == 1).all()
+    tower, theta_v = model.item_tower_, model.theta_[model.n_user_params_:]
+    shifted = theta_v.copy()
+    tower.unpack(shifted)[0][0][:n_ids] += 1.0                 # every id row of layer 1
+    P = tower.forward(shifted, X)
+    np.testing.assert_array_equal(P[cold], model.item_factors_[cold])
+    assert np.abs(P[known] - model.item_factors_[known]).min(axis=1).max() > 1e-3
+    features_only = X[:, n_ids:]
+    W, b = tower.unpack(theta_v)[0]
+    from kmviz.similarity.towers import MLPTower
+
+    alone = MLPTower(features_only.shape[1], (6,), 4)
+    params = np.concatenate([W[n_ids:].ravel(), b, theta_v[tower.offsets[0][2]:]])
+    np.testing.assert_allclose(alone.forward(params, features_only)[cold],
+                               model.item_factors_[cold], rtol=1e-12, atol=1e-12)
+
+
 def test_seed_reproducibility_and_clone(planted):
     _, train, _ = planted
     a = SimilarityLearning(k=4, max_iter=2, random_state=3, tol=0)
