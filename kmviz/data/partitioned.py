@@ -33,7 +33,7 @@ import pandas as pd
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 from ._ids import _show
 from .parquet import _open, _scheduler
-from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance
+from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance, rating_scale
 
 #: What a fit handed a PartitionedRatings without a cluster is told.
 NEEDS_CLUSTER = ("its ratings stay in their Parquet partitions and are put into blocks on "
@@ -385,7 +385,7 @@ def scan_parquet(path, *, user_col="user", item_col="item", value_col="value", r
     is_implicit = value_col is None or bool(implicit)
     v_min = min(s["min"] for s in stats if "min" in s)
     v_max = max(s["max"] for s in stats if "max" in s)
-    lo, hi = _scale(r_min, r_max, v_min, v_max, is_implicit, shown)
+    lo, hi = rating_scale(r_min, r_max, v_min, v_max, is_implicit, shown)
     spec.update(lo=lo, hi=hi, clip=False)
     if v_min < lo or v_max > hi:
         tol = _scale_tolerance(lo, hi)
@@ -445,29 +445,3 @@ def _check_scan(stats, spec, shown):
             expected=f"values between {-MAX_ABS_VALUE:g} and {MAX_ABS_VALUE:g}",
             fix="check the value column and its units (a timestamp or an id column "
                 "chosen as the rating?)")
-
-
-def _scale(r_min, r_max, v_min, v_max, implicit, shown):
-    """The rating scale as :meth:`Ratings.from_arrays` sets it."""
-    if implicit:
-        r_min = 0.0 if r_min is None else r_min
-        r_max = 1.0 if r_max is None else r_max
-    for bound, label in ((r_min, "r_min"), (r_max, "r_max")):
-        if bound is not None and not (np.isfinite(float(bound))
-                                      and abs(float(bound)) <= MAX_ABS_VALUE):
-            raise DataValueError(
-                f"{label}={float(bound):g} is not a usable scale bound", path=shown,
-                expected=f"a finite number between {-MAX_ABS_VALUE:g} and "
-                         f"{MAX_ABS_VALUE:g}", fix=f"pass a sensible {label}=")
-    lo = float(v_min) if r_min is None else float(r_min)
-    hi = float(v_max) if r_max is None else float(r_max)
-    if not hi > lo:
-        if r_min is None and r_max is None:
-            raise DataValueError(
-                f"every rating equals {lo:g}, so the scale [r_min, r_max] is empty",
-                path=shown, expected="at least two distinct rating values",
-                fix="give r_min and r_max explicitly, or load the file as 0/1 "
-                    "interactions (no value column)")
-        raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=shown,
-                             expected="r_min < r_max")
-    return lo, hi

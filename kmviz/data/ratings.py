@@ -213,27 +213,7 @@ class Ratings:
                 expected=f"values between {-MAX_ABS_VALUE:g} and {MAX_ABS_VALUE:g}",
                 fix="check the value column and its units (a timestamp or an id column "
                     "chosen as the rating?)")
-        if implicit:
-            r_min = 0.0 if r_min is None else r_min
-            r_max = 1.0 if r_max is None else r_max
-        for bound, label in ((r_min, "r_min"), (r_max, "r_max")):
-            if bound is not None and not (np.isfinite(float(bound))
-                                          and abs(float(bound)) <= MAX_ABS_VALUE):
-                raise DataValueError(
-                    f"{label}={float(bound):g} is not a usable scale bound", path=where,
-                    expected=f"a finite number between {-MAX_ABS_VALUE:g} and "
-                             f"{MAX_ABS_VALUE:g}", fix=f"pass a sensible {label}=")
-        lo = float(values.min()) if r_min is None else float(r_min)
-        hi = float(values.max()) if r_max is None else float(r_max)
-        if not hi > lo:
-            if r_min is None and r_max is None:
-                raise DataValueError(
-                    f"every rating equals {lo:g}, so the scale [r_min, r_max] is empty",
-                    path=where, expected="at least two distinct rating values",
-                    fix="give r_min and r_max explicitly, or load the file as 0/1 "
-                        "interactions (no value column)")
-            raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=where,
-                                 expected="r_min < r_max")
+        lo, hi = rating_scale(r_min, r_max, values.min(), values.max(), implicit, where)
         out = (values < lo) | (values > hi)
         n_clipped = 0
         if out.any():
@@ -611,3 +591,31 @@ def check_ratings_finite(ratings, what, *, scale=None) -> None:
 
 def _scale_tolerance(lo: float, hi: float) -> float:
     return SCALE_TOLERANCE * max(abs(lo), abs(hi), hi - lo)
+
+
+def rating_scale(r_min, r_max, v_min, v_max, implicit, shown):
+    """``(lo, hi)``: the scale given (``r_min``, ``r_max``; 0/1 for implicit data) or else
+    the values' range (``v_min``, ``v_max``); a clear error for an unusable or empty one.
+    ``shown`` names the data in the error."""
+    if implicit:
+        r_min = 0.0 if r_min is None else r_min
+        r_max = 1.0 if r_max is None else r_max
+    for bound, label in ((r_min, "r_min"), (r_max, "r_max")):
+        if bound is not None and not (np.isfinite(float(bound))
+                                      and abs(float(bound)) <= MAX_ABS_VALUE):
+            raise DataValueError(
+                f"{label}={float(bound):g} is not a usable scale bound", path=shown,
+                expected=f"a finite number between {-MAX_ABS_VALUE:g} and "
+                         f"{MAX_ABS_VALUE:g}", fix=f"pass a sensible {label}=")
+    lo = float(v_min) if r_min is None else float(r_min)
+    hi = float(v_max) if r_max is None else float(r_max)
+    if not hi > lo:
+        if r_min is None and r_max is None:
+            raise DataValueError(
+                f"every rating equals {lo:g}, so the scale [r_min, r_max] is empty",
+                path=shown, expected="at least two distinct rating values",
+                fix="give r_min and r_max explicitly, or load the file as 0/1 "
+                    "interactions (no value column)")
+        raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=shown,
+                             expected="r_min < r_max")
+    return lo, hi
