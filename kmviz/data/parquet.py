@@ -22,6 +22,12 @@ from ..exceptions import DataValueError, FileFormatError
 from .ratings import Ratings
 
 
+#: Without a kmviz backend, Dask's threads in this process, named explicitly: a
+#: ``distributed.Client`` made the default elsewhere (and perhaps closed since) must not take
+#: over a read that the user asked to run here.
+LOCAL_SCHEDULER = "threads"
+
+
 def _scheduler():
     from ..parallel import active_backend
 
@@ -35,7 +41,7 @@ def _compute(*objs):
     client = _scheduler()
     if client is not None:
         return client.compute(list(objs), sync=True)
-    return dask.compute(*objs)
+    return dask.compute(*objs, scheduler=LOCAL_SCHEDULER)
 
 
 def _compute_partitions(ddf):
@@ -46,7 +52,7 @@ def _compute_partitions(ddf):
     client = _scheduler()
     if client is not None:
         return client.gather(client.compute(parts))
-    return list(dask.compute(*parts))
+    return list(dask.compute(*parts, scheduler=LOCAL_SCHEDULER))
 
 
 def _compact(df, user_col, item_col, value_col, categories):

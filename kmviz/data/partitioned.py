@@ -32,7 +32,7 @@ import pandas as pd
 
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 from ._ids import _show
-from .parquet import _open, _scheduler
+from .parquet import LOCAL_SCHEDULER, _open, _scheduler
 from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance, rating_scale
 
 #: What a fit handed a PartitionedRatings without a cluster is told.
@@ -337,7 +337,7 @@ def _run_partitions(parts, fn, *args):
     client = _scheduler()
     tasks = [dask.delayed(fn, pure=False)(p, *args) for p in parts]
     if client is None:
-        yield from enumerate(dask.compute(*tasks))
+        yield from enumerate(dask.compute(*tasks, scheduler=LOCAL_SCHEDULER))
         return
     from distributed import as_completed
 

@@ -39,6 +39,20 @@ def test_parquet_partitions_equal_the_csv_loader(tmp_path):
     _assert_same(load_delimited(tmp_path / "r.csv"), read_parquet(_write(df, tmp_path / "pq")))
 
 
+def test_parquet_without_a_backend_reads_here_whatever_dask_defaults_to(tmp_path):
+    """A distributed scheduler left as Dask's default (a user's Client, since closed) must
+    not take over a read the user runs in this process."""
+    import dask
+
+    df = _frame()
+    folder = _write(df, tmp_path / "parts")
+    want = read_parquet(folder)
+    with dask.config.set(scheduler="dask.distributed"):
+        got = read_parquet(folder)
+    np.testing.assert_array_equal(got.values, want.values)
+    np.testing.assert_array_equal(got.users, want.users)
+
+
 def test_parquet_one_class_and_named_columns(tmp_path):
     df = _frame().rename(columns={"user": "u", "item": "i"})[["u", "i"]]
     df.to_csv(tmp_path / "r.csv", index=False, header=False)
