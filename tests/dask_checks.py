@@ -1,5 +1,6 @@
 """Checks shared by the Dask backend's tests of several families."""
 
+import numpy as np
 import pytest
 
 import kmviz
@@ -25,3 +26,17 @@ def assert_lost_scheduler_ends_fit_cleanly(model, data, fitted_attr: str) -> Non
             assert not hasattr(model, fitted_attr)  # nothing half-fitted is published
     finally:
         client.close()
+
+
+def assert_same_km_fit(a, b, *, exact=True):
+    """Two KM fits agree: bit for bit in one process; across processes to 1e-10 (a worker
+    loads the kernels from Numba's cache, and a kernel loaded from the cache and one compiled
+    in-process can differ in the last bits of a float)."""
+    np.testing.assert_array_equal(a.psi_, b.psi_)
+    for x, y in ((a.theta_, b.theta_), (a.dual_u_, b.dual_u_)):
+        if exact:
+            np.testing.assert_array_equal(x, y)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.trace_.column("objective"), b.trace_.column("objective"),
+                               rtol=1e-10)

@@ -11,7 +11,7 @@ from kmviz import _cluster, parallel
 from kmviz.data import Ratings
 from kmviz.km.estimator import KolmogorovModel
 
-from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly
+from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly, assert_same_km_fit
 
 pytest.importorskip("distributed")
 
@@ -31,18 +31,7 @@ def _km(**kw):
     return KolmogorovModel(**{"D": 4, "max_iter": 3, "tol": 0.0, "random_state": 7, **kw})
 
 
-def _assert_same_fit(a, b, *, exact=True):
-    """Bit for bit in one process; across processes to 1e-10 (a worker loads the kernels
-    from Numba's cache, and a kernel loaded from the cache and one compiled in-process can
-    differ in the last bits of a float)."""
-    np.testing.assert_array_equal(a.psi_, b.psi_)
-    for x, y in ((a.theta_, b.theta_), (a.dual_u_, b.dual_u_)):
-        if exact:
-            np.testing.assert_array_equal(x, y)
-        else:
-            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(a.trace_.column("objective"), b.trace_.column("objective"),
-                               rtol=1e-10)
+_assert_same_fit = assert_same_km_fit
 
 
 # ----------------------------------------------------------------------------- no cluster

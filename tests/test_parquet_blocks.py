@@ -14,6 +14,7 @@ from kmviz.exceptions import DataValueError, DuplicateRatingsError, EmptyDataErr
     FileFormatError
 from kmviz.km import _blocks
 from kmviz.km.estimator import KolmogorovModel, _compressed
+from tests.dask_checks import assert_same_km_fit
 
 pytest.importorskip("dask.dataframe")
 pytest.importorskip("pyarrow")
@@ -41,14 +42,7 @@ def _km(**kw):
 
 
 def _assert_same_fit(a, b, *, exact=True):
-    np.testing.assert_array_equal(a.psi_, b.psi_)
-    for x, y in ((a.theta_, b.theta_), (a.dual_u_, b.dual_u_)):
-        if exact:
-            np.testing.assert_array_equal(x, y)
-        else:
-            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(a.trace_.column("objective"), b.trace_.column("objective"),
-                               rtol=1e-10)
+    assert_same_km_fit(a, b, exact=exact)
     np.testing.assert_allclose(a.trace_.column("train_nrmse"),
                                b.trace_.column("train_nrmse"), rtol=1e-10)
     assert (a.r_min_, a.r_max_) == (b.r_min_, b.r_max_)
