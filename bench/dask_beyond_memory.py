@@ -15,7 +15,8 @@ comparison.
 Dask's worker memory policy: managed data (the resident blocks, the routed pieces) spills
 to the worker's local disk above 60% / 70% of the limit (Dask's defaults); this bench turns
 off the pause (80%) and the nanny's kill (95%), so a worker over its limit keeps spilling
-instead of stopping. The resident blocks hold 2 x 16 bytes per rating (each orientation an
+instead of stopping (``--dask-policy`` keeps them: a worker past 95% is restarted, and
+the fit rebuilds its blocks). The resident blocks hold 2 x 16 bytes per rating (each orientation an
 int64 index and a float64 target per rating), more than the 24 bytes of the columns, so
 the workers hold their share of the blocks mostly on disk. Reported: each process's peak
 resident size (``VmHWM``, asked after the fit; the client's includes the in-process
@@ -86,6 +87,8 @@ def main():
     p.add_argument("--ratings", type=int, default=50_000_000)
     p.add_argument("--limit", default="1.0GB", help="memory_limit of each worker")
     p.add_argument("--parts", type=int, default=32)
+    p.add_argument("--dask-policy", action="store_true",
+                   help="keep Dask's pause (80%%) and nanny restart (95%%) of the limit")
     p.add_argument("--D", type=int, default=20)
     p.add_argument("--iters", type=int, default=1)
     p.add_argument("--dir", default=None)
@@ -121,8 +124,12 @@ def main():
     limit = parse_bytes(args.limit)
     import dask
 
-    dask.config.set({"distributed.worker.memory.pause": False,
-                     "distributed.worker.memory.terminate": False})
+    if not args.dask_policy:
+        dask.config.set({"distributed.worker.memory.pause": False,
+                         "distributed.worker.memory.terminate": False})
+    print("worker memory policy: " + ("Dask's (pause at 80%, restart at 95% of the limit)"
+                                      if args.dask_policy else "spill only, no pause or kill"),
+          flush=True)
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            memory_limit=limit, env=dict(WORKER_ENV), dashboard_address=None,
                            silence_logs=40)
