@@ -122,8 +122,11 @@ def side_labels(ratings, side, option, counts=None) -> np.ndarray:
         c = np.zeros(n) if counts is None else np.asarray(counts, dtype=np.float64)
         edges = np.unique(np.quantile(c, [0.25, 0.5, 0.75]))
         band = np.searchsorted(edges, c, side="right")
-        bounds = np.concatenate([[c.min()], edges, [c.max()]])
-        names = [f"{bounds[b]:.0f}-{bounds[b + 1]:.0f} positives" for b in range(edges.size + 1)]
+        names = {}
+        for b in np.unique(band):  # each band's own range: no count is in two labels
+            lo, hi = c[band == b].min(), c[band == b].max()
+            names[b] = (f"{lo:.0f} positives" if lo == hi
+                        else f"{lo:.0f}-{hi:.0f} positives")
         return np.array([names[b] for b in band], dtype=object)
     df = getattr(ratings, f"{side[:-1]}_features", None)
     if df is None:

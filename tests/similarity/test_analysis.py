@@ -57,6 +57,23 @@ def test_side_labels_colour_by_feature_and_activity(model):
         side_labels(ratings, "items", "nope")
 
 
+def test_activity_labels_name_each_bands_own_counts():
+    """Every count falls in exactly one label: the old labels ("0-1", "1-3") put the
+    boundary counts in two."""
+    from kmviz.similarity.analysis import ACTIVITY, side_labels
+
+    class Shape:
+        n_users, n_items = 3, 12
+
+    counts = np.array([0, 0, 0, 0, 1, 1, 1, 2, 3, 5, 8, 192])
+    labels = side_labels(Shape(), "items", ACTIVITY, counts=counts)
+    assert sorted(set(labels)) == ["0 positives", "1-3 positives", "5-192 positives"]
+    for name in set(labels):
+        lo, _, hi = name.split()[0].partition("-")
+        got = counts[labels == name]
+        assert (got.min(), got.max()) == (int(lo), int(hi or lo))
+
+
 def test_genre_year_and_age_labels():
     import pandas as pd
 
