@@ -66,14 +66,32 @@ def _compact(df, user_col, item_col, value_col, categories):
     return pd.DataFrame(out, index=df.index)
 
 
+def numeric_values(column) -> np.ndarray:
+    """A value column as float64; entries that are not numbers become NaN."""
+    try:
+        return pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+    except (TypeError, ValueError):
+        return np.full(len(column), np.nan)
+
+
+def not_finite_error(count, first, part, value_col, shown) -> DataValueError:
+    return DataValueError(
+        f"{count} value(s) in column {value_col!r} are not finite numbers "
+        f"(first: {first!r}, in partition {part})", path=shown,
+        expected="finite numbers", fix="remove or fill the missing ratings")
+
+
+def not_binary_error(value, value_col, shown) -> DataValueError:
+    return DataValueError(f"found {value:g} in column {value_col!r}", path=shown,
+                          expected="0 or 1",
+                          fix="pass implicit=False to read the values as ratings")
+
+
 def _partition_check(df, value_col):
     """Per partition: rows, non-finite values, first bad value (checked on the worker)."""
     if value_col is None:
         return pd.DataFrame({"rows": [len(df)], "bad": [0], "first_bad": [np.nan]})
-    try:
-        v = pd.to_numeric(df[value_col], errors="coerce").to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        v = np.full(len(df), np.nan)
+    v = numeric_values(df[value_col])
     bad = ~np.isfinite(v)
     first = df[value_col].iloc[int(np.flatnonzero(bad)[0])] if bad.any() else np.nan
     return pd.DataFrame({"rows": [len(df)], "bad": [int(bad.sum())],
@@ -153,10 +171,8 @@ def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r
     bad = checked["bad"].to_numpy()
     if bad.sum():
         part = int(np.flatnonzero(bad)[0])
-        raise DataValueError(
-            f"{int(bad.sum())} value(s) in column {value_col!r} are not finite numbers "
-            f"(first: {checked['first_bad'].iloc[part]!r}, in partition {part})", path=shown,
-            expected="finite numbers", fix="remove or fill the missing ratings")
+        raise not_finite_error(int(bad.sum()), checked["first_bad"].iloc[part], part,
+                               value_col, shown)
     categories = {c: np.sort(np.asarray(v, dtype=object)) for c, v in zip(distinct, found)}
     out_cols = [user_col, item_col] + ([value_col] if value_col is not None else [])
     meta_out = pd.DataFrame({c: pd.Series(dtype=np.float64 if c == value_col else np.int64)
@@ -178,9 +194,7 @@ def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r
     if implicit and values is not None:
         off = (values != 0) & (values != 1)
         if off.any():
-            raise DataValueError(f"found {values[np.flatnonzero(off)[0]]:g} in column "
-                                 f"{value_col!r}", path=shown, expected="0 or 1",
-                                 fix="pass implicit=False to read the values as ratings")
+            raise not_binary_error(values[np.flatnonzero(off)[0]], value_col, shown)
         keep = values == 1
         users, items, values = users[keep], items[keep], None
     label = name or shown.rstrip("/").rsplit("/", 1)[-1]

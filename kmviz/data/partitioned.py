@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 from ._ids import _show
-from .parquet import LOCAL_SCHEDULER, _open, _scheduler
+from .parquet import (LOCAL_SCHEDULER, _open, _scheduler, not_binary_error, not_finite_error,
+                      numeric_values)
 from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance, rating_scale
 
 #: What a fit handed a PartitionedRatings without a cluster is told.
@@ -51,10 +52,7 @@ def _rows(df, spec):
     if vc is None:
         return users, items, np.ones(len(df)), {}
     raw = df[vc]
-    try:
-        values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
-    except (TypeError, ValueError):
-        values = np.full(len(df), np.nan)
+    values = numeric_values(raw)
     checks = {}
     bad = ~np.isfinite(values)
     if bad.any():
@@ -424,15 +422,10 @@ def _check_scan(stats, spec, shown):
     bad = [(k, s["bad"]) for k, s in enumerate(stats) if "bad" in s]
     if bad:
         total = sum(b[0] for _, b in bad)
-        raise DataValueError(
-            f"{total} value(s) in column {vc!r} are not finite numbers "
-            f"(first: {bad[0][1][1]!r}, in partition {bad[0][0]})", path=shown,
-            expected="finite numbers", fix="remove or fill the missing ratings")
+        raise not_finite_error(total, bad[0][1][1], bad[0][0], vc, shown)
     off = [s["off"] for s in stats if "off" in s]
     if off:
-        raise DataValueError(f"found {off[0]:g} in column {vc!r}", path=shown,
-                             expected="0 or 1",
-                             fix="pass implicit=False to read the values as ratings")
+        raise not_binary_error(off[0], vc, shown)
     for side in ("user", "item"):
         if any(s.get(f"{side}_missing") for s in stats):
             raise DataValueError(f"{side} ids contain missing values", path=shown,
