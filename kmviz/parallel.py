@@ -53,6 +53,8 @@ TASK_SECONDS = 0.1
 MAX_RETRIES = 5
 #: Per-block task arguments above this size go straight to their block's worker.
 DIRECT_BYTES = 1 << 20
+#: How often a call with pinned tasks checks that their workers are still there (seconds).
+PIN_CHECK_SECONDS = 2.0
 #: A broadcast may take this long plus its bytes at the rate below.
 BROADCAST_SECONDS = 5.0
 BROADCAST_BYTES_PER_SECOND = 10e6
@@ -67,6 +69,10 @@ _local = threading.local()      # in_process: this thread fits in process (warm-
 
 class ClusterError(RuntimeError):
     """The Dask cluster could not be reached or was lost during a fit."""
+
+
+class _HomeLost(Exception):
+    """A pinned task's worker left the cluster: its block moves to a live worker."""
 
 
 def active_backend():
@@ -171,6 +177,9 @@ class Resident:
     blocks: list
     futures: list
     ranges: list = field(default_factory=list)
+    #: per block, the worker its tasks are pinned to (``map_blocks(pin=True)``); None: not
+    #: chosen yet, or to be chosen again after a worker was lost
+    homes: list | None = None
 
     def __len__(self):
         return len(self.blocks)
@@ -377,34 +386,98 @@ class DaskBackend:
                 # a list of one: a tuple block travels as one object, as in scatter_blocks
                 resident.futures[j] = self.client.scatter([resident.blocks[j]], hash=False)[0]
 
-    def _place(self, resident, extras):
-        """``extras`` as they travel with the tasks: an extra of more than
-        :data:`DIRECT_BYTES` is scattered straight to the worker that holds its block (one
-        scatter per worker), so it neither rides in the task graph through the scheduler
-        nor moves again between workers; small extras travel in the graph."""
-        big = [j for j, ex in enumerate(extras) if _nbytes(ex) > DIRECT_BYTES]
-        if not big:
-            return extras
-        who = self.client.who_has([resident.futures[j] for j in big])
-        by_worker: dict = {}
-        for j in big:
-            holders = who.get(resident.futures[j].key) or ()
-            by_worker.setdefault(holders[0] if holders else None, []).append(j)
-        out = list(extras)
-        for worker, js in by_worker.items():
-            futs = self.client.scatter([extras[j] for j in js], hash=False, direct=True,
-                                       workers=None if worker is None else [worker])
-            for j, fut in zip(js, futs):
-                out[j] = fut
-        return out
+    def _homes(self, resident):
+        """The worker each block's tasks are pinned to: one that holds the block, the
+        fewest blocks per worker; kept for the fit (a block's per-pair state lives there)
+        until a worker is lost. None for a block no worker holds (the scheduler places
+        its task)."""
+        if resident.homes is None:
+            who = self.client.who_has(list(resident.futures))
+            count: dict = {}
+            homes = []
+            for fut in resident.futures:
+                holders = list(who.get(fut.key) or ())
+                home = min(holders, key=lambda w: (count.get(w, 0), w)) if holders else None
+                if home is not None:
+                    count[home] = count.get(home, 0) + 1
+                homes.append(home)
+            resident.homes = homes
+        return resident.homes
 
-    def map_blocks(self, fn, resident, shared=None, extras=None, *, timer=None, name="step"):
+    def _submit(self, fn, resident, shared_f, extras, homes=None):
+        """Submit ``fn``'s task per block; returns the futures (in block order) and the
+        time of the first submission. An extra of more than :data:`DIRECT_BYTES` is
+        scattered straight to the worker that holds its block, so it neither rides in the
+        task graph through the scheduler nor moves again between workers (small extras
+        travel in the graph); each block's task is submitted as soon as its extra is
+        there, the workers taking turns, so every worker computes its first block while
+        the client still sends the others. ``homes``: pin task j to ``homes[j]``."""
+        big = [j for j, ex in enumerate(extras) if _nbytes(ex) > DIRECT_BYTES]
+        where = homes
+        if big and where is None:
+            who = self.client.who_has([resident.futures[j] for j in big])
+            where = [None] * len(extras)
+            for j in big:
+                holders = who.get(resident.futures[j].key) or ()
+                where[j] = holders[0] if holders else None
+        order = range(len(extras))
+        if where is not None:       # round robin over the workers, each in block order
+            rank: dict = {}
+            turns = []
+            for j in order:
+                rank[where[j]] = rank.get(where[j], -1) + 1
+                turns.append((rank[where[j]], j))
+            order = [j for _, j in sorted(turns)]
+        futures: list = [None] * len(extras)
+        first = None
+        for j in order:
+            ex = extras[j]
+            if j in big:
+                ex = self.client.scatter([ex], hash=False, direct=True,
+                                         workers=None if where[j] is None else [where[j]])[0]
+            futures[j] = self.client.submit(
+                _run_task, fn, resident.futures[j], shared_f, ex, pure=False,
+                workers=None if homes is None or homes[j] is None else [homes[j]],
+                allow_other_workers=False)
+            first = time.perf_counter() if first is None else first
+        return futures, first
+
+    def _wait_pinned(self, futures, homes):
+        """Wait for tasks pinned to ``homes``; a home that left the cluster (its tasks
+        would wait for it forever) cancels the call and raises :class:`_HomeLost`."""
+        from distributed import wait
+
+        while True:
+            try:
+                with self.client.as_current():
+                    wait(futures, timeout=PIN_CHECK_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            try:
+                alive = set(self.client.scheduler_info(n_workers=-1)["workers"])
+            except TypeError:  # pragma: no cover - older distributed without n_workers=
+                alive = set(self.client.scheduler_info()["workers"])
+            gone = {h for h in homes if h is not None and h not in alive}
+            if gone:
+                self.client.cancel(futures)
+                raise _HomeLost(f"worker {sorted(gone)[0]} left the cluster")
+
+    def map_blocks(self, fn, resident, shared=None, extras=None, *, timer=None, name="step",
+                   pin=False):
         """Run ``fn(block, shared, extra)`` once per resident block; the results in order.
 
         ``shared`` (the other side's factors) goes to every worker once (a :class:`Broadcast`
         from :meth:`broadcast`: already there); ``extras[j]`` (small, per block) travels
-        with task j. Seconds go to ``timer[f"{name}_scatter"]``,
-        ``[..._compute]`` (until every task finished) and ``[..._gather]``.
+        with task j. Seconds go to ``timer[f"{name}_scatter"]`` (the broadcast and the
+        placing until the first task was submitted), ``[..._compute]`` (from there until
+        every task finished; the later blocks' placing overlaps it, and is also counted in
+        ``[..._submit]``) and ``[..._gather]``: the three add up to the call's wall time.
+
+        ``pin``: every call runs block j's task on the same worker (:meth:`_homes`), never
+        moved by the scheduler's queueing or work stealing to an idle worker, for families
+        that leave per-block state on the worker between calls. A pinned worker that dies
+        moves its blocks to live workers, where ``fn`` must rebuild that state.
         """
         from distributed import wait
 
@@ -424,19 +497,22 @@ class DaskBackend:
                 t1 = time.perf_counter()
                 # no retries=: the scheduler reruns tasks of a lost worker by itself, and a
                 # task's own exception would only repeat
-                sent = self._place(resident, extras)
-                t1b = time.perf_counter()
-                futures = [self.client.submit(_run_task, fn, blk, shared_f, ex, pure=False)
-                           for blk, ex in zip(resident.futures, sent)]
+                homes = self._homes(resident) if pin else None
+                futures, t1b = self._submit(fn, resident, shared_f, extras, homes)
+                t1b = time.perf_counter() if t1b is None else t1b
                 t1c = time.perf_counter()
-                with self.client.as_current():
-                    wait(futures)
+                if pin:
+                    self._wait_pinned(futures, homes)
+                else:
+                    with self.client.as_current():
+                        wait(futures)
                 t2 = time.perf_counter()
                 out = self.client.gather(futures)
                 t3 = time.perf_counter()
-            except lost as exc:
+            except lost + (_HomeLost,) as exc:
                 if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
                     self._raise_for(f"running {name}", exc)
+                resident.homes = None
                 # a worker died: wait for the scheduler to notice, put its blocks back; from
                 # now on broadcasts go to one worker (the scheduler's copying to every worker
                 # waited for the dead one, or timed out, on every later call)

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -198,3 +199,38 @@ def test_map_blocks_keeps_order_and_a_tasks_own_error():
         assert out == [(3 * k + 3) * 10 + k for k in range(5)]
         with pytest.raises(ValueError, match="bad block"):
             backend.map_blocks(_failing_task, resident)
+
+
+def _where(block, shared, extra):
+    """Sleep ``extra`` seconds; the worker this ran on."""
+    from distributed import get_worker
+
+    time.sleep(extra)
+    return get_worker().address
+
+
+@pytest.mark.slow
+def test_pinned_blocks_run_on_their_own_worker_while_another_one_is_idle():
+    with kmviz.parallel_backend("dask", client="threads:2") as backend:
+        resident = backend.scatter_blocks([np.arange(3) + k for k in range(6)])
+        first = backend.map_blocks(_where, resident, None, [0.0] * 6, pin=True)
+        assert set(first) == set(backend.client.scheduler_info()["workers"])
+        assert first == resident.homes
+        # one worker's blocks are slow: unpinned, work stealing moves some of its queued
+        # tasks to the idle worker (2 of 12 in 4 such calls, seen once)
+        slow = [0.5 if w == first[0] else 0.0 for w in first]
+        for _ in range(4):
+            assert backend.map_blocks(_where, resident, None, slow, pin=True) == first
+
+
+@pytest.mark.slow
+def test_a_pinned_worker_that_left_moves_its_blocks_to_a_live_worker(monkeypatch):
+    monkeypatch.setattr(parallel, "PIN_CHECK_SECONDS", 0.2)
+    with kmviz.parallel_backend("dask", client="threads:2") as backend:
+        resident = backend.scatter_blocks([np.arange(3) + k for k in range(4)])
+        homes = backend.map_blocks(_where, resident, None, [0.0] * 4, pin=True)
+        resident.homes = ["tcp://127.0.0.1:9"] + homes[1:]     # a worker that is gone
+        again = backend.map_blocks(_where, resident, None, [0.0] * 4, pin=True)
+        alive = set(backend.client.scheduler_info()["workers"])
+        # asked again: each block's home is the live worker holding its data
+        assert set(again) <= alive and again == homes == resident.homes

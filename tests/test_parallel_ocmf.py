@@ -238,19 +238,29 @@ def test_iterate_blocks_placed_on_their_workers_give_the_same_fit(monkeypatch):
     # holding its block instead of riding in the task graph; here all of them are
     monkeypatch.setattr(parallel, "DIRECT_BYTES", 0)
     placed = []
-    place = parallel.DaskBackend._place
+    submit = parallel.DaskBackend._submit
 
-    def counting(self, resident, extras):
-        out = place(self, resident, extras)
-        placed.append(sum(o is not e for o, e in zip(out, extras)))
-        holders = self.client.who_has([o for o, e in zip(out, extras) if o is not e])
+    def counting(self, fn, resident, shared_f, extras, homes=None):
+        sent = []
+        scatter = self.client.scatter
+
+        def recording(data, **kw):
+            sent.append((data[0], kw.get("workers")))
+            return scatter(data, **kw)
+
+        self.client.scatter = recording
+        try:
+            out = submit(self, fn, resident, shared_f, extras, homes)
+        finally:
+            del self.client.scatter
         blocks = self.client.who_has(resident.futures)
-        for (o, e), f in zip(zip(out, extras), resident.futures):
-            if o is not e:
-                assert set(holders[o.key]) & set(blocks[f.key])
+        for ex, workers in sent:
+            j = next(j for j, e in enumerate(extras) if e is ex)
+            assert workers and set(workers) & set(blocks[resident.futures[j].key])
+        placed.append(len(sent))
         return out
 
-    monkeypatch.setattr(parallel.DaskBackend, "_place", counting)
+    monkeypatch.setattr(parallel.DaskBackend, "_submit", counting)
     data = _data()
     configs = [{}, {"solver": "gd"}, {"dtype": "float32"}]
     refs = [_ocmf(**c).fit(data) for c in configs]

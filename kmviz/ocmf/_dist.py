@@ -18,11 +18,12 @@ Hessian), the adjoint X^T and TRON itself stay in this process.
 
 The per-pair state a call leaves for the next (scores, ``l+''`` at the gradient point, a
 line search's direction scores) stays on the worker that computed it, keyed by fit, block
-and point; calls name the points they need. A task that does not find its state (its worker
-died and the block moved, or the scheduler moved it) answers :data:`LOST`, and the client
-runs that block again with the state rebuilt from its own copy of the points' embeddings
-first: TRON's result is unchanged; gradient descent's moved scores are recomputed directly
-(equal to rounding). Round trips are batched: a value pass also returns the gradient
+and point; calls name the points they need, and every call runs a block's task on the same
+worker (``map_blocks(pin=True)``: never moved to an idle worker by the scheduler). A task
+that does not find its state (its worker died and the block moved) answers :data:`LOST`,
+and the client runs that block again with the state rebuilt from its own copy of the
+points' embeddings first: TRON's result is unchanged; gradient descent's moved scores are
+recomputed directly (equal to rounding). Round trips are batched: a value pass also returns the gradient
 rows of its point, so an accepted step costs no further call for its gradient (the Hessian
 diagonal is a call of its own unless ``DistPairs(diag=True)``), and a line search evaluates
 :data:`LINE_SEARCH_BATCH` backtracking trials per call.
@@ -393,7 +394,7 @@ class DistBlockTerms(BlockTerms):
         extras = [(j, ops, live) for j, ops in enumerate(block_ops)]
         backend = self.dist.backend
         out = backend.map_blocks(block_task, self.sd.resident, self._broadcast(), extras,
-                                 timer=self.timer, name="pairs")
+                                 timer=self.timer, name="pairs", pin=True)
         lost = [j for j, r in enumerate(out) if isinstance(r, str)]
         if lost:
             self.timer["pairs_restored"] = self.timer.get("pairs_restored", 0) + len(lost)
@@ -407,7 +408,8 @@ class DistBlockTerms(BlockTerms):
                 restore = self._restore_ops(*ranges[j])
                 again.append((j, restore + block_ops[j], live))
             redo = backend.map_blocks(block_task, sub, self._broadcast(), again,
-                                      timer=self.timer, name="pairs")
+                                      timer=self.timer, name="pairs", pin=True)
+            res.homes = None        # placed again: the homes are asked for on the next call
             for t, j in enumerate(lost):
                 res.futures[j] = sub.futures[t]
                 if isinstance(redo[t], str):

@@ -25,7 +25,8 @@ pass for X and c per gradient point (the item blocks' own), the Gauss-Newton pro
 cost the same two passes as in process.
 
 The per-pair X and c of an evaluation point stay on the worker that computed them, in a
-small cache per block (the :data:`CACHE_POINTS` most recent points). A task that does not
+small cache per block (the :data:`CACHE_POINTS` most recent points); every call runs a
+block's task on the same worker (``map_blocks(pin=True)``). A task that does not
 find them (its worker died and the block moved, or the point was evicted) computes them
 again from the P and Q it was sent, with the same kernel on the same numbers: no call
 ever has to be repeated for lost state, and the result is unchanged.
@@ -213,7 +214,7 @@ class DistAllPairsProblem(AllPairsProblem):
                   **{name: _f64(a) for name, a in arrays.items()}}
         extras = [(j, op, pid, lo, hi) for j, (lo, hi) in enumerate(self.ranges)]
         out = self.backend.map_blocks(block_task, self.resident, shared, extras, timer=t,
-                                      name="pairs")
+                                      name="pairs", pin=True)
         for name in PHASES:
             self.phases[name] = self.phases.get(name, 0.0) + t.get(name, 0.0) - before[name]
         return out[:self.n_user_blocks], out[self.n_user_blocks:]
