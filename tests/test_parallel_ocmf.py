@@ -283,3 +283,21 @@ def test_train_page_caption_names_the_families_that_run_on_the_cluster(monkeypat
     tail = rest.rpartition("in-process fits. ")[2].removesuffix(" fit in this process.")
     assert head.split(", ") == [f.short for f in on]
     assert tail.split(", ") == [f.short for f in off]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_fixed_factors_are_broadcast_once_per_half_step_not_twice(dtype, monkeypatch):
+    sent = []
+    broadcast = parallel.DaskBackend.broadcast
+    monkeypatch.setattr(parallel.DaskBackend, "broadcast",
+                        lambda self, obj: sent.append(obj) or broadcast(self, obj))
+    data = _data()
+    ref = _ocmf(dtype=dtype).fit(data)
+    with kmviz.parallel_backend("dask", client="threads:2", n_blocks=3):
+        _assert_same_fit(ref, _ocmf(dtype=dtype).fit(data), exact=True)
+    assert sent
+    for obj in sent:     # float64: the kernels' copy Ok is O itself, sent as None
+        assert (obj["Ok"] is None) == (dtype == "float64")
+        if obj["Ok"] is not None:
+            assert obj["Ok"].dtype == np.float32

@@ -241,6 +241,8 @@ _OPS = {"value": _op_value, "grad": _op_grad, "diag": _op_diag, "hvp": _op_hvp,
 def block_task(block, shared, extra):
     """Run a block's ops in order on this worker; their results, or :data:`LOST`."""
     j, ops, live = extra
+    if shared["Ok"] is None:    # a float64 fit: O itself (sent once, not twice)
+        shared = {**shared, "Ok": shared["O"]}
     st = _state(shared["key"], j, shared["step"])
     out = []
     for op, args in ops:
@@ -365,7 +367,8 @@ class DistBlockTerms(BlockTerms):
 
             t0 = time.perf_counter()
             self._shared = self.dist.backend.broadcast(
-                {"O": self.O, "Ok": self._Ok, "wo": self.wo, "a_bar": self.a_bar,
+                {"O": self.O, "Ok": None if self._Ok is self.O else self._Ok,
+                 "wo": self.wo, "a_bar": self.a_bar,
                  "code": self.code, "key": (self.dist.key, self.side_name),
                  "step": self.step})
             self.timer["pairs_scatter"] = self.timer.get("pairs_scatter", 0.0) + \
