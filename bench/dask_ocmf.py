@@ -38,10 +38,17 @@ nanny starts workers with a 64 kB malloc trim threshold, which makes every array
 write. With kmviz.parallel.WORKER_MALLOC_ENV and the workers' pool of per-pair arrays
 (kmviz.ocmf._dist), 5M positives, local:1x2, 3 iterations (runs alternated, load 4-5):
 worker page faults 270k -> 41k, kernel CPU inside the tasks 15.3-15.9 -> 11.8-12.2 s.
-In ``local:2`` the scheduler sometimes moves a queued task to the idle worker, which does
-not hold that block's per-pair state: the block is rebuilt there (`blocks restored`).
+In ``local:2`` the scheduler's work stealing used to move a queued task to the idle
+worker, which did not hold that block's per-pair state: the block was rebuilt there
+(`blocks restored`: 7 in 3 iterations at 25M, 1.52x of in-process). Blocks are now pinned
+to their worker (``map_blocks(pin=True)``) and a call's per-block arrays go out block by
+block, each task starting as its array lands (``scatter ms`` is the broadcast and the
+first block's placing; ``placing + submit ms`` the rest of it, overlapping the tasks).
+``--repeat R`` runs R rounds of (in-process fit, cluster fits) and prints each cluster's
+median ratio: on this shared box one round's ratio moved by 0.1-0.2 between runs.
 
     python bench/dask_ocmf.py [--sizes 1m,25m] [--workers 2] [--clusters SPECS] [--iters 3]
+        [--repeat R]
 """
 
 from __future__ import annotations
@@ -72,8 +79,8 @@ def _per_call(label, timers):
 
     wait = ms("pairs_compute") - ms("pairs_submit")
     return {"positives": label, "calls": calls,
-            "scatter ms (broadcast + placing)": ms("pairs_scatter"),
-            "submit ms": ms("pairs_submit"),
+            "scatter ms (broadcast + first placing)": ms("pairs_scatter"),
+            "placing + submit ms": ms("pairs_submit"),
             "wait ms": wait, "task max ms": ms("pairs_task_max_sum"),
             "task sum ms": ms("pairs_task_sum"), "gather ms": ms("pairs_gather"),
             "wait - task max ms": wait - ms("pairs_task_max_sum"),
@@ -103,6 +110,51 @@ def projection(per_positive, calls_w, calls_h, k, *, shape=BIG, workers=(8, 32, 
     return rows
 
 
+def _round(args, label, data, ocmf, clusters, rnd, rows, calls_rows):
+    """One round: the in-process fit, then each cluster's; a row per cluster."""
+    import kmviz
+    from kmviz.ocmf import _dist
+
+    load0 = load_avg()
+    ref = ocmf().fit(data)
+    first_in, it_in = per_iteration(ref.trace_)
+    for spec in clusters:
+        timers = []
+        block0 = _dist.DistPairs.block
+
+        def block(self, side, O, dtype=np.float64, timer=None, _t=timers):
+            out = block0(self, side, O, dtype, timer)
+            _t.append(out.timer)
+            return out
+
+        _dist.DistPairs.block = block
+        try:
+            with kmviz.parallel_backend("dask", client=spec) as backend:
+                slots = backend.n_workers()
+                t0 = time.perf_counter()
+                got = ocmf().fit(data)
+                wall = time.perf_counter() - t0
+        finally:
+            _dist.DistPairs.block = block0
+        calls_rows.append(_per_call(f"{label} {spec}", timers))
+        first_d, it_d = per_iteration(got.trace_)
+        diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
+                   float(np.abs(ref.W_item_ - got.W_item_).max()))
+        row = {"positives": label, "round": rnd + 1, "cluster": spec,
+               "in-process s/iter": it_in, "cluster s/iter": it_d, "ratio": it_d / it_in,
+               "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
+               "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
+        for side in ("w", "h"):
+            for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
+                row[f"{side}_{ph}"] = trace_median(got.trace_, f"t_{side}_{ph}_s")
+        row["calls / iter"] = (trace_median(got.trace_, "n_fun")
+                               + trace_median(got.trace_, "n_hess_vec"))
+        row["dask fit wall s"] = wall
+        rows.append(row)
+        row["_slots"], row["_trace"] = slots, got.trace_
+        del backend
+
+
 def main():
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--sizes", default="1m")
@@ -111,6 +163,8 @@ def main():
                    help="comma-separated cluster specs to compare (default local:WORKERS), "
                         "e.g. local:2,local:1x2")
     p.add_argument("--iters", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=1,
+                   help="rounds of (in-process fit, cluster fits); the median ratio")
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--direct-mb", type=float, default=None,
                    help="per-block task arguments above this many MB go straight to their "
@@ -123,14 +177,11 @@ def main():
         parallel.DIRECT_BYTES = int(args.direct_mb * 1e6)
     t_start = time.perf_counter()
     header("Dask LocalCluster vs in process, one-class MF")
-    import kmviz
     from kmviz.data import Ratings
     from kmviz.ocmf import OneClassMF
     from kmviz.ocmf.warmup import compile_kernels
 
     compile_kernels()
-    from kmviz.ocmf import _dist
-
     rows, src, calls_rows = [], None, []
     clusters = (args.clusters or f"local:{args.workers}").split(",")
     for label in args.sizes.split(","):
@@ -142,45 +193,23 @@ def main():
         def ocmf():
             return OneClassMF(k=args.k, max_iter=args.iters, random_state=0)
 
-        load0 = load_avg()
-        ref = ocmf().fit(data)
-        first_in, it_in = per_iteration(ref.trace_)
-        for spec in clusters:
-            timers = []
-            block0 = _dist.DistPairs.block
-
-            def block(self, side, O, dtype=np.float64, timer=None, _t=timers):
-                out = block0(self, side, O, dtype, timer)
-                _t.append(out.timer)
-                return out
-
-            _dist.DistPairs.block = block
-            try:
-                with kmviz.parallel_backend("dask", client=spec) as backend:
-                    slots = backend.n_workers()
-                    t0 = time.perf_counter()
-                    got = ocmf().fit(data)
-                    wall = time.perf_counter() - t0
-            finally:
-                _dist.DistPairs.block = block0
-            calls_rows.append(_per_call(f"{label} {spec}", timers))
-            first_d, it_d = per_iteration(got.trace_)
-            diff = max(float(np.abs(ref.W_user_ - got.W_user_).max()),
-                       float(np.abs(ref.W_item_ - got.W_item_).max()))
-            row = {"positives": label, "cluster": spec, "in-process s/iter": it_in,
-                   "cluster s/iter": it_d, "ratio": it_d / it_in,
-                   "first in/dask": f"{first_in:.2f}/{first_d:.2f}",
-                   "max |W diff|": diff, "load before/after": f"{load0} / {load_avg()}"}
-            for side in ("w", "h"):
-                for ph in ("pairs_scatter", "pairs_compute", "pairs_gather"):
-                    row[f"{side}_{ph}"] = trace_median(got.trace_, f"t_{side}_{ph}_s")
-            row["calls / iter"] = (trace_median(got.trace_, "n_fun")
-                                   + trace_median(got.trace_, "n_hess_vec"))
-            row["dask fit wall s"] = wall
-            rows.append(row)
-            src = (len(data.values), row, slots, got.trace_)
-            del backend
+        for rnd in range(args.repeat):
+            _round(args, label, data, ocmf, clusters, rnd, rows, calls_rows)
+            last = rows[-1]
+            src = (len(data.values), last, last["_slots"], last["_trace"])
+            for r in rows:
+                r.pop("_slots", None), r.pop("_trace", None)
     print(table(rows))
+    if args.repeat > 1:
+        print(f"\nMedian over {args.repeat} rounds (each round: the in-process fit, then "
+              "each cluster's, so slow spells of the shared box hit both sides of a ratio):")
+        print(table([{"positives": label, "cluster": spec,
+                      "ratios": ", ".join(f"{r['ratio']:.3f}" for r in rows
+                                          if r["cluster"] == spec and r["positives"] == label),
+                      "median ratio": float(np.median([r["ratio"] for r in rows
+                                                       if r["cluster"] == spec
+                                                       and r["positives"] == label]))}
+                     for label in args.sizes.split(",") for spec in clusters]))
     print("\nPer call of the pair passes (all half-steps after the first iteration's two; "
           "ms per call; `task max` = the slowest block's compute inside its task, `task sum` "
           "= all blocks' compute; `in MB` = per-block arrays sent per call; `blocks restored` = "
