@@ -175,6 +175,8 @@ def _op_hvp(st, blk, sh, pid, N, base):
     if pt is None or pt["d2"] is None:
         return LOST
     U = np.empty((ptr.shape[0] - 1, sh["O"].shape[1]), dtype=N.dtype)
+    if isinstance(base, str):      # "oc": N O_c with O_c diagonal, made here as in process
+        base = N * sh["oc_diag"]
     if base is None:
         K.observed_hvp(ptr, idx, N, sh["O"], pt["d2"], U)
     else:
@@ -368,7 +370,7 @@ class DistBlockTerms(BlockTerms):
             t0 = time.perf_counter()
             self._shared = self.dist.backend.broadcast(
                 {"O": self.O, "Ok": None if self._Ok is self.O else self._Ok,
-                 "wo": self.wo, "a_bar": self.a_bar,
+                 "wo": self.wo, "a_bar": self.a_bar, "oc_diag": self.oc_diag,
                  "code": self.code, "key": (self.dist.key, self.side_name),
                  "step": self.step})
             self.timer["pairs_scatter"] = self.timer.get("pairs_scatter", 0.0) + \
@@ -481,8 +483,13 @@ class DistBlockTerms(BlockTerms):
         N = _f64(N)
         pid = self._grad_pid
         Nk = np.ascontiguousarray(N, dtype=self.dtype)
-        base = np.ascontiguousarray(self.times_oc(N), dtype=self.dtype)
-        parts = self._call(lambda lo, hi: [("hvp", (pid, Nk[lo:hi], base[lo:hi]))])
+        if self.oc_diag is not None and self.dtype == np.float64:
+            # the dense part N O_c is a column scaling, the same multiplications on the
+            # worker: half the bytes of the call (N alone, not N and N O_c)
+            parts = self._call(lambda lo, hi: [("hvp", (pid, Nk[lo:hi], "oc"))])
+        else:
+            base = np.ascontiguousarray(self.times_oc(N), dtype=self.dtype)
+            parts = self._call(lambda lo, hi: [("hvp", (pid, Nk[lo:hi], base[lo:hi]))])
         U = np.concatenate([r[0] for r in parts])
         return U if self.dtype == np.float64 else U.astype(np.float64)
 
