@@ -1,8 +1,14 @@
-"""Connecting :class:`kmviz.parallel.DaskBackend` to a cluster: a ``distributed.Client``
-passed in, a scheduler address, or a cluster started here (``"local:N"``, ``"local:PxT"``,
-``"threads:N"``), with the environment its worker processes need."""
+"""The parts of :class:`kmviz.parallel.DaskBackend` below its protocol: connecting to a
+cluster (a ``distributed.Client`` passed in, a scheduler address, or a cluster started here:
+``"local:N"``, ``"local:PxT"``, ``"threads:N"``) with the environment its worker processes
+need; the blocks it keeps there (:func:`cut_blocks`, :class:`Resident`, :class:`Broadcast`);
+and the errors that mean a worker's data was lost."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
 
 #: Environment of the worker processes a ``"local:N"`` cluster starts (one thread each).
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -69,3 +75,79 @@ def _local_cluster(spec, prefix, processes, LocalCluster):
         return LocalCluster(n_workers=int(count), threads_per_worker=int(threads or 1),
                             processes=processes, dashboard_address=None, silence_logs=40,
                             **extra)
+
+
+# ----------------------------------------------------------------------------- blocks
+def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
+    """Contiguous row ranges ``[(lo, hi), ...]`` with about equal total weight, in order."""
+    w = np.asarray(weights, dtype=np.float64)
+    n = w.shape[0]
+    n_blocks = int(max(1, min(n_blocks, n))) if n else 1
+    if n == 0:
+        return [(0, 0)]
+    cum = np.cumsum(w)
+    total = cum[-1]
+    if total <= 0:
+        bounds = np.linspace(0, n, n_blocks + 1).round().astype(np.int64)
+    else:
+        targets = total * np.arange(1, n_blocks) / n_blocks
+        bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="left") + 1, [n]))
+        # exactly n_blocks non-empty blocks: each bound after the previous one, and room left
+        # for one row per later block
+        for k in range(1, n_blocks):
+            bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (n_blocks - k))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@dataclass
+class Resident:
+    """Blocks kept on the workers for a whole fit: their futures and this process's copy
+    (to scatter again if a worker holding one dies); a block built by tasks on the workers
+    has no copy here (None): the scheduler computes it again from its lineage."""
+
+    blocks: list
+    futures: list
+    ranges: list = field(default_factory=list)
+    #: per block, the worker its tasks are pinned to (``map_blocks(pin=True)``); None: not
+    #: chosen yet, or to be chosen again after a worker was lost
+    homes: list | None = None
+
+    def __len__(self):
+        return len(self.blocks)
+
+
+@dataclass
+class Broadcast:
+    """An object on every worker (:meth:`DaskBackend.broadcast`) and this process's copy."""
+
+    obj: object
+    future: object
+
+
+def _nbytes(obj) -> int:
+    """Bytes of the arrays in ``obj`` (nested tuples / lists / dicts)."""
+    if isinstance(obj, np.ndarray):
+        return obj.nbytes
+    if isinstance(obj, (tuple, list)):
+        return sum(_nbytes(x) for x in obj)
+    if isinstance(obj, dict):
+        return sum(_nbytes(x) for x in obj.values())
+    return 0
+
+
+
+
+def _lost_data_errors():
+    from distributed.client import FutureCancelledError
+    from distributed.scheduler import KilledWorker
+
+    from distributed.comm.core import CommClosedError
+
+    errors = (FutureCancelledError, KilledWorker, CommClosedError, OSError)
+    try:
+        from concurrent.futures import CancelledError
+
+        errors += (CancelledError,)
+    except ImportError:  # pragma: no cover
+        pass
+    return errors

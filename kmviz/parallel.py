@@ -41,11 +41,11 @@ import os
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ._cluster import CONNECT_TIMEOUT, WORKER_ENV, WORKER_MALLOC_ENV  # noqa: F401
+from ._cluster import Broadcast, Resident, _lost_data_errors, _nbytes, cut_blocks  # noqa: F401
 
 #: How long a task should run at least (seconds): Dask costs about 1 ms per task.
 TASK_SECONDS = 0.1
@@ -146,64 +146,6 @@ def describe(backend=None, what: str = "Fits") -> str:
     return backend.describe(what)
 
 
-# ----------------------------------------------------------------------------- blocks
-def cut_blocks(weights, n_blocks) -> list[tuple[int, int]]:
-    """Contiguous row ranges ``[(lo, hi), ...]`` with about equal total weight, in order."""
-    w = np.asarray(weights, dtype=np.float64)
-    n = w.shape[0]
-    n_blocks = int(max(1, min(n_blocks, n))) if n else 1
-    if n == 0:
-        return [(0, 0)]
-    cum = np.cumsum(w)
-    total = cum[-1]
-    if total <= 0:
-        bounds = np.linspace(0, n, n_blocks + 1).round().astype(np.int64)
-    else:
-        targets = total * np.arange(1, n_blocks) / n_blocks
-        bounds = np.concatenate(([0], np.searchsorted(cum, targets, side="left") + 1, [n]))
-        # exactly n_blocks non-empty blocks: each bound after the previous one, and room left
-        # for one row per later block
-        for k in range(1, n_blocks):
-            bounds[k] = min(max(bounds[k], bounds[k - 1] + 1), n - (n_blocks - k))
-    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-@dataclass
-class Resident:
-    """Blocks kept on the workers for a whole fit: their futures and this process's copy
-    (to scatter again if a worker holding one dies); a block built by tasks on the workers
-    has no copy here (None): the scheduler computes it again from its lineage."""
-
-    blocks: list
-    futures: list
-    ranges: list = field(default_factory=list)
-    #: per block, the worker its tasks are pinned to (``map_blocks(pin=True)``); None: not
-    #: chosen yet, or to be chosen again after a worker was lost
-    homes: list | None = None
-
-    def __len__(self):
-        return len(self.blocks)
-
-
-@dataclass
-class Broadcast:
-    """An object on every worker (:meth:`DaskBackend.broadcast`) and this process's copy."""
-
-    obj: object
-    future: object
-
-
-def _nbytes(obj) -> int:
-    """Bytes of the arrays in ``obj`` (nested tuples / lists / dicts)."""
-    if isinstance(obj, np.ndarray):
-        return obj.nbytes
-    if isinstance(obj, (tuple, list)):
-        return sum(_nbytes(x) for x in obj)
-    if isinstance(obj, dict):
-        return sum(_nbytes(x) for x in obj.values())
-    return 0
-
-
 def _run_task(fn, block, shared, extra):
     """A task on a worker: one Numba and BLAS thread, then ``fn(block, shared, extra)``."""
     import numba
@@ -232,22 +174,6 @@ def _run_whole_task(fn, task, shared):
             return fn(task, shared)
     finally:
         _local.in_process = False
-
-
-def _lost_data_errors():
-    from distributed.client import FutureCancelledError
-    from distributed.scheduler import KilledWorker
-
-    from distributed.comm.core import CommClosedError
-
-    errors = (FutureCancelledError, KilledWorker, CommClosedError, OSError)
-    try:
-        from concurrent.futures import CancelledError
-
-        errors += (CancelledError,)
-    except ImportError:  # pragma: no cover
-        pass
-    return errors
 
 
 class DaskBackend:
