@@ -84,6 +84,18 @@ def active_backend():
         return _stack[-1] if _stack else _default
 
 
+@contextmanager
+def in_process():
+    """Fits of this thread run in process inside this block, whatever backend is active
+    (a warm-up's small fits: never sent to a cluster another thread is fitting on)."""
+    before = getattr(_local, "in_process", False)
+    _local.in_process = True
+    try:
+        yield
+    finally:
+        _local.in_process = before
+
+
 def make_backend(name="dask", *, client=None, n_blocks=None, task_seconds=TASK_SECONDS):
     """A backend object for ``name`` ("dask", or "numba" / None for in process)."""
     if name in (None, "numba", "inprocess", "in-process"):
@@ -168,12 +180,8 @@ def _run_whole_task(fn, task, shared):
     from ._threads import single_blas_thread
 
     numba.set_num_threads(1)
-    _local.in_process = True
-    try:
-        with single_blas_thread():
-            return fn(task, shared)
-    finally:
-        _local.in_process = False
+    with in_process(), single_blas_thread():
+        return fn(task, shared)
 
 
 class DaskBackend:
@@ -259,11 +267,8 @@ class DaskBackend:
             if key in _warmed:
                 return
             _warmed.add(key)
-        _local.in_process = True    # the warm-up's own fit must run here, not on the cluster
-        try:
+        with in_process():          # the warm-up's own fit must run here, not on the cluster
             fn()
-        finally:
-            _local.in_process = False
 
     # -- data --------------------------------------------------------------------------
     def scatter_blocks(self, blocks, ranges=()) -> Resident:

@@ -31,6 +31,8 @@ import threading
 import time
 from typing import Callable
 
+from ..parallel import in_process
+
 log = logging.getLogger("kmviz.ui")
 
 PENDING, COMPILING, READY, FAILED = "pending", "compiling", "ready", "failed"
@@ -311,7 +313,8 @@ class WarmUp:
                     self._maybe_interrupt()  # asked for another family meanwhile
                 start = time.perf_counter()
                 try:
-                    outcome, message = self._compile(self._modules[name], cancel)
+                    with in_process():      # its small fits never go to a cluster
+                        outcome, message = self._compile(self._modules[name], cancel)
                 except Exception as exc:  # noqa: BLE001 - a fit will then compile (and report) itself
                     log.exception("warm-up of %s failed", name)
                     outcome, message = FAILED, f"{type(exc).__name__}: {exc}"

@@ -418,3 +418,27 @@ def test_while_a_fit_waits_the_last_result_is_headed_as_the_previous_one(
     wait_job(at)
     heads = [s.value for s in at.subheader]
     assert [h for h in heads if h.startswith("Result:") and "OCMF" in h], heads
+
+
+def test_warm_up_compiles_run_in_process_while_a_cluster_backend_is_active():
+    # the server's warm-up loads each family's kernels with small fits; inside `kmviz app
+    # --dask` (or while another thread fits on a cluster) those must not go to the cluster
+    from kmviz import parallel
+
+    seen = []
+
+    def compile(module, cancel):
+        seen.append(parallel.active_backend())
+        return READY, ""
+
+    backend = parallel.DaskBackend.__new__(parallel.DaskBackend)   # no cluster needed
+    with parallel._lock:
+        parallel._stack.append(backend)
+    try:
+        warm = WarmUp([("km", "KM", "mod.km"), ("ocmf", "OCMF", "mod.ocmf")],
+                      compile=compile).start()
+        assert warm.done.wait(WAIT)
+        assert seen == [None, None] and parallel.active_backend() is backend
+    finally:
+        with parallel._lock:
+            parallel._stack.remove(backend)
