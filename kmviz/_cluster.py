@@ -135,8 +135,6 @@ def _nbytes(obj) -> int:
     return 0
 
 
-
-
 def _lost_data_errors():
     from distributed.client import FutureCancelledError
     from distributed.scheduler import KilledWorker

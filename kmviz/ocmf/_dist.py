@@ -23,10 +23,10 @@ worker (``map_blocks(pin=True)``: never moved to an idle worker by the scheduler
 that does not find its state (its worker died and the block moved) answers :data:`LOST`,
 and the client runs that block again with the state rebuilt from its own copy of the
 points' embeddings first: TRON's result is unchanged; gradient descent's moved scores are
-recomputed directly (equal to rounding). Round trips are batched: a value pass also returns the gradient
-rows of its point, so an accepted step costs no further call for its gradient (the Hessian
-diagonal is a call of its own unless ``DistPairs(diag=True)``), and a line search evaluates
-:data:`LINE_SEARCH_BATCH` backtracking trials per call.
+recomputed directly (equal to rounding). Round trips are batched: a value pass also returns
+the gradient rows of its point, so an accepted step costs no further call for its gradient
+(the Hessian diagonal is a call of its own unless ``DistPairs(diag=True)``), and a line
+search evaluates :data:`LINE_SEARCH_BATCH` backtracking trials per call.
 """
 
 from __future__ import annotations
