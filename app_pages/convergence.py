@@ -4,7 +4,9 @@ running fit live, with the mean predictor as a yardstick."""
 import streamlit as st
 
 from kmviz import families
+from kmviz.ui.replay import hold_iteration_axis, replay_traces
 from kmviz.ui.state import init_state
+from kmviz.ui.text import md_escape
 from kmviz.ui.views import (LIVE, collect_finished_job, get_trace, mean_predictor_lines,
                             running_job, trace_picker)
 from kmviz.viz import convergence_figure
@@ -24,6 +26,9 @@ with c1:
 log_y = c2.toggle("log scale", key="conv_log",
                   help="A logarithmic y axis in every panel, for metrics that fall over "
                        "orders of magnitude.")
+replayed_at, whole = None, traces
+if LIVE not in chosen:  # replay: the curves as they stood after an earlier iteration
+    traces, replayed_at = replay_traces(traces, key="conv_replay")
 
 
 @st.fragment(run_every=1.0 if LIVE in chosen and running_job() is not None else None)
@@ -45,8 +50,19 @@ def _panels():
         options = family.figure_options("convergence")
         # the family's headline validation metric too (p@5, NMSE, RMSE ...), where recorded
         metrics += [m for m in family.metrics if m.startswith("validation_")][:1]
-    st.plotly_chart(convergence_figure(shown, metrics=metrics, baselines=baselines,
-                                       log_y=log_y, **options))
+    fig = convergence_figure(shown, metrics=metrics, baselines=baselines, log_y=log_y,
+                             **options)
+    if replayed_at is not None:  # the whole fit drawn faintly behind: the axes hold still
+        fig = hold_iteration_axis(fig, whole, whole_figure=convergence_figure(
+            whole, metrics=metrics, baselines=baselines, log_y=log_y, **options))
+    st.plotly_chart(fig)
+    if replayed_at is not None:
+        st.caption(f"Replaying: the curves up to iteration {replayed_at}.")
+    if family is not None and first is not None:
+        label = next(lab for lab, rid in zip(list(shown), chosen) if rid == first)
+        note = family.convergence_note(shown[label])
+        if note:
+            st.info(md_escape(note), icon=":material/info:")
     if not baselines and first is not None:
         st.caption("No mean-predictor line for this run: its family does not define one "
                    "(or the run's data are not at hand).")

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from kmviz.ui import datasets as ds
+from kmviz.ui.dataformats import format_options_form
 from kmviz.ui.errors import show_described, user_errors
 from kmviz.ui.forms import generator_options_form, reading_options_form, split_form
 from kmviz.ui.state import StateKeys, init_state
@@ -14,43 +15,48 @@ init_state()
 collect_finished_job()
 st.title("Data")
 
-local_dirs = ds.data_dirs()
-sources = ["Built-in", "Upload"] + (["Local path"] if local_dirs else [])
-if st.session_state.get("data_source") not in sources:
-    st.session_state.pop("data_source", None)
-source = st.radio("Source", sources, horizontal=True, key="data_source")
-if not local_dirs:
-    st.caption("Files on the server's disk can be loaded by path once the operator names "
-               "data directories: `kmviz app --data-dir DIR` (or the environment variable "
-               "KMVIZ_DATA_DIRS).")
-# Each Load button loads in its callback, which Streamlit runs before the next script run of
-# whichever page the user is on: a click followed at once by a change of page still loads.
-if source == "Built-in":
-    entries = {e.name: e for e in ds.list_catalogue()}
-    name = st.selectbox("Dataset", list(entries), key=ds.BUILTIN_KEY,
-                        format_func=lambda n: entries[n].title)
-    entry = entries[name]
-    st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
-    generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
-    st.button("Load", key="data_load_builtin", type="primary", on_click=ds.load_clicked,
-              args=("built-in",))
-elif source == "Upload":
-    up = st.file_uploader(
-        f"Ratings file (up to {ds.upload_limit_mb()} MB): MovieLens u.data / ratings.dat "
-        "/ ratings.csv, CSV or TSV triplets, Matrix Market .mtx, or a zip of a MovieLens "
-        "directory", type=ds.UPLOAD_TYPES, key=ds.UPLOAD_KEY)
-    reading_options_form(prefix=ds.UPLOAD_KEY)
-    if up is not None:
-        st.button("Load upload", key="data_load_upload", type="primary",
-                  on_click=ds.load_clicked, args=("upload",))
-else:
-    st.caption("Paths inside " + ", ".join(md_escape(d) for d in local_dirs) +
-               " (the data directories the operator named); a relative path starts "
-               "from the first.")
-    st.text_input("Path of a ratings file, MovieLens directory or zip", key=ds.PATH_KEY)
-    reading_options_form(prefix=ds.PATH_KEY)
-    st.button("Load path", key="data_load_path", type="primary", on_click=ds.load_clicked,
-              args=("path",))
+# the choice of a dataset: hidden in lesson mode (the lesson loads its own)
+with st.container(key="data_choose"):
+    local_dirs = ds.data_dirs()
+    sources = ["Built-in", "Upload"] + (["Local path"] if local_dirs else [])
+    if st.session_state.get("data_source") not in sources:
+        st.session_state.pop("data_source", None)
+    source = st.radio("Source", sources, horizontal=True, key="data_source")
+    if not local_dirs:
+        st.caption("Files on the server's disk can be loaded by path once the operator names "
+                   "data directories: `kmviz app --data-dir DIR` (or the environment variable "
+                   "KMVIZ_DATA_DIRS).")
+    # Each Load button loads in its callback, which Streamlit runs before the next script run of
+    # whichever page the user is on: a click followed at once by a change of page still loads.
+    if source == "Built-in":
+        entries = {e.name: e for e in ds.list_catalogue()}
+        name = st.selectbox("Dataset", list(entries), key=ds.BUILTIN_KEY,
+                            format_func=lambda n: entries[n].title)
+        entry = entries[name]
+        st.caption(f"{entry.description}  \nSource: {entry.source}  \nLicence: {entry.licence}")
+        generator_options_form(ds.entry_defaults(entry), prefix=f"data_{name}")
+        st.button("Load", key="data_load_builtin", type="primary", on_click=ds.load_clicked,
+                  args=("built-in",))
+    elif source == "Upload":
+        up = st.file_uploader(
+            f"Ratings file (up to {ds.upload_limit_mb()} MB): MovieLens u.data / ratings.dat "
+            "/ ratings.csv, CSV or TSV triplets, a basket file (a line of items per user), a "
+            "users x items table, Matrix Market .mtx, or a zip of any", type=ds.UPLOAD_TYPES,
+            key=ds.UPLOAD_KEY)
+        format_options_form(prefix=ds.UPLOAD_KEY)
+        reading_options_form(prefix=ds.UPLOAD_KEY)
+        if up is not None:
+            st.button("Load upload", key="data_load_upload", type="primary",
+                      on_click=ds.load_clicked, args=("upload",))
+    else:
+        st.caption("Paths inside " + ", ".join(md_escape(d) for d in local_dirs) +
+                   " (the data directories the operator named); a relative path starts "
+                   "from the first.")
+        st.text_input("Path of a ratings file, MovieLens directory or zip", key=ds.PATH_KEY)
+        format_options_form(prefix=ds.PATH_KEY)
+        reading_options_form(prefix=ds.PATH_KEY)
+        st.button("Load path", key="data_load_path", type="primary", on_click=ds.load_clicked,
+                  args=("path",))
 outcome = ds.pop_load_outcome()
 if outcome is not None:
     if not outcome["ok"]:

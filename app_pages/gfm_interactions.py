@@ -3,10 +3,9 @@ features' names), the spectrum of M, the first-order weights, and held-out predi
 
 import streamlit as st
 
-from kmviz.gfm.analysis import (first_order_table, held_out_predictions,
-                                interaction_spectrum, interaction_table)
-from kmviz.gfm.figures import predictions_figure, spectrum_figure, weights_figure
+from kmviz.gfm.analysis import interaction_table
 from kmviz.ui.errors import user_errors
+from kmviz.ui.families.gfm import interaction_figures, replayed
 from kmviz.ui.state import init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, require_run
@@ -14,7 +13,7 @@ from kmviz.ui.views import collect_finished_job, require_run
 init_state()
 collect_finished_job("gfm")
 st.title("gFM: what the model learned")
-run = require_run(family="gfm", need_model=True)
+run = replayed(require_run(family="gfm", need_model=True))  # the iteration picked (default: last)
 model, split = run.model, run.split
 st.caption(f"Solver: {getattr(model, 'solver_', 'onepass')}, rank k = {model.rank}, "
            f"{model.n_features_in_:,} features. Ratings enter as factorization-machine rows: "
@@ -26,15 +25,16 @@ for event in run.trace.events:
 
 st.subheader("Predictions on held-out ratings")
 with user_errors("predicting the held-out ratings"):
-    frame, summary = held_out_predictions(model, split)
-    if frame is None:
+    figures = interaction_figures(model, split)
+    summary = figures["summary"]
+    if figures["predictions"] is None:
         st.info("The split has no test or validation part; set one on the Data page.")
     else:
         c = st.columns(3)
         c[0].metric(f"{summary['part']} RMSE", f"{summary['rmse']:.4f}")
         c[1].metric("RMSE of the training mean", f"{summary['mean_rmse']:.4f}")
         c[2].metric("held-out ratings", f"{summary['n']:,}")
-        st.plotly_chart(predictions_figure(frame, mean=summary["mean"]))
+        st.plotly_chart(figures["predictions"])
         st.caption("Each point is a held-out rating: on the dotted diagonal the prediction is "
                    "exact; the dashed line is what predicting the training mean gives. A "
                    "useful model has a lower RMSE than the mean and points along the diagonal.")
@@ -60,11 +60,10 @@ st.caption("The largest |M_ab| of the learned M = (UVᵀ + VUᵀ)/2, in the unit
 
 c1, c2 = st.columns(2)
 with c1:
-    st.plotly_chart(spectrum_figure(interaction_spectrum(model), color="sign",
-                                    title="Eigenvalues of M"))
+    st.plotly_chart(figures["spectrum"])
     st.caption("M has rank at most 2k. Eigenvalues of both signs are allowed (a classic FM "
                "with a PSD factorization has only positive ones).")
 with c2:
-    st.plotly_chart(weights_figure(first_order_table(model, 15)))
+    st.plotly_chart(figures["weights"])
     st.caption("First-order weights w with the largest |w|: a user's or item's bias, or a "
                "side feature's linear effect.")

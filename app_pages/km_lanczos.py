@@ -26,6 +26,12 @@ if outcome.ok:
     c[1].metric("δ of (20)", f"{view['delta']:.3e}")
     c[2].metric("m chosen", view["m_threshold"])
     c[3].metric("largest eigenvalue", f"{view['eigenvalues'].max():.4g}")
+    if view["m_threshold"] <= 1:  # a flat chart: say why, and what shows more
+        st.info(f"Here β₂ is already at or below δ = {view['delta']:.2e}, so Alg. 5 stops at "
+                "m = 1 and the bounds below have little to show. C(u*) is (D + 1) × (D + 1) "
+                f"= {C.shape[0]} × {C.shape[0]}: move a to the right (a smaller δ) or train "
+                "with a larger D to see the bounds tighten over several m.",
+                icon=":material/info:")
     st.plotly_chart(lanczos_bounds_figure(view["diag"], delta=view["delta"],
                                           m_chosen=view["m_threshold"], a=a,
                                           D=C.shape[0] - 1))

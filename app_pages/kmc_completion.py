@@ -7,7 +7,10 @@ import streamlit as st
 
 from kmviz.kmc import analysis as an
 from kmviz.kmc import figures as fg
+from kmviz.kmc.teaching import convergence_note
+from kmviz.ui import page_jobs
 from kmviz.ui.errors import user_errors
+from kmviz.ui.families.kmc import MAPS, cached_results, completion_figures, replayed
 from kmviz.ui.state import init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, require_run, run_metrics
@@ -17,18 +20,27 @@ RESULTS = "kmc_completion_results"  # (kind, run_id) -> result computed on reque
 init_state()
 collect_finished_job("kmc")
 st.title("Kernel MC: the completed matrix")
-run = require_run(family="kmc", need_model=True)
+fitted = require_run(family="kmc", need_model=True)
+run = replayed(fitted)  # the model after the iteration picked (default: the last)
 model, split = run.model, run.split
 results = st.session_state.setdefault(RESULTS, {})
-run_metrics(run)
+replaying = getattr(run, "replay_iteration", None) is not None  # the replay, not the refit
+if not replaying:  # the finished run's numbers; a replayed iteration's are in the table below
+    run_metrics(run)
+rise = convergence_note(fitted.trace.to_frame(), model.method_)  # the whole fit's curve
+if rise:  # it rises before it settles: why (the early replayed estimates overshoot too)
+    st.caption(("Early iterations overshoot" if replaying else "On the Convergence page")
+               + ": " + md_escape(rise))
 kernels = [e["message"] for e in run.trace.events if "kernel:" in str(e.get("message", ""))]
 n_cold_r, n_cold_c = int((~model.known_rows_).sum()), int((~model.known_cols_).sum())
+cold_words = (f"Cold start: **{n_cold_r} rows and {n_cold_c} columns** have no training "
+              "value, so their estimates come from the kernels alone." if n_cold_r + n_cold_c
+              else "Every row and column has training values (no cold start; *Hide and "
+                   "refit* below makes some).")
 st.markdown(
     f"**{model.n_rows_:,} rows × {model.n_cols_:,} columns**, {split.train.n_ratings:,} "
     f"training values ({split.train.n_ratings / (model.n_rows_ * model.n_cols_):.1%} of the "
-    f"matrix). Cold start: **{n_cold_r} rows and {n_cold_c} columns** have no training value, "
-    "so their estimates come from the kernels alone. "
-    + (md_escape("; ".join(kernels)) + "." if kernels else ""))
+    f"matrix). {cold_words} " + (md_escape("; ".join(kernels)) + "." if kernels else ""))
 
 st.subheader("Truth, mask, estimate and error")
 cold = results.get(("cold", run.run_id))
@@ -39,18 +51,13 @@ n_hide = c2.number_input("rows to hide", 0, 50, 8, key="kmc_hide_rows",
                          help="Rows with training values that lose all of them to the test "
                               "part (0: show the run as trained).")
 if c2.button("Hide and refit", key="kmc_cold_refit", icon=":material/ac_unit:"):
-    with user_errors("refitting with hidden rows"), st.spinner("refitting ..."):
-        results[("cold", run.run_id)] = cold = an.cold_start_refit(model, split,
-                                                                   n_rows=int(n_hide))
-shown_model, shown_split = (cold[0], cold[1]) if cold and n_hide else (model, split)
-
-
-def cached(kind, compute):
-    """A result for the shown model, computed once per model (big data: seconds each)."""
-    key = (kind, run.run_id, id(shown_model))
-    if key not in results:
-        results[key] = compute()
-    return results[key]
+    page_jobs.start("kmc_cold", lambda progress, rid=run.run_id, n=int(n_hide): (
+        rid, an.cold_start_refit(model, split, n_rows=n)), what="refitting with hidden rows")
+if (done := page_jobs.result("kmc_cold")) is not None and done[0] == run.run_id:
+    results[("cold", run.run_id)] = cold = done[1]
+shown_model, shown_split = ((cold[0], cold[1]) if cold and n_hide and not replaying
+                            else (model, split))
+cached = cached_results(results, run, shown_model, model)  # once per model shown
 
 
 if shown_model is not model:
@@ -58,18 +65,18 @@ if shown_model is not model:
             + md_escape(", ".join(shown_split.train.user_label(int(u)) for u in cold[2]))
             + ". Set 0 rows to see the run as trained.", icon=":material/ac_unit:")
 with user_errors("drawing the maps") as outcome:
-    view = cached("view", lambda: an.completion_view(shown_model, shown_split))
+    drawn = cached("view", lambda: completion_figures(shown_model, shown_split))
 if outcome.ok:
+    view = drawn["view"]
     st.caption("Rows are the matrix's rows (users, countries), columns its columns (items, "
                "years). **Truth** holds every value the data knows, **mask** says which part "
                "each one is in (only *train* was seen by the model), **estimate** is the "
                "completed matrix F̂ and **error** is estimate − truth where the truth is "
                "known. Rows and columns with ❄ and a teal frame had no training value (cold "
                "start). " + md_escape(view.note))
-    for pair in (("truth", "mask"), ("estimate", "error")):
-        cols = st.columns(2)
-        for col, which in zip(cols, pair):
-            col.plotly_chart(fg.completion_map_figure(view, which), key=f"kmc_map_{which}")
+    for pair in (MAPS[:2], MAPS[2:]):
+        for col, which in zip(st.columns(2), pair):
+            col.plotly_chart(drawn["maps"][which], key=f"kmc_map_{which}")
 
 st.subheader("Errors: warm and cold-start entries")
 with user_errors("computing the errors") as outcome:
@@ -101,14 +108,13 @@ methods = st.multiselect("methods", list(an.CURVE_METHODS), default=list(an.CURV
                               "thesis's alternatives; the slow ones are left out by "
                               "default).")
 if st.button("Compute the curves", key="kmc_curve", icon=":material/query_stats:",
-             disabled=not methods):
-    bar = st.progress(0.0, text="fitting ...")
-    with user_errors("computing the curves"):
-        results[("curve", run.run_id)] = an.fraction_observed_curve(
-            model, split, methods=tuple(methods),
-            progress=lambda done, total, msg: bar.progress(done / total,
-                                                           text=f"{done}/{total}: {msg}"))
-        bar.empty()
+             disabled=not methods or page_jobs.running("kmc_curves")):
+    page_jobs.start("kmc_curves", lambda progress, rid=run.run_id: (
+        rid, an.fraction_observed_curve(model, split, methods=tuple(methods), progress=(
+            lambda done, total, msg: progress(done, total, f"{done}/{total}: {msg}")))),
+        what="computing the curves")
+if (done := page_jobs.result("kmc_curves")) is not None and done[0] == run.run_id:
+    results[("curve", run.run_id)] = done[1]
 curve = results.get(("curve", run.run_id))
 if curve is not None:
     frame, note = curve

@@ -1,21 +1,22 @@
-"""Runs: every saved run as a sortable table; name and note, compare, export, re-run, delete."""
+"""Runs: every saved run as a sortable table (filtered, settings beside metrics); import; name
+and note, compare, export, re-run, delete."""
 
 import streamlit as st
 
 from kmviz import families
 from kmviz.runs import OpenedRun, RunStore, open_run
 from kmviz.ui import runs as ru
+from kmviz.ui import runs_page as rp
 from kmviz.ui.datasets import restore_run_data
 from kmviz.ui.errors import user_errors
-from kmviz.ui.state import (NOT_YOURS, StateKeys, forget_run, init_state, manage_owner, owns,
-                            session_runs, shared_runs)
-from kmviz.ui.text import md_escape
+from kmviz.ui.state import NOT_YOURS, StateKeys, init_state, owns, shared_runs
 from kmviz.ui.views import TRAIN_PAGE, collect_finished_job, get_trace, saved_runs_frame
 from kmviz.viz import convergence_figure, phase_time_figure
 
 init_state()
 collect_finished_job()
 st.title("Runs")
+rp.import_panel()
 df = saved_runs_frame()
 if df.empty:
     st.info("No saved runs yet. Every training run is saved here when it ends, from the app "
@@ -23,40 +24,31 @@ if df.empty:
     st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
     st.stop()
 
-st.caption(f"{len(df)} run(s), newest first; click a column header to sort. Runs saved by "
-           "the app and by the command line (`kmviz runs list`) are the same runs." + (
+shown = rp.filters(df)
+if shown.empty:
+    st.info("No run matches these filters; clear one to see more.")
+    st.stop()
+st.caption(f"{len(shown)} of {len(df)} run(s), newest first; click a column header to sort. "
+           "The settings that differ among the runs shown are columns. Runs saved by the app "
+           "and by the command line (`kmviz runs list`) are the same runs." + (
                "" if shared_runs() else " Runs made by other sessions are read-only here."))
-parts = ru.family_tables(df)  # one table per family: each shows its own metrics
+parts = ru.family_tables(shown)  # one table per family: each shows its own metrics
 for tab, (_, part) in zip(st.tabs([t for t, _ in parts]) if len(parts) > 1 else [st],
                           parts):
     tab.dataframe(ru.table(part), hide_index=True, column_config=ru.table_config(part))
 
-labels = dict(zip(df["run_id"], df["label"] + " · " + df["run_id"].str[-8:]))
-ids = list(labels)
+labels = dict(zip(shown["run_id"], shown["label"] + " · " + shown["run_id"].str[-8:]))
 
 # ------------------------------------------------------------------------ one run
 st.subheader("One run")
-rid = st.selectbox("Run", ids, format_func=labels.get, key="runs_one")
-row = df.set_index("run_id").loc[rid]
+rid = rp.pick_one(shown, labels)
+row = shown.set_index("run_id").loc[rid]
 mine = False
 with user_errors("reading the run"):
     mine = owns(RunStore().load_meta(rid))
 if not mine:
     st.info(NOT_YOURS, icon=":material/lock:")
-with st.form("runs_edit"):
-    c1, c2 = st.columns([1, 2])
-    new_label = c1.text_input("Name", value=row["label"], max_chars=200, disabled=not mine)
-    new_note = c2.text_area("Note", value=row.get("note") or "", max_chars=5000, height=80,
-                            placeholder="What was this run for? What did you learn?",
-                            disabled=not mine)
-    if st.form_submit_button("Save name and note", icon=":material/edit:", disabled=not mine):
-        with user_errors("renaming the run") as outcome:
-            RunStore().update(rid, label=new_label, note=new_note, owner=manage_owner())
-        if outcome.ok:
-            if rid in session_runs():
-                session_runs()[rid].label = " ".join(new_label.split())
-            st.toast("Saved.")
-            st.rerun()
+rp.edit_form(rid, row, mine)
 
 with user_errors("reading the run"):
     run = RunStore().load(rid)
@@ -95,38 +87,17 @@ with user_errors("reading the run"):
         st.session_state[StateKeys.RERUN_CONFIG] = (run.family, params)
         st.session_state[StateKeys.NOTICE] = note
         st.switch_page(TRAIN_PAGE)
-    if c2.button("Delete this run ...", key="runs_delete", icon=":material/delete:",
-                 disabled=not mine, help=None if mine else "Only its owner can delete it."):
-        st.session_state["runs_confirm_delete"] = rid
-    if st.session_state.get("runs_confirm_delete") == rid:
-        st.warning(f"Delete the run **{md_escape(run.label)}** ({rid}) for good? Its trace, "
-                   "model and saved data are removed; this cannot be undone.",
-                   icon=":material/warning:")
-        d1, d2 = st.columns(2)
-        if d1.button(f"Yes, delete {md_escape(run.label[:40])}", key="runs_delete_yes",
-                     type="primary"):
-            with user_errors("deleting the run") as outcome:
-                RunStore().delete(rid, owner=manage_owner())
-            st.session_state["runs_confirm_delete"] = None
-            if outcome.ok:
-                forget_run(rid)
-                st.session_state.pop("runs_one", None)
-                st.session_state.pop("runs_selected", None)
-                st.toast(f"Deleted run {md_escape(run.label[:60])} ({rid}).")
-                st.rerun()
-        if d2.button("Cancel", key="runs_delete_no"):
-            st.session_state["runs_confirm_delete"] = None
-            st.rerun()
+    rp.delete_controls(rid, run.label, mine, c2)
+
+rp.across_runs(shown, rid)  # parallel coordinates, scatter, seed bands
 
 # ------------------------------------------------------------------------ compare
 st.subheader("Compare runs")
-if st.session_state.get("runs_selected"):
-    st.session_state["runs_selected"] = [r for r in st.session_state["runs_selected"]
-                                         if r in labels]
-chosen = st.multiselect("Runs to compare", ids, default=ids[:2], format_func=labels.get,
-                        key="runs_selected")
+chosen = rp.pick_compare(shown, labels, rid)
 if chosen:
-    table, differ, datasets_differ = ru.compare(df, chosen)
+    every = st.toggle("Every setting", key="runs_compare_all",
+                      help="Off: only the settings that differ between the runs compared.")
+    table, differ, datasets_differ = ru.compare(df, chosen, all_settings=every)
     if datasets_differ:
         st.warning("These runs were trained on different datasets (their fingerprints "
                    "differ): their metrics are not measured on the same ratings, so the "
@@ -137,7 +108,10 @@ if chosen:
     fams = {df.set_index("run_id").loc[r, "family"] for r in chosen}
     one = families.get(next(iter(fams))) if len(fams) == 1 and (
         next(iter(fams)) in families.names()) else None
-    traces = {labels[r]: get_trace(r) for r in chosen}
+    by_id = {r: get_trace(r) for r in chosen}
+    if len(chosen) > 1:
+        rp.why_one_beat_another(df, chosen, by_id)
+    traces = {labels[r]: by_id[r] for r in chosen}
     st.plotly_chart(convergence_figure(
         traces, **(one.figure_options("convergence") if one else {})))
     st.dataframe(table)

@@ -4,9 +4,9 @@ scores from its features alone, and what each tower layer does to one entity."""
 import streamlit as st
 
 from kmviz.similarity import analysis as an
-from kmviz.similarity.figures import (cold_scores_figure, embedding_figure,
-                                      tower_layers_figure)
+from kmviz.similarity.figures import cold_scores_figure, tower_layers_figure
 from kmviz.ui.errors import user_errors
+from kmviz.ui.families.similarity import embedding_map, no_towers_note, replayed
 from kmviz.ui.state import init_state
 from kmviz.ui.text import md_escape
 from kmviz.ui.views import collect_finished_job, require_run
@@ -14,7 +14,7 @@ from kmviz.ui.views import collect_finished_job, require_run
 init_state()
 collect_finished_job("similarity")
 st.title("Embeddings: what the towers learned")
-run = require_run(family="similarity", need_model=True)
+run = replayed(require_run(family="similarity", need_model=True))  # default: the last iteration
 model, train = run.model, run.split.train
 has_towers = getattr(model, "item_tower_", None) is not None
 
@@ -27,12 +27,8 @@ colour = c[1].selectbox("colour by", an.colour_options(train, side),
                         help="A side feature (genre: the first one listed; years by "
                              "decade; ages by the MovieLens age groups) or how many "
                              "training positives the row has.")
-label = train.item_label if side == "items" else train.user_label
 with user_errors("drawing the embeddings"):
-    xy, ratio = an.embedding_pca(model, side)
-    labels = an.side_labels(train, side, colour, counts=an.positives_per(model, side))
-    st.plotly_chart(embedding_figure(xy, labels, [label(i) for i in range(xy.shape[0])],
-                                     ratio=ratio), key="similarity_emb_pca")
+    st.plotly_chart(embedding_map(model, train, side, colour), key="similarity_emb_pca")
 st.caption("Each dot is one row's k-dimensional embedding projected on its first two "
            "principal components. Rows the model treats alike sit together; a colour that "
            "forms regions is a side feature the embeddings reflect.")
@@ -55,8 +51,7 @@ st.caption("By the cosine of the item embeddings q_j: items whose scores for eve
 
 st.subheader("The same item, scored from its features alone")
 if not has_towers:
-    st.info("This run was opened from the run store, which keeps the embeddings but not "
-            "the towers; train it again to score from features and look inside the towers.")
+    st.info(no_towers_note(run))
 elif an.cold_scoring_problem(model):
     st.info(md_escape("No cold scores: " + an.cold_scoring_problem(model)))
 else:

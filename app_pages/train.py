@@ -12,7 +12,8 @@ import streamlit as st
 from kmviz import families
 from kmviz.ui.forms import defaults_panel, params_form
 from kmviz.ui.pages import link_target
-from kmviz.ui.state import StateKeys, active_run, init_state
+from kmviz.ui.state import StateKeys, active_run, init_state, session_runs
+from kmviz.ui.sweep import sweep_panel
 from kmviz.ui.text import md_escape
 from kmviz.ui.training import (cluster_caption, fit_warnings, load_notice, request_training,
                                 start_requested_job, warm_up)
@@ -64,21 +65,37 @@ start_requested_job()
 job = st.session_state.get(StateKeys.JOB)
 if job is None or job.done:
     kernels_notice(name)
-progress_panel()
+if job is None or job.family == name:  # the status of this family's fit, not another's
+    progress_panel()
+elif not job.done:
+    st.info(f"A {md_escape(families.get(job.family).title)} fit is running: pick that family "
+            "above to follow it or stop it.", icon=":material/hourglass_top:")
 params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
                         on_submit=request_training)
+sweep_panel(family, params, ratings, split, spec)  # the Sweep expander (kmviz/ui/sweep.py)
 
+# the result of this family's newest run on the data loaded now: a run on other data is
+# named, not shown as this page's result (its figures would not describe this data)
+here = ratings.fingerprint()
 run = active_run()
+if run is None or run.family != name or run.fingerprint != here:
+    mine = [r for r in session_runs().values() if r.family == name]
+    same = [r for r in mine if r.fingerprint == here]
+    run = max(same, key=lambda r: r.created) if same else None
+    if run is None and mine and (job is None or job.done):
+        other = max(mine, key=lambda r: r.created)
+        st.caption(f"Your last {md_escape(family.short or family.title)} run, "
+                   f"{md_escape(other.label)}, was on {md_escape(other.dataset_name)}, not "
+                   "on the data loaded now: it stays on the Runs and Explore pages.")
 if run is not None:
-    if job is not None and not job.done:  # the page reruns when the fit ends
+    if job is not None and not job.done and job.family == name:  # reruns when it ends
         st.subheader(f"Previous result: {md_escape(run.label)}")
         st.caption("The fit above is still running; its result replaces this one when it "
                    "ends.")
     else:
         st.subheader(f"Result: {md_escape(run.label)}")
     st.caption(f"Trained on **{md_escape(run.dataset_name)}** (fingerprint "
-               f"`{run.fingerprint}`)" + ("" if run.fingerprint == ratings.fingerprint() else
-                                           "; the session's data has changed since."))
+               f"`{run.fingerprint}`)")
     run_metrics(run)
     fit_warnings(run)
     fam = families.get(run.family)

@@ -21,8 +21,26 @@ import numpy as np
 ML100K_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "ml-100k"
 
 
+#: What ``--json PATH`` writes at the end of a run: the title, the command, every table
+#: printed through :func:`table` (columns and rows), the elapsed time and the load.
+_RUN = {"json": None, "title": "", "tables": []}
+
+
+class _Parser(argparse.ArgumentParser):
+    """The benches' parser: every bench gets ``--json PATH`` (its tables as JSON beside the
+    Markdown it prints)."""
+
+    def parse_args(self, *a, **kw):
+        args = super().parse_args(*a, **kw)
+        _RUN["json"] = getattr(args, "json", None)
+        return args
+
+
 def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
+    p = _Parser(description=description)
+    p.add_argument("--json", metavar="PATH",
+                   help="also write every table of the run to PATH as JSON (with the "
+                        "command, the machine's load and the elapsed time)")
     p.add_argument("--ml100k", default=os.environ.get("KMVIZ_ML100K", str(ML100K_DEFAULT)),
                    help="MovieLens 100K directory (never shipped with kmviz; "
                         "default ../shared/datasets/ml-100k or $KMVIZ_ML100K)")
@@ -36,6 +54,8 @@ def header(title: str) -> None:
     import numba
 
     cmd = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    _RUN.update(title=title, command=cmd, load_at_start=load_avg(),
+                date=time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()))
     print(f"# {title}\n")
     print(f"command: `{cmd}`  ")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, numba {numba.__version__}, "
@@ -50,6 +70,8 @@ def table(rows: list[dict], columns: list[str] | None = None, floatfmt: str = "{
     if not rows:
         return "(no rows)\n"
     columns = columns or list(dict.fromkeys(k for r in rows for k in r))
+    _RUN["tables"].append({"columns": list(columns),
+                           "rows": [{c: _json_value(r.get(c)) for c in columns} for r in rows]})
 
     def fmt(v):
         if v is None:
@@ -109,10 +131,30 @@ def load_avg() -> str:
         return "n/a"
 
 
+def _json_value(v):
+    """A table cell as JSON: numbers as numbers (NaN as null), anything else as text."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else None
+    return str(v)
+
+
 def footer(t_start: float) -> None:
-    """Closing line: elapsed seconds and the load average at the end."""
-    print(f"\n_finished in {time.perf_counter() - t_start:.0f} s; load average at end: "
-          f"{load_avg()}_")
+    """Closing line: elapsed seconds and the load average at the end; with ``--json PATH``
+    the run's tables are written there too."""
+    elapsed = time.perf_counter() - t_start
+    print(f"\n_finished in {elapsed:.0f} s; load average at end: {load_avg()}_")
+    if _RUN["json"]:
+        import json
+
+        out = {k: _RUN.get(k) for k in ("title", "command", "date", "load_at_start")}
+        out.update(tables=_RUN["tables"], elapsed_s=round(elapsed, 3),
+                   load_at_end=load_avg())
+        Path(_RUN["json"]).write_text(json.dumps(out, indent=1) + "\n")
+        print(f"(tables written to {_RUN['json']})")
 
 
 def fmt_s(x) -> str:
@@ -127,7 +169,7 @@ def warmup(method: str = "fast", evd: str = "exact", D: int = 4) -> None:
     first timed call does not pay for it."""
     from kmviz.data.synthetic import km_toy
     from kmviz.km import KolmogorovModel
-    from kmviz.km.bqp import solve_bqp_batch
+    from kmviz.km.solvers import solve_bqp_batch
 
     S, v = d1_instances(n_users=5, n_items=4, D=D, rng=0)
     kw = {} if method in ("sdr", "bfgs", "exact", "bnb") else {"evd": evd}
@@ -192,7 +234,7 @@ def _context():
         import multiprocessing as mp
 
         _CTX = mp.get_context("forkserver")
-        _CTX.set_forkserver_preload(["numpy", "kmviz.km", "kmviz.km.bqp", "kmviz.km.baselines",
+        _CTX.set_forkserver_preload(["numpy", "kmviz.km", "kmviz.km.solvers", "kmviz.km.baselines",
                                      "kmviz.data", "kmviz.metrics"])
     return _CTX
 

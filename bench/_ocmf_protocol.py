@@ -1,4 +1,4 @@
-"""The tune-refit-test protocol that bench/ocmf_sparse.py and bench/ocmf_cold.py share (issue 10).
+"""The tune-refit-test protocol that bench/ocmf/ocmf_sparse.py and bench/ocmf/ocmf_cold.py share (issue 10).
 
 Every method is tuned on a validation split carved out of the training part, refitted on the
 whole training part with the chosen setting and scored on test; the whole protocol (split,
@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 from _common import footer, header, load_ml100k, table
-from ocmf_ml100k import als_fit, bpr_fit, feature_inputs, lightfm_fit, lightfm_scores
+from _peers import als_fit, bpr_fit, feature_inputs, lightfm_fit, lightfm_scores
 
 #: the method every summary row compares against
 OURS = "OCMF"

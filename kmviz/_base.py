@@ -227,7 +227,8 @@ class IterativeEstimator(BaseEstimator):
         learned so far is kept, ``trace_.stop_reason == "callback"`` and the trace holds the
         event "stopped by the user". ``validation`` (held-out data in the same index space)
         adds ``validation_<metric>`` to every row. ``trace_.stop_message`` says in words why
-        the fit ended.
+        the fit ended. Inside :func:`kmviz.history.recording`, the fitted arrays of every
+        iteration are kept (within a budget) in that history, also set as ``history_``.
         """
         import math
         import warnings
@@ -238,8 +239,12 @@ class IterativeEstimator(BaseEstimator):
 
         from ._memory import check_fit_memory
 
+        from .history import active_history
+
         params = self._validate_params()
         check_fit_memory(self, params, data, inputs)  # refuses before anything is allocated
+        history = active_history()  # kmviz.history.recording(...): keep every iteration's arrays
+        self.__dict__.pop("history_", None)
         state = self._fit_start(data, params, validation=validation, **inputs)
         trace = Trace(solver=self._solver_name(params, state), params=json_safe(self.get_params()))
         self.trace_ = trace
@@ -273,6 +278,10 @@ class IterativeEstimator(BaseEstimator):
                     for name, value in self._trace_metrics(state, validation).items():
                         values[f"validation_{name}"] = value
                 row = trace.record(**values)
+                if history is not None:  # published after the row: as the fit's end does
+                    self._fit_publish(state, it, trace)
+                    history.record(it, self)
+                    self.history_ = history
                 decrease = (prev - obj) / max(abs(prev), 1e-300) if math.isfinite(prev) \
                     else math.inf
                 prev = obj
@@ -312,6 +321,35 @@ class IterativeEstimator(BaseEstimator):
                 f"{policy.budget} or tol.", ConvergenceWarning, stacklevel=2)
         self._fit_finish(state, trace, validation)
         return self
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path, *, split=None, dataset=None):
+        """Write the fitted model to one file in the run format (a zip of ``meta.json``,
+        ``trace.json``, ``arrays.npz``; nothing pickled): :func:`kmviz.runs.save_model_file`.
+
+        Pass the ``split`` (or at least the training ratings as ``dataset``) to keep the
+        training data with the model, so :meth:`load` can rebuild everything; without it
+        the file holds the learned arrays, the scale and the parameters only. Returns the
+        path written.
+        """
+        from .runs import save_model_file
+
+        return save_model_file(path, self, split=split, dataset=dataset)
+
+    @classmethod
+    def load(cls, path):
+        """Read a model written by :meth:`save` (or an older kmviz's model file, through
+        the family's ``_open_legacy_model_file``); RunStoreError if the file holds another
+        family's model or is not a model file."""
+        from .exceptions import RunStoreError
+        from .runs import load_model_file
+
+        model, _split = load_model_file(path)
+        if not isinstance(model, cls):
+            raise RunStoreError(f"{path}: holds a {type(model).__name__}, not a "
+                                f"{cls.__name__}; open it with {type(model).__name__}.load or "
+                                "kmviz.runs.load_model_file.")
+        return model
 
     def _check_fitted(self, attribute="trace_"):
         from .exceptions import NotFittedError

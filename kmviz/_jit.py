@@ -8,17 +8,50 @@ constants, so they are left out on purpose.
 a ``parallel=True`` kernel costs several times its serial twin, because Numba compiles the
 loop body (with every kernel it calls linked in) once more as a gufunc: for one family's
 default batch kernel that was 17.7 of the 52.5 CPU seconds of a first fit
-(``bench/first_fit.py``).
+(``bench/app/first_fit.py``).
 Kernels whose rows are many small independent problems use ``run_rows``; ``PJIT`` stays for
 loops whose body is a few lines.
+
+``parallel_and_serial`` compiles one loop written once (``for i in prange(...)``) twice, with
+``parallel=True`` and without (where ``prange`` is ``range``), for callers that pick the
+threaded loop only above a size: no hand-written twin to keep in step.
 """
 
 from __future__ import annotations
 
 import threading
+import types
 
 JIT = dict(cache=True, nogil=True, fastmath={"reassoc", "contract", "arcp"})
 PJIT = dict(JIT, parallel=True)
+
+
+
+def _renamed(func, suffix: str):
+    """A copy of ``func`` named ``<name>_<suffix>``: Numba's disk cache keys a function by its
+    file, qualified name and line, not by its options, so two compilations of one function
+    with different ``parallel`` would load each other's machine code (numba issue 6845)."""
+    copy = types.FunctionType(func.__code__, func.__globals__, f"{func.__name__}_{suffix}",
+                              func.__defaults__, func.__closure__)
+    copy.__qualname__ = f"{func.__qualname__}_{suffix}"
+    copy.__module__ = func.__module__
+    copy.__doc__ = func.__doc__
+    copy.__kwdefaults__ = func.__kwdefaults__
+    return copy
+
+
+def parallel_and_serial(func, options: dict = JIT):
+    """``(parallel, serial)``: ``func`` compiled with ``options`` and ``parallel=True``, and
+    with ``options`` and ``parallel=False``. Write its loop over independent rows with
+    ``prange``; the serial one runs it as ``range``. Both are cached on disk under names of
+    their own (``<name>_parallel``, ``<name>_serial``). Results are the same bit for bit when
+    every iteration writes only its own outputs (no reduction across iterations)."""
+    from numba import njit
+
+    parallel = njit(**{**options, "parallel": True})(_renamed(func, "parallel"))
+    serial = njit(**{**options, "parallel": False})(_renamed(func, "serial"))
+    return parallel, serial
+
 
 #: Blocks per thread: later blocks go to whichever thread is free (rows differ in cost).
 BLOCKS_PER_THREAD = 4

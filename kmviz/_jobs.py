@@ -7,6 +7,12 @@ A job subclasses :class:`BackgroundJob`, sets its status in ``__init__`` and wri
 next check of :attr:`~BackgroundJob.stop_event`. A job given a ``gate`` (a served app's
 fit queue, :func:`kmviz.ui.scheduler.gate`) runs its work inside ``with self._turn()``: it
 waits there, status "queued", until the gate lets it in.
+
+Long loops inside a fit (a solver's inner steps, CG, line searches, refits) ask
+:func:`stop_requested` at a bounded interval: it is true once the stop flag of the job
+running in the calling thread is set (a :class:`BackgroundJob` registers its flag for its
+thread), or of any :func:`stop_when` block around the call. So Stop ends the work within
+one inner step, not after an outer iteration that may take minutes.
 """
 
 from __future__ import annotations
@@ -19,6 +25,38 @@ from typing import Callable
 #: The statuses after which a job's thread has nothing left to do.
 FINISHED = ("done", "stopped", "failed")
 
+_flags = threading.local()  # .stack: the stop flags registered in this thread
+
+
+def _is_set(flag) -> bool:
+    return flag.is_set() if hasattr(flag, "is_set") else bool(flag())
+
+
+def stop_requested() -> bool:
+    """Whether the work running in this thread was asked to stop: a flag registered by
+    :func:`stop_when` (or the thread's :class:`BackgroundJob`) is set. Cheap (an
+    attribute look-up and an ``Event.is_set``): call it every inner step."""
+    return any(_is_set(flag) for flag in getattr(_flags, "stack", ()))
+
+
+@contextmanager
+def stop_when(flag):
+    """Inside the block, :func:`stop_requested` in this thread is true once ``flag`` (a
+    ``threading.Event``, or a callable returning true to stop) is set; blocks nest. From
+    Python: run a fit in a thread inside ``with stop_when(event):`` and set the event to
+    end it within one inner step (the fit then ends as if its callback said stop)."""
+    if flag is None:
+        yield
+        return
+    stack = getattr(_flags, "stack", None)
+    if stack is None:
+        stack = _flags.stack = []
+    stack.append(flag)
+    try:
+        yield
+    finally:
+        stack.remove(flag)
+
 
 class BackgroundJob:
     """A thread running ``self._run``, its stop flag and the lock around its status."""
@@ -30,7 +68,15 @@ class BackgroundJob:
         self._gate = gate
         self._status = "queued" if gate is not None and status == "running" else status
         self._started = time.time()
-        self.thread = threading.Thread(target=self._run, name=thread_name, daemon=True)
+        self.thread = threading.Thread(target=self._run_until_stopped, name=thread_name,
+                                       daemon=True)
+        on_create = getattr(gate, "on_create", None)
+        if on_create is not None:  # the gate's owner of the job (a served app's browser)
+            on_create(self)
+
+    def _run_until_stopped(self) -> None:
+        with stop_when(self.stop_event):  # inner loops of the work see Stop at once
+            self._run()
 
     def start(self):
         """Start the thread; returns the job."""

@@ -184,3 +184,50 @@ def check_fit_memory(estimator, params: dict, data, inputs: dict | None = None) 
         f"Fix: lower the settings in that part, or use a smaller dataset; to allow more, "
         f"call kmviz.set_memory_limit(...) or set {ENV_VAR} (kmviz app --max-fit-memory).",
         needed=needed, limit=limit, parts=parts)
+
+
+
+#: Environment variable: the memory a data load or a generator may use (bytes, or with a
+#: suffix such as ``4G``); the per-fit limit does not apply to loading data.
+LOAD_ENV_VAR = "KMVIZ_MAX_LOAD_BYTES"
+
+
+def load_memory_limit() -> tuple[int, str]:
+    """(bytes a data load or generator may use, where the limit comes from): the limit of
+    :func:`set_memory_limit` if one is set, else ``$KMVIZ_MAX_LOAD_BYTES``, else
+    :data:`DEFAULT_FRACTION` of the memory available now."""
+    if _limit is not None:
+        return _limit, "set by kmviz.set_memory_limit"
+    env = os.environ.get(LOAD_ENV_VAR, "").strip()
+    if env:
+        try:
+            return parse_bytes(env), f"set by {LOAD_ENV_VAR}={env}"
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{LOAD_ENV_VAR}: {exc}") from None
+    avail = available_memory()
+    if avail <= 0:
+        return 1 << 62, "no limit (available memory unknown)"
+    return int(avail * DEFAULT_FRACTION), \
+        f"{DEFAULT_FRACTION:.0%} of the {format_bytes(avail)} available"
+
+
+def check_allocation(what: str, parts: dict, *, fix: str, per_fit: bool = False) -> int:
+    """Refuse work other than a fit (a generator, a file load) whose memory, estimated as
+    ``parts`` (what -> bytes) before anything is allocated, passes
+    :func:`load_memory_limit` (``per_fit``: :func:`fit_memory_limit`, for work made of
+    fits, such as stability refits). Raises :class:`FitTooLargeError` (a ``ValueError`` and a
+    ``MemoryError``) whose message names ``what``, the estimate, the limit and ``fix``;
+    returns the estimate in bytes."""
+    parts = {str(k): max(0, int(v)) for k, v in parts.items()}
+    needed = sum(parts.values()) + OVERHEAD_BYTES
+    limit, source = fit_memory_limit() if per_fit else load_memory_limit()
+    if needed <= limit:
+        return needed
+    largest = max(parts, key=parts.get) if parts else "work arrays"
+    env = ENV_VAR if per_fit else LOAD_ENV_VAR
+    raise FitTooLargeError(
+        f"{what} would need about {format_bytes(needed)} of memory, more than the limit of "
+        f"{format_bytes(limit)} ({source}); the largest part: {largest}, "
+        f"{format_bytes(parts.get(largest, 0))}. Fix: {fix}; to allow more, call "
+        f"kmviz.set_memory_limit(...) or set {env}.", needed=needed, limit=limit,
+        parts=parts)

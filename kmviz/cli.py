@@ -3,11 +3,13 @@
 ::
 
     kmviz data list
-    kmviz data describe SOURCE [--option key=value ...]
+    kmviz data describe SOURCE [--format FORMAT] [--option key=value ...]
     kmviz train FAMILY --data SOURCE [--set name=value ...] [--save]
     kmviz train FAMILY --data SOURCE [--<setting> VALUE ...] [--iters N] [--save]
     kmviz train FAMILY --data SOURCE --dask ADDRESS|local:N     (fit on a Dask cluster)
-    kmviz runs list | show RUN | export RUN --out DEST | delete RUN [--yes]     [--dir DIR]
+    kmviz sweep FAMILY --data SOURCE --grid NAME=V1,V2 [--seeds N] [--random N] [--save]
+    kmviz runs list [--family F] | show RUN | export RUN --out DEST | import FILE.zip
+               | delete RUN [--yes]                                          [--dir DIR]
     kmviz app [--port N] [--host HOST] [--data-dir DIR ...] [--shared-runs] [--dask ADDRESS]
               [--max-fits N]
               [-- streamlit args]
@@ -28,19 +30,34 @@ import argparse
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
-#: ``--split`` choices: kmviz.data.ratings.SPLIT_KINDS, spelled out so that ``--help`` does
-#: not import the data layer (tests/test_cli.py keeps the two equal).
-SPLIT_CHOICES = ("random", "user", "cold_users", "cold_items")
+from ._cli_common import (  # noqa: F401 - re-exported: kmviz.cli.<name> keeps working
+    EXIT_OK,
+    EXIT_USAGE,
+    EXIT_INTERRUPTED,
+    SPLIT_CHOICES,
+    UserError,
+    _Parser,
+    _cell,
+    _table,
+    MIN_TABLE_WIDTH,
+    _terminal_width,
+    _compact_runs,
+    _pairs,
+    _parse_options,
+    _load,
+    cli_owner,
+    _store,
+    _train_example,
+    _positive_int,
+    _fraction,
+)
+
 #: Environment variables `kmviz app` hands to the app (read in kmviz.ui).
 DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
 SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
@@ -49,111 +66,7 @@ DASK_ENV = "KMVIZ_DASK"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-class UserError(Exception):
-    """A mistake in the command line or its inputs; reported as ``error: ...``, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one ``error:`` line instead of usage + message."""
-
-    def error(self, message):
-        raise UserError(f"{message} (see `{self.prog} --help`)")
-
-
 # ------------------------------------------------------------------------------ formatting
-def _cell(value, width=None, digits=4) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        text = "-"
-    elif isinstance(value, bool):
-        text = "yes" if value else "no"
-    elif isinstance(value, float):
-        text = f"{value:.{digits}g}"
-    else:
-        text = str(value)
-    text = " ".join(text.split())  # one line per row, whatever the value holds
-    if width is not None and len(text) > width:
-        text = text[: width - 3] + "..."
-    return text
-
-
-def _table(rows: list[list], header: list[str], *, max_width: int = 48) -> str:
-    """A plain left-aligned text table; cells longer than ``max_width`` are shortened."""
-    cells = [[_cell(v, max_width) for v in row] for row in rows]
-    widths = [max([len(h)] + [len(r[j]) for r in cells]) for j, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    return "\n".join(lines)
-
-
-#: The narrowest table ``kmviz runs list`` makes, whatever the terminal says.
-MIN_TABLE_WIDTH = 60
-
-
-def _terminal_width() -> int | None:
-    """The width a table must fit: ``$COLUMNS`` when set, else the terminal's when the
-    output is one; None (no limit) when the output goes to a file or a pipe."""
-    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
-        return None
-    return max(MIN_TABLE_WIDTH, shutil.get_terminal_size((100, 24)).columns)
-
-
-def _compact_runs(df, metric_cols, families, width: int) -> tuple[str, list[str]]:
-    """``kmviz runs list`` for a terminal narrower than the whole table: run id (never
-    cut), date and time, family, name, iterations and one ``HEADLINE`` column with the
-    run's own first headline metric ("val_nrmse 0.2425", "val_precision_at_5 0.31"), then
-    dataset, status and seconds while they fit; names and datasets cut to 24, then 16
-    characters. Returns the table and the columns left out."""
-    firsts = {f.name: [m for m in f.metrics if m in metric_cols] for f in families.all_families()}
-    rows = []
-    for rec in df.to_dict("records"):
-        name = next((m for m in firsts.get(rec.get("family"), []) + metric_cols
-                     if rec.get(m) is not None and rec.get(m) == rec.get(m)), None)
-        headline = (f"{name.replace('validation_', 'val_')} {rec[name]:.4g}" if name else "")
-        seconds = rec.get("duration_s")
-        rows.append({"RUN_ID": rec["run_id"], "CREATED": rec["created"].strftime("%m-%d %H:%M"),
-                     "FAMILY": rec.get("family"), "LABEL": rec.get("label"),
-                     "N_ITER": rec.get("n_iter"), "HEADLINE": headline,
-                     "DATASET": rec.get("dataset"), "STATUS": rec.get("status"),
-                     "SECONDS": None if seconds is None or seconds != seconds
-                     else f"{seconds:.1f}"})
-    columns = list(rows[0]) if rows else []
-    hidden = []
-    cut = {"LABEL", "DATASET"}
-    while True:
-        for limit in (32, 24, 16):
-            cells = [[_cell(r[c], limit if c in cut else 10_000) for c in columns] for r in rows]
-            text = _table(cells, columns, max_width=10_000)
-            if max(len(line) for line in text.splitlines()) <= width:
-                return text, hidden
-        if columns[-1] == "HEADLINE":
-            return text, hidden
-        hidden.append(columns.pop().lower())
-
-
-def _pairs(items: list[tuple[str, object]]) -> str:
-    width = max(len(k) for k, _ in items)
-    return "\n".join(f"  {k.ljust(width)}  {_cell(v, digits=6)}" for k, v in items)
-
-
-def _parse_options(pairs) -> dict:
-    """``["sep=;", "r_max=5"]`` -> ``{"sep": ";", "r_max": 5}`` (JSON values, else text)."""
-    out = {}
-    for pair in pairs or []:
-        key, eq, text = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not eq or not key.isidentifier():
-            raise UserError(f"--option takes key=value (for example delimiter=';'); got {pair!r}")
-        literals = {"True": True, "False": False, "None": None}
-        if text in literals:
-            value = literals[text]
-        else:
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                value = text
-        out[key] = value
-    return out
 
 
 # ------------------------------------------------------------------------------ data
@@ -173,14 +86,11 @@ def _cmd_data_list(args) -> int:
     return EXIT_OK
 
 
-def _load(source, option_pairs):
-    from .data import load
-
-    return load(source, **_parse_options(option_pairs))
-
-
 def _cmd_data_describe(args) -> int:
-    ratings = _load(args.source, args.option)
+    option = list(args.option or [])
+    if getattr(args, "format", None):
+        option.append(f"format={args.format}")
+    ratings = _load(args.source, option)
     d = ratings.describe()
 
     def columns(cols):
@@ -267,9 +177,12 @@ def _cmd_train(args) -> int:
     ratings = load(args.data, **options)
     model = fam.make(_train_params(fam, args))
     params = model.get_params()
-    model._validate_params()  # bad settings fail before the data is split
+    checked = model._validate_params()  # bad settings fail before the data is split
     split = make_split(ratings, val_size=args.val_size, test_size=args.test_size, by=args.split,
                        seed=args.seed)
+    from ._memory import check_fit_memory
+
+    check_fit_memory(model, checked, split.train)  # too large: one line, before any output
     sizes = split.describe()
     shown = ", ".join(f"{k}={params[k]}" for k in fam.label_params if k in params)
     planned = model.planned_iterations(split.train)  # ALS passes, batches, max_iter ...
@@ -287,7 +200,11 @@ def _cmd_train(args) -> int:
     with parallel_backend("dask" if args.dask else "numba", client=args.dask) as backend:
         print(describe(backend), flush=True)
         start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
+        from .history import History, recording
+
+        # a saved run keeps its iterations for the app's replay (kmviz.history)
+        with warnings.catch_warnings(record=True) as caught, \
+                recording(History() if args.save else None):
             warnings.simplefilter("always")
             model.fit(split.train, callback=_ProgressPrinter(planned),
                       validation=split.validation)
@@ -318,75 +235,17 @@ def _cmd_train(args) -> int:
                           note=args.note or "", store=store, writer="cli", metrics=metrics,
                           duration_s=elapsed, owner=cli_owner())
         print(f"Saved run {run_id} in {store.path}.")
+        history = getattr(model, "history_", None)
+        if history is not None and len(history):
+            from .history import save_history
+
+            save_history(run_id, history, store=store)
     else:
         print("Not saved; add --save to keep this run.")
     return EXIT_OK
 
 
 # ------------------------------------------------------------------------------ runs
-def cli_owner() -> str:
-    """The owner recorded in runs the command line saves: ``cli:<user name>``."""
-    import getpass
-
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no user name for this uid (containers)
-        user = str(os.getuid()) if hasattr(os, "getuid") else "unknown"
-    return f"cli:{user}"
-
-
-def _store(args):
-    from .runs import RunStore
-
-    return RunStore(args.dir)
-
-
-def _train_example() -> str:
-    """A ``kmviz train`` command that works, from the registry: its first family on that
-    family's demo data (or ``--data SOURCE``)."""
-    from . import families
-
-    names = families.names()
-    if not names:
-        return "`kmviz train FAMILY --data SOURCE --save`"
-    fam = families.get(names[0])
-    return f"`kmviz train {fam.name} --data {fam.demo_dataset or 'SOURCE'} --save`"
-
-
-def _cmd_runs_list(args) -> int:
-    store = _store(args)
-    df = store.list()
-    if df.empty:
-        print(f"No runs in {store.path}. Train one with {_train_example()}.")
-        return EXIT_OK
-    from . import families
-
-    wanted = []
-    for fam in families.all_families():
-        wanted += [m for m in fam.metrics if m not in wanted]
-    metric_cols = [c for c in wanted if c in df.columns and df[c].notna().any()]
-    cols = ["run_id", "created", "family", "label", "dataset", "status", "n_iter",
-            "duration_s"] + metric_cols
-    rows = []
-    for rec in df[cols].to_dict("records"):
-        rec["created"] = rec["created"].strftime("%Y-%m-%d %H:%M")
-        seconds = rec["duration_s"]
-        rec["duration_s"] = None if seconds is None or seconds != seconds else f"{seconds:.1f}"
-        rows.append([rec[c] for c in cols])
-    header = [c.upper() if c != "duration_s" else "SECONDS" for c in cols]
-    width = _terminal_width()
-    text = _table(rows, header, max_width=32)
-    if width is not None and max(len(line) for line in text.splitlines()) > width:
-        text, hidden = _compact_runs(df, metric_cols, families, width)
-        print(text)
-        print(f"\n(Narrowed to {width} columns: each run's headline metric (its family's "
-              f"first); left out: {', '.join(hidden) or 'nothing else'}. `kmviz runs show "
-              "RUN` has every field; piped to a file, or with COLUMNS=400, the table has "
-              "every column.)")
-    else:
-        print(text)
-    print(f"\n{len(df)} run(s) in {store.path}.")
-    return EXIT_OK
 
 
 def _cmd_runs_show(args) -> int:
@@ -396,6 +255,8 @@ def _cmd_runs_show(args) -> int:
     items = [("run", m["run_id"]), ("label", m["label"]), ("family", m["family"]),
              ("created", m["created"]), ("status", m["status"]),
              ("note", m.get("note") or "-"),
+             ("sweep", (m.get("sweep") or {}).get("id") or "-"),
+             ("tags", ", ".join(m.get("tags") or []) or "-"),
              ("duration", None if m.get("duration_s") is None else f"{m['duration_s']:.2f} s"),
              ("dataset", f"{ds.get('name')} (fingerprint {ds.get('fingerprint') or '-'})")]
     if "n_users" in ds:
@@ -441,6 +302,16 @@ def _cmd_runs_delete(args) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------------------------ warmup
+def _cmd_warmup(args) -> int:
+    from . import families
+    from .ui.warmup import FAILED, warm_all
+
+    result = warm_all([(f.name, f.short or f.title, f.warmup)
+                       for f in families.all_families()], out=sys.stdout)
+    return EXIT_USAGE if any(state == FAILED for state, _, _ in result.values()) else EXIT_OK
+
+
 # ------------------------------------------------------------------------------ app
 def _app_path() -> Path:
     """``app.py`` of the source checkout kmviz is installed from (editable install)."""
@@ -467,7 +338,17 @@ def _cmd_app(args) -> int:
         env[DATA_DIRS_ENV] = os.pathsep.join(dirs)
     if args.shared_runs:
         env[SHARED_RUNS_ENV] = "1"
+    if args.lesson:  # checked now: a broken lesson file is said here, not in the browser
+        from .ui.lesson import LESSON_ENV, lesson_path, read_lesson
+
+        lesson = read_lesson(args.lesson)
+        env[LESSON_ENV] = str(lesson_path(args.lesson))
+        print(f"Lesson: {lesson.title} ({len(lesson.steps)} steps); the app opens in lesson "
+              "mode (its sidebar switch turns it off).", flush=True)
     if args.dask:
+        from ._cluster import parse_client
+
+        parse_client(args.dask)     # a bad spec fails here, not at the server's first fit
         env[DASK_ENV] = args.dask
     if args.max_fit_memory is not None:  # each fit of the server refuses above it
         from ._memory import ENV_VAR
@@ -477,13 +358,19 @@ def _cmd_app(args) -> int:
         from .ui.scheduler import MAX_FITS_ENV
 
         env[MAX_FITS_ENV] = str(args.max_fits)
+    if args.max_fits_per_owner is not None:  # a served app: running-or-queued per browser
+        from .ui.scheduler import MAX_FITS_PER_OWNER_ENV
+
+        env[MAX_FITS_PER_OWNER_ENV] = str(args.max_fits_per_owner)
     if env.get("KMVIZ_RUNS_DIR"):  # the app runs from its own folder: no relative paths
         env["KMVIZ_RUNS_DIR"] = str(Path(env["KMVIZ_RUNS_DIR"]).expanduser().resolve())
     cmd = [sys.executable, "-m", "streamlit", "run", str(app), "--server.address", args.host]
     if args.port is not None:
         cmd += ["--server.port", str(args.port)]
     cmd += list(args.streamlit_args)
-    if args.host not in LOOPBACK_HOSTS:
+    from ._hosts import is_loopback
+
+    if not is_loopback(args.host):
         print(f"warning: the app listens on {args.host}: anyone who can reach this machine "
               "on the network can use it, train on its CPU, and read the runs and data "
               f"it shows (its run store, and files under {DATA_DIRS_ENV} if set). Use the "
@@ -523,6 +410,10 @@ def _data_dirs(given, env_value: str) -> list[str]:
     out = [str(Path(d).expanduser().resolve()) for d in env_value.split(os.pathsep)
            if d.strip()]
     for d in given or []:
+        if not d.strip():  # Path("") is ".": the server's working directory
+            raise UserError(f"--data-dir {d!r}: an empty path names no directory (it would "
+                            "serve the current directory); name an existing directory "
+                            "whose files the app may read, or leave --data-dir out")
         path = Path(d).expanduser()
         if not path.is_dir():
             raise UserError(f"--data-dir {d}: not a directory; name an existing directory "
@@ -539,26 +430,6 @@ def _port(text) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"invalid port {port}: expected 1 to 65535")
     return port
-
-
-def _positive_int(text) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number (e.g. 2)")
-    return value
-
-
-def _fraction(text) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid fraction {text!r}") from None
-    if not 0.0 <= value < 1.0:
-        raise argparse.ArgumentTypeError(f"{value:g} is not in [0, 1)")
-    return value
 
 
 def _memory_size(text) -> int:
@@ -646,6 +517,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = data_cmds.add_parser("describe", help="counts, scale and side information of a dataset")
     p.add_argument("source", metavar="SOURCE", help="a catalogue name or a file/directory/zip")
     p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
+    p.add_argument("--format", metavar="FORMAT",
+                   help="the reader of a file: delimited (triplets), basket (a line of items "
+                        "per user), table (users x items with a header of item names), "
+                        "matrix-market ...; default: detected")
     p.set_defaults(func=_cmd_data_describe)
 
     # train -----------------------------------------------------------------
@@ -661,16 +536,31 @@ def build_parser() -> argparse.ArgumentParser:
             print(f"warning: model family {fam.name!r} left out of `kmviz train`: {exc}",
                   file=sys.stderr)
 
+    # the families' own commands (KM: implications) ------------------------
+    for fam in families.all_families():
+        if fam.commands:
+            try:
+                families._import_object(fam.commands, "commands")(commands, option_help)
+            except (ImportError, AttributeError, ValueError) as exc:
+                print(f"warning: the commands of model family {fam.name!r} left out: {exc}",
+                      file=sys.stderr)
+
+    from .cli_sweep import add_sweep_parser
+
+    add_sweep_parser(commands, _Parser)  # kmviz sweep FAMILY --grid ... (kmviz/cli_sweep.py)
+
     # runs ------------------------------------------------------------------
-    runs = commands.add_parser("runs", help="saved runs: list, show, export, delete")
+    runs = commands.add_parser("runs", help="saved runs: list, show, export, import, delete")
     store_opt = argparse.ArgumentParser(add_help=False)
     store_opt.add_argument("--dir", metavar="DIR",
                            help="run store directory (default: $KMVIZ_RUNS_DIR or the user "
                                 "data dir)")
     runs_cmds = runs.add_subparsers(dest="runs_command", metavar="ACTION",
                                   parser_class=_Parser, required=True)
+    from .cli_runs import add_list_options, add_runs_commands
+
     p = runs_cmds.add_parser("list", parents=[store_opt], help="all saved runs, newest first")
-    p.set_defaults(func=_cmd_runs_list)
+    add_list_options(p)
     p = runs_cmds.add_parser("show", parents=[store_opt], help="one run's settings and results")
     p.add_argument("run", metavar="RUN", help="run id (see `kmviz runs list`)")
     p.set_defaults(func=_cmd_runs_show)
@@ -687,6 +577,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN", help="run id")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.set_defaults(func=_cmd_runs_delete)
+    add_runs_commands(runs_cmds, store_opt, _Parser)
+
+    # warmup ----------------------------------------------------------------
+    p = commands.add_parser(
+        "warmup", help="compile every family's Numba kernels ahead of time (before a class)",
+        description="Compile every model family's Numba kernels into Numba's disk cache, "
+                    "with progress, so that the app's first fits start at once.")
+    p.set_defaults(func=_cmd_warmup)
 
     # app -------------------------------------------------------------------
     p = commands.add_parser(
@@ -716,6 +614,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how many fits may run at once on the server; the others wait in a "
                         "queue, first come first served, each shown its place in line. "
                         "Default: one per two cores, at least 1 (also $KMVIZ_MAX_FITS)")
+    p.add_argument("--max-fits-per-owner", type=_positive_int, metavar="N",
+                   help="when served to others (--host not loopback), how many fits one "
+                        "browser may have running or queued at once; a further Train click "
+                        "says why it waits. Default 1 (also $KMVIZ_MAX_FITS_PER_OWNER)")
+    p.add_argument("--lesson", metavar="FILE|NAME",
+                   help="a lesson: a TOML file of app links walked through with Next / Back "
+                        "in lesson mode, or the name of a shipped one (km, kmc, ocmf, gfm, "
+                        "similarity; see lessons/)")
     p.set_defaults(func=_cmd_app, streamlit_args=[])
     return parser
 

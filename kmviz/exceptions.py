@@ -92,3 +92,8 @@ class NumericalError(KmvizError, RuntimeError):
 
 class ConvergenceWarning(UserWarning):
     """An iterative solver stopped at its iteration cap before meeting its tolerance."""
+
+
+class NoBetterThanMeanWarning(UserWarning):
+    """A fitted model predicts the validation data no better than the training mean does;
+    the message names the change to try."""

@@ -24,6 +24,35 @@ Two ways in:
   message is kept in :func:`load_problems` for the app to show; the others still load.
 
 Estimators are imported lazily (``"module:Class"``), so ``kmviz --help`` stays fast.
+
+The family template
+-------------------
+A family package ``kmviz/<family>/`` names each module by its role, the same name in every
+family, so that a reader who knows one family finds their way in the others. A role is a
+module ``<name>.py`` or, when it grows, a package ``<name>/``. Other modules are the
+family's own (``losses``, ``towers``, ``lanczos``, ...). ``tests/test_layout.py`` checks
+this table against the packages, and the moves below::
+
+    estimator    every family: the estimator, on kmviz._base.IterativeEstimator
+    telemetry    every family: METRIC_LABELS, PHASE_LABELS, FIGURE_OPTIONS (Family.telemetry)
+    suggested    every family: SUGGESTIONS and defaults_for (Family.suggestions, defaults_for)
+    warmup       every family: compile_kernels() [, compile_cluster_kernels()] and __main__
+    analysis     every family: pure analysis of fitted models and traces (no Plotly)
+    figures      every family: its Plotly figures, pure functions of models and traces
+    _kernels     with Numba code: the @njit(cache=True) kernels ("kernels" means only this)
+    _reference   with Numba code: the kernels' pure-NumPy references (the tests' oracles)
+    _state       every family: the fit state, a kmviz._state.FitStateBase (_fit_start's)
+    solvers      with several methods: REGISTRY of kmviz.solver.Solver (start / step / publish)
+    _dist        distributed families: the half-steps as block tasks of kmviz.parallel
+
+The Explore glue (widgets and state for the family's own pages) is
+``kmviz/ui/families/<family>.py``, since Streamlit is imported only in ``kmviz/ui`` and
+``app_pages``. A family's warm-up is reached through the registry
+(:meth:`Family.compile_kernels`), never imported by its fit code. "With several methods"
+means a declared ``solver``, ``method`` or ``*_solver`` parameter with several options.
+
+Moves still to do (each keeps its public import; ``old -> new``): none. A move that a
+family needs later is listed here, one ``old -> new`` per line, until it is done.
 """
 
 from __future__ import annotations
@@ -88,6 +117,14 @@ class ExplorePage:
 SHORT_TITLE_MAX = 24
 
 
+#: Most settings beyond ``label_params`` named in a run's default label.
+LABEL_EXTRAS = 4
+
+
+def _label_value(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 @dataclass(frozen=True)
 class Family:
     """One model family.
@@ -125,7 +162,9 @@ class Family:
         Old option names of ``kmviz train NAME`` kept working (``--iters`` -> max_iter).
     warmup : str
         A module with ``compile_kernels()`` and a ``__main__`` that compiles the family's
-        Numba kernels (the app runs it at start-up in a child process); optional.
+        Numba kernels (the app runs it at start-up in a child process), and, for a
+        distributed family, optionally ``compile_cluster_kernels()`` (also those only its
+        block tasks call); run through :meth:`compile_kernels`. Optional.
     reference : str
         The paper the family implements (markdown, one line), for the Home page.
     suggestions : str
@@ -144,6 +183,9 @@ class Family:
     distributed : bool
         Whether the family's fits run on the cluster of a :mod:`kmviz.parallel` backend
         (its half-steps as block tasks); False: it fits in process even inside one.
+    commands : str
+        ``"module:function"`` adding the family's own subcommands to ``kmviz``, called as
+        ``function(subparsers, option_help)`` (e.g. KM's ``kmviz implications``). Optional.
     """
 
     name: str
@@ -165,11 +207,27 @@ class Family:
     demo_dataset: str = ""
     defaults_for: str = ""
     distributed: bool = False
+    commands: str = ""
 
     def section_title(self) -> str:
         """The sidebar heading of the family's Explore pages: ``short_title``, else
         ``title``."""
         return self.short_title or self.title
+
+    def compile_kernels(self, *, cluster: bool = False) -> float:
+        """Compile the family's Numba kernels in this process (or load them from Numba's
+        disk cache) through its warm-up module (``warmup``); returns the seconds it took
+        (0.0 for a family without one). ``cluster``: the kernels a distributed fit's block
+        tasks call too (the module's ``compile_cluster_kernels()`` when it has one), which a
+        :mod:`kmviz.parallel` backend compiles here before sending blocks to the workers.
+
+        The fit code reaches its warm-up only this way: the warm-up is a nested fit, so the
+        fit code importing it would make an import cycle (``tests/test_layout.py``)."""
+        if not self.warmup:
+            return 0.0
+        module = importlib.import_module(self.warmup)
+        run = getattr(module, "compile_cluster_kernels", None) if cluster else None
+        return float((run or module.compile_kernels)() or 0.0)
 
     def estimator_class(self):
         return _import_object(self.estimator, f"the estimator of family {self.name!r}")
@@ -193,7 +251,7 @@ class Family:
         ValueError
             When the family cannot use the data (the message says why and what would do).
         """
-        from .data.catalogue import Suggestion, suggested_settings
+        from .data.catalogue import Suggestion
 
         params, why = self.default_params(), "the estimator's defaults"
         if self.defaults_for:
@@ -225,10 +283,21 @@ class Family:
         return self.estimator_class()().get_params()
 
     def label(self, params: dict, dataset_name: str) -> str:
-        """A run's default display name from its settings."""
+        """A run's default display name from its settings: the label settings, the data,
+        then up to :data:`LABEL_EXTRAS` other settings that differ from the estimator's
+        defaults (``KM D=8 fast on ratings.csv, lambda_theta=10``), so that runs that
+        differ in one setting get different names."""
         shown = " ".join(f"{k}={params[k]}" if isinstance(params[k], (int, float)) else
                          str(params[k]) for k in self.label_params if k in params)
-        return f"{self.short or self.name} {shown} on {dataset_name}".replace("  ", " ")
+        base = f"{self.short or self.name} {shown} on {dataset_name}".replace("  ", " ")
+        try:
+            defaults = self.default_params()
+        except Exception:  # noqa: BLE001 - a family that cannot say: the plain name
+            defaults = {}
+        extras = [f"{k}={_label_value(v)}" for k, v in params.items()
+                  if k in defaults and k not in self.label_params and k != "random_state"
+                  and v != defaults[k]]
+        return ", ".join([base] + extras[:LABEL_EXTRAS])
 
     def _telemetry(self, name: str) -> dict:
         if not self.telemetry:
@@ -244,6 +313,15 @@ class Family:
     def figure_options(self, figure: str) -> dict:
         """Keyword options of the :mod:`kmviz.viz` figure ``figure`` for this family."""
         return dict(self._telemetry("FIGURE_OPTIONS").get(figure, {}))
+
+    def convergence_note(self, trace) -> str | None:
+        """A sentence explaining what a run's convergence curves show that looks wrong but
+        is not (a rise, a plateau), from the telemetry module's optional
+        ``convergence_note(trace)``; None when there is nothing to explain."""
+        if not self.telemetry:
+            return None
+        note = getattr(importlib.import_module(self.telemetry), "convergence_note", None)
+        return None if note is None else note(trace)
 
 
 _FAMILIES: dict[str, Family] = {}
@@ -331,6 +409,39 @@ def names() -> list[str]:
     return list(_FAMILIES)
 
 
+def dataset_suggestions(dataset: str) -> dict:
+    """Family name -> :class:`~kmviz.data.catalogue.Suggestion` of every family with
+    settings measured on the catalogue dataset ``dataset`` (the Train page offers them; the
+    families' own defaults follow the papers). Each family keeps its own in its package
+    (``Family.suggestions``)."""
+    out = {}
+    for family in all_families():
+        suggestion = family.suggested().get(dataset)
+        if suggestion is not None:
+            out[family.name] = suggestion
+    return out
+
+
+def suggested_settings(dataset: str, family: str, options: dict | None = None):
+    """The :class:`~kmviz.data.catalogue.Suggestion` of the catalogue entry ``dataset`` for
+    the model family ``family``, or None: when the entry has none, or when ``options`` (the
+    loader options the data was loaded with; None: the entry's defaults) differ from the
+    ones it was measured with. (Also ``kmviz.data.suggested_settings``.)"""
+    from .data.catalogue import list_datasets
+
+    entry = next((e for e in list_datasets() if e.name == dataset), None)
+    try:
+        suggestion = get(family).suggested().get(dataset) if entry is not None else None
+    except InvalidParameterError:  # no such family: nothing measured for it
+        suggestion = None
+    if suggestion is None:
+        return None
+    used = {**entry.parameters, **(options or {})}
+    if any(used.get(k) != v for k, v in suggestion.options.items()):
+        return None
+    return suggestion
+
+
 def family_of(model) -> Family:
     """The registered family whose estimator is the class of ``model`` (exactly: the same
     class object, not a subclass and not a class of the same name in another module), or
@@ -383,6 +494,7 @@ register(Family(
     cli_aliases={"bqp": "bqp_solver", "iters": "max_iter"},
     warmup="kmviz.km.warmup",
     suggestions="kmviz.km.suggested:SUGGESTIONS",
+    commands="kmviz.km.cli_implications:add_parser",
     defaults_for="kmviz.km.suggested:defaults_for",
     demo_dataset="planted-km",
     reference=("Duan, Ghauch, Kim, *Dual optimization for Kolmogorov model learning using "

@@ -11,7 +11,7 @@ blocks' data on the workers once per fit (:meth:`DaskBackend.scatter_blocks`; th
 blocks stay resident across iterations), and each half-step broadcasts the other side's
 factors once and runs one task per block (:meth:`DaskBackend.map_blocks`); the results come
 back in block order, so a distributed fit equals the in-process fit with the same seed.
-KM runs its half-steps this way (:mod:`kmviz.km._blocks`). One-class MF's half-step is one
+KM runs its half-steps this way (:mod:`kmviz.km._dist`). One-class MF's half-step is one
 convex problem solved by TRON in this process; its observed-pair passes run as block tasks,
 many per half-step, with the fixed factors broadcast once (:meth:`DaskBackend.broadcast`) and
 per-pair state left on the workers (:mod:`kmviz.ocmf._dist`). Whole independent jobs (a
@@ -46,11 +46,15 @@ import numpy as np
 
 from ._cluster import CONNECT_TIMEOUT, WORKER_ENV, WORKER_MALLOC_ENV  # noqa: F401
 from ._cluster import Broadcast, Resident, _lost_data_errors, _nbytes, cut_blocks  # noqa: F401
+from ._cluster import ClusterError, gave_up_error, lost_scheduler_error, unrecoverable_error
+from ._cluster import _hold, _local, _run_task, _run_whole_task, in_process  # noqa: F401
 
 #: How long a task should run at least (seconds): Dask costs about 1 ms per task.
 TASK_SECONDS = 0.1
 #: How often a half-step is tried again after workers were lost.
 MAX_RETRIES = 5
+#: Back-off before retry n after a lost worker: n times this (seconds).
+RETRY_SECONDS = 0.5
 #: Per-block task arguments above this size go straight to their block's worker.
 DIRECT_BYTES = 1 << 20
 #: How often a call with pinned tasks checks that their workers are still there (seconds).
@@ -64,11 +68,6 @@ _stack: list = []
 _default = None
 _warmed: set = set()
 _env_lock = threading.Lock()
-_local = threading.local()      # in_process: this thread fits in process (warm-up fits)
-
-
-class ClusterError(RuntimeError):
-    """The Dask cluster could not be reached or was lost during a fit."""
 
 
 class _HomeLost(Exception):
@@ -82,18 +81,6 @@ def active_backend():
         return None
     with _lock:
         return _stack[-1] if _stack else _default
-
-
-@contextmanager
-def in_process():
-    """Fits of this thread run in process inside this block, whatever backend is active
-    (a warm-up's small fits: never sent to a cluster another thread is fitting on)."""
-    before = getattr(_local, "in_process", False)
-    _local.in_process = True
-    try:
-        yield
-    finally:
-        _local.in_process = before
 
 
 def make_backend(name="dask", *, client=None, n_blocks=None, task_seconds=TASK_SECONDS):
@@ -158,32 +145,6 @@ def describe(backend=None, what: str = "Fits") -> str:
     return backend.describe(what)
 
 
-def _run_task(fn, block, shared, extra):
-    """A task on a worker: one Numba and BLAS thread, then ``fn(block, shared, extra)``."""
-    import numba
-
-    from ._threads import single_blas_thread
-
-    numba.set_num_threads(1)    # thread-local: workers run one task per thread
-    start = time.perf_counter()
-    with single_blas_thread():
-        out = fn(block, shared, extra)
-    return out, time.perf_counter() - start
-
-
-def _run_whole_task(fn, task, shared):
-    """A whole job on a worker (:meth:`DaskBackend.map_tasks`): one Numba and BLAS thread,
-    and any fit inside runs right here (a worker thread of this process must not send its
-    own fit back to the cluster it runs on), then ``fn(task, shared)``."""
-    import numba
-
-    from ._threads import single_blas_thread
-
-    numba.set_num_threads(1)
-    with in_process(), single_blas_thread():
-        return fn(task, shared)
-
-
 class DaskBackend:
     """Half-steps on a Dask cluster (see the module docstring). Made by
     :func:`parallel_backend`; families call :meth:`plan`, :meth:`scatter_blocks`,
@@ -236,10 +197,7 @@ class DaskBackend:
         return f"{what} run on the Dask cluster {self.address}."
 
     def _lost(self, doing, exc):
-        return ClusterError(
-            f"lost the Dask scheduler at {self.address} while {doing} "
-            f"({type(exc).__name__}: {exc}); the fit stopped and nothing was saved. Restart "
-            f"the scheduler and fit again, or fit without --dask.")
+        return lost_scheduler_error(self.address, doing, exc)
 
     # -- planning ----------------------------------------------------------------------
     def plan(self, row_weights, seconds_per_weight, *, max_weight_per_block=None,
@@ -274,16 +232,49 @@ class DaskBackend:
     def scatter_blocks(self, blocks, ranges=()) -> Resident:
         """Put per-block data on the workers once (kept for the fit); returns a
         :class:`Resident` to pass to :meth:`map_blocks`."""
-        try:
-            futures = self.client.scatter(list(blocks), hash=False)
-        except Exception as exc:  # noqa: BLE001
-            self._raise_for("scattering the data", exc)
+        futures = self._guarded("scattering the data",
+                                lambda: self.client.scatter(list(blocks), hash=False))
         return Resident(list(blocks), futures, list(ranges))
 
     def broadcast(self, obj) -> "Broadcast":
         """Put ``obj`` on every worker once, for many :meth:`map_blocks` calls (a half-step's
         fixed factors when the half-step makes many calls, as TRON does)."""
-        return Broadcast(obj, self._broadcast_future(obj, self._spread))
+        return Broadcast(obj, self._guarded(
+            "broadcasting the factors", lambda: self._broadcast_future(obj, self._spread)))
+
+    def hold(self, obj):
+        """A future of ``obj`` on a worker that the scheduler can compute again: ``obj``
+        travels inside a task's graph (the scheduler keeps that copy), unlike
+        :meth:`broadcast`'s scattered data. For the inputs of data built on the workers
+        (:meth:`kmviz.data.PartitionedRatings.build_blocks`' id maps): a scattered input
+        lost with a worker breaks the lineage of everything built from it, and Dask's
+        active memory manager keeps one replica of a scattered broadcast within seconds:
+        killing that worker lost it and every block built from it (a flaky killed-worker
+        test of KM on Parquet blocks: FuturesCancelledError, "lost dependencies")."""
+        return self._guarded("placing the data", lambda: self.client.submit(
+            _hold, obj, pure=False))
+
+    def _guarded(self, doing, fn):
+        """``fn()``, tried again after a growing back-off (:data:`RETRY_SECONDS`) while it
+        fails because a worker was lost; :class:`ClusterError` once the scheduler is gone
+        or after :data:`MAX_RETRIES` retries; any other error as it is."""
+        lost = _lost_data_errors()
+        exc = None
+        for attempt in range(MAX_RETRIES + 1):
+            if attempt:
+                time.sleep(RETRY_SECONDS * attempt)
+            try:
+                return fn()
+            except ClusterError:
+                raise
+            except lost as err:
+                if getattr(self.client, "status", "") != "running":
+                    raise self._lost(doing, err) from err
+                exc = err
+                self._spread = False
+            except Exception as err:  # noqa: BLE001
+                self._raise_for(doing, err)
+        raise self._gave_up(doing, exc) from exc
 
     def _broadcast_future(self, obj, spread=True):
         """``obj`` on every worker (``spread``), or on one, the tasks fetching it from there
@@ -316,6 +307,23 @@ class DaskBackend:
             if fut.status != "finished" and resident.blocks[j] is not None:
                 # a list of one: a tuple block travels as one object, as in scatter_blocks
                 resident.futures[j] = self.client.scatter([resident.blocks[j]], hash=False)[0]
+
+    def _recover(self, resident, attempt, name, exc):
+        """Before retry ``attempt`` of a call that lost a worker: give the scheduler time
+        to notice (a back-off growing with ``attempt``), scatter the lost blocks again
+        from this process's copy, and refuse at once a block that can come back neither
+        way (no copy here, and its lineage lost with the worker: retrying cannot help)."""
+        time.sleep(RETRY_SECONDS * attempt)
+        gone = [j for j, (blk, fut) in enumerate(zip(resident.blocks, resident.futures))
+                if blk is None and fut.status in ("cancelled", "error")]
+        if gone:
+            raise unrecoverable_error(self.address, f"block {gone[0]} of {name}", exc)
+        self._rescatter(resident)
+
+    def _gave_up(self, doing, exc, retries=None):
+        """The error after ``retries`` (:data:`MAX_RETRIES`) retries that lost a worker."""
+        return gave_up_error(self.address, doing, exc, MAX_RETRIES if retries is None
+                             else retries)
 
     def _homes(self, resident):
         """The worker each block's tasks are pinned to: one that holds the block, the
@@ -415,11 +423,17 @@ class DaskBackend:
         extras = [None] * len(resident) if extras is None else list(extras)
         timer = {} if timer is None else timer
         lost = _lost_data_errors()
+        exc = None
         for attempt in range(MAX_RETRIES + 1):
             try:
+                if attempt:
+                    # the way back is inside the same guard: a worker lost while the blocks
+                    # are put back is one more retry, never a raw error
+                    self._recover(resident, attempt, name, exc)
                 t0 = time.perf_counter()
                 if isinstance(shared, Broadcast):
-                    if shared.future.status != "finished":    # every holder was lost
+                    if shared.future is None or shared.future.status != "finished":
+                        # every holder was lost
                         shared.future = self._broadcast_future(shared.obj, self._spread)
                     shared_f = shared.future
                 else:
@@ -440,19 +454,20 @@ class DaskBackend:
                 t2 = time.perf_counter()
                 out = self.client.gather(futures)
                 t3 = time.perf_counter()
-            except lost + (_HomeLost,) as exc:
-                if attempt == MAX_RETRIES or getattr(self.client, "status", "") != "running":
-                    self._raise_for(f"running {name}", exc)
+            except ClusterError:
+                raise
+            except lost + (_HomeLost,) as err:
+                if getattr(self.client, "status", "") != "running":
+                    raise self._lost(f"running {name}", err) from err
+                exc = err
                 resident.homes = None
-                # a worker died: wait for the scheduler to notice, put its blocks back; from
-                # now on broadcasts go to one worker (the scheduler's copying to every worker
-                # waited for the dead one, or timed out, on every later call)
+                # a worker died: from now on broadcasts go to one worker (the scheduler's
+                # copying to every worker waited for the dead one, or timed out, on every
+                # later call); the next attempt puts its blocks back first
                 self._spread = False
-                time.sleep(0.5 * (attempt + 1))
-                self._rescatter(resident)
                 continue
-            except Exception as exc:  # noqa: BLE001 - a task's own error, or a lost scheduler
-                self._raise_for(f"running {name}", exc)
+            except Exception as err:  # noqa: BLE001 - a task's own error, or a lost scheduler
+                self._raise_for(f"running {name}", err)
             for key, sec in ((f"{name}_scatter", t1b - t0), (f"{name}_compute", t2 - t1b),
                              (f"{name}_gather", t3 - t2), (f"{name}_submit", t1c - t1b)):
                 timer[key] = timer.get(key, 0.0) + sec
@@ -466,7 +481,7 @@ class DaskBackend:
             timer[f"{name}_bytes_in"] = timer.get(f"{name}_bytes_in", 0) + \
                 sum(_nbytes(ex) for ex in extras)
             return [r for r, _ in out]
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise self._gave_up(f"running {name}", exc) from exc
 
     def map_tasks(self, fn, tasks, shared=None, *, progress=None, stop=None, poll=0.25):
         """Run ``fn(task, shared)`` once per task, one task each; the results in task order.
@@ -489,19 +504,20 @@ class DaskBackend:
         tasks = list(tasks)
         total = len(tasks)
         lost = _lost_data_errors()
-        holder = Broadcast(shared, self._broadcast_future(shared))
+        holder = Broadcast(shared, None)
         retries = [0] * total
 
-        def submit(k):
-            if holder.future.status != "finished":     # every worker holding it was lost
-                holder.future = self._broadcast_future(holder.obj)
-            return self.client.submit(_run_whole_task, fn, tasks[k], holder.future,
-                                      pure=False)
+        def place():
+            if holder.future is None or holder.future.status != "finished":
+                # every worker holding it was lost
+                holder.future = self._broadcast_future(holder.obj, self._spread)
+            return holder.future
 
-        try:
-            pending = {submit(k): k for k in range(total)}
-        except Exception as exc:  # noqa: BLE001
-            self._raise_for("submitting the tasks", exc)
+        def submit(k):
+            return self._guarded("submitting the tasks", lambda: self.client.submit(
+                _run_whole_task, fn, tasks[k], place(), pure=False))
+
+        pending = {submit(k): k for k in range(total)}
         results: dict = {}
         try:
             while pending and not (stop is not None and stop()):
@@ -521,9 +537,10 @@ class DaskBackend:
                     try:
                         results[k] = fut.result()
                     except lost as exc:
-                        if retries[k] == MAX_RETRIES or \
-                                getattr(self.client, "status", "") != "running":
-                            self._raise_for("running the tasks", exc)
+                        if getattr(self.client, "status", "") != "running":
+                            raise self._lost("running the tasks", exc) from exc
+                        if retries[k] == MAX_RETRIES:
+                            raise self._gave_up("running the tasks", exc) from exc
                         retries[k] += 1
                         pending[submit(k)] = k
                         continue
@@ -534,7 +551,9 @@ class DaskBackend:
         except ClusterError:
             raise
         except lost as exc:
-            self._raise_for("running the tasks", exc)
+            if getattr(self.client, "status", "") != "running":
+                raise self._lost("running the tasks", exc) from exc
+            raise self._gave_up("running the tasks", exc, retries=0) from exc
         finally:
             if pending:
                 try:

@@ -73,6 +73,62 @@ def write_interactions(out: Path, rng: np.random.Generator) -> None:
     _write(out / "interactions.tsv", [f"user{a:03d}\titem{b:03d}" for a, b in zip(u, i)])
 
 
+#: The planted rules of ``baskets.csv``: whoever has all the items on the left has the right.
+BASKET_RULES = ((("Espresso",), "Coffee"), (("Croissant",), "Butter"),
+                (("Cappuccino",), "Milk, oat"), (("Pasta", "Tomatoes"), "Basil"))
+BASKET_ITEMS = ("Coffee", "Espresso", "Cappuccino", "Tea", "Milk, oat", "Sugar", "Croissant",
+                "Butter", "Bread", "Jam", "Pasta", "Tomatoes", "Basil", "Cheese", "Apples",
+                "Bananas", "Yogurt", "Honey", "Rice", "Eggs")
+#: The planted rules of ``ratings-table.csv``: every fan (4 or 5 stars) of the left subject
+#: rates the right one 4 or 5.
+TABLE_RULES = (("Calculus", "Algebra"), ("Physics", "Calculus"), ("Literature", "History"))
+TABLE_ITEMS = ("Algebra", "Calculus", "Geometry", "Statistics", "Physics", "Chemistry",
+               "Biology", "History", "Literature", "Art", "Music", "Philosophy")
+
+
+def write_baskets(out: Path, rng: np.random.Generator) -> None:
+    """``baskets.csv``: one comma-separated line of items per user (200 users, 20 items,
+    one quoted name holding a comma), with the :data:`BASKET_RULES` holding exactly."""
+    popularity = rng.uniform(0.05, 0.35, size=len(BASKET_ITEMS))
+    lines = []
+    for _ in range(200):
+        basket = {name for name, p in zip(BASKET_ITEMS, popularity) if rng.random() < p}
+        if len(basket) < 2:
+            basket |= set(rng.choice(BASKET_ITEMS, size=2, replace=False).tolist())
+        for left, right in BASKET_RULES:
+            if set(left) <= basket:
+                basket.add(right)
+        names = sorted(basket, key=BASKET_ITEMS.index)
+        order = rng.permutation(len(names))
+        lines.append(",".join(_quoted(names[k]) for k in order))
+    _write(out / "baskets.csv", lines)
+
+
+def _quoted(name: str) -> str:
+    return f'"{name}"' if "," in name else name
+
+
+def write_ratings_table(out: Path, rng: np.random.Generator) -> None:
+    """``ratings-table.csv``: a users x subjects table (150 students, 12 subjects, 1-5 stars,
+    an empty cell for a subject not rated, a first column of user ids), with the
+    :data:`TABLE_RULES` holding exactly."""
+    n_users, n_items = 150, len(TABLE_ITEMS)
+    taste = rng.normal(3.2, 0.8, size=(n_users, 1)) + rng.normal(0, 0.3, size=(1, n_items))
+    stars = np.clip(np.rint(taste + rng.normal(0, 1.0, size=(n_users, n_items))), 1, 5)
+    seen = rng.random((n_users, n_items)) < 0.55
+    col = {name: k for k, name in enumerate(TABLE_ITEMS)}
+    for _ in range(len(TABLE_RULES)):  # the rules form a chain: repeat until all hold
+        for left, right in TABLE_RULES:
+            fans = seen[:, col[left]] & (stars[:, col[left]] >= 4)
+            seen[fans, col[right]] = True
+            stars[fans, col[right]] = np.maximum(stars[fans, col[right]], 4)
+    rows = ["user," + ",".join(TABLE_ITEMS)]
+    for u in range(n_users):
+        cells = [f"{int(stars[u, i])}" if seen[u, i] else "" for i in range(n_items)]
+        rows.append(f"s{u + 1:03d}," + ",".join(cells))
+    _write(out / "ratings-table.csv", rows)
+
+
 def _write(path: Path, lines, encoding="utf-8") -> None:
     path.write_text("\n".join(lines) + "\n", encoding=encoding, newline="\n")
 
@@ -85,6 +141,9 @@ def main(out=None) -> Path:
     write_planted_ml100k(out, rng)
     write_triplets(out, rng)
     write_interactions(out, rng)
+    rng = np.random.default_rng(SEED + 1)  # the files above stay as they were
+    write_baskets(out, rng)
+    write_ratings_table(out, rng)
     return out
 
 

@@ -352,6 +352,19 @@ def test_app_data_dirs_and_shared_runs_reach_the_app_environment(capsys, monkeyp
     assert_user_error(code, err, "not a directory")
 
 
+@pytest.mark.parametrize("empty", ["", " ", "\t "])
+def test_app_refuses_an_empty_data_dir(capsys, monkeypatch, tmp_path, empty):
+    """`--data-dir ""` would resolve to the working directory and serve it."""
+    calls = _capture_app(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "app", "--data-dir", empty)
+    assert_user_error(code, err, "an empty path names no directory")
+    assert calls == []
+    code, _, err = run(capsys, "app", "--data-dir", str(tmp_path), "--data-dir", empty)
+    assert_user_error(code, err, "--data-dir")
+    assert calls == []
+
+
 def test_streamlit_config_is_private_and_its_upload_limit_is_the_pages():
     import tomllib
 

@@ -75,20 +75,24 @@ def test_every_family_gives_defaults_its_estimator_accepts():
 
 
 def _bench(name="defaults_table"):
-    """The module bench/<name>.py (the benches import their bench/_common.py)."""
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    sys.path.insert(0, str(BENCH))
+    """The module bench/<area>/<name>.py (the benches import their bench/_common.py)."""
+    path, = BENCH.glob(f"*/{name}.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    dirs = [str(BENCH), str(path.parent)]      # the shared modules, the area's own
+    sys.path[:0] = dirs
     try:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
-        sys.path.remove(str(BENCH))
+        for d in dirs:
+            sys.path.remove(d)
     return module
 
 
 #: The small catalogue sets (every one but MovieLens latest-small, whose cells take 7-30 s
-#: each and are left to ``python bench/defaults_table.py``).
-SMALL_SETS = ("km-toy", "planted-km", "planted-lowrank", "gapminder", "boston")
+#: each and are left to ``python bench/data/defaults_table.py``).
+SMALL_SETS = ("km-toy", "planted-km", "planted-lowrank", "gapminder", "boston",
+              "planted-relations")
 #: Cells whose fit takes more than about a second (slow-marked).
 SLOW_CELLS = {("gapminder", "kmc")}
 def _marks(cell):
@@ -96,6 +100,10 @@ def _marks(cell):
 
 
 CELLS = [pytest.param(d, f, marks=_marks((d, f))) for d in SMALL_SETS for f in families.names()]
+#: Cells where the family's best measured settings only tie the baseline, and the note the
+#: Train page shows says so (OCMF on planted-relations: the planted pairwise rules are what
+#: popularity among an item's fans already ranks): within 2 % of it, not below.
+TIES = {("planted-relations", "ocmf"): "about as well as the popularity ranking"}
 
 
 def test_the_small_cells_are_every_cell_of_the_table_but_movielens():
@@ -107,12 +115,16 @@ def test_the_small_cells_are_every_cell_of_the_table_but_movielens():
 
 @pytest.mark.parametrize("dataset,family", CELLS)
 def test_train_page_defaults_beat_the_baseline_on_small_sets(dataset, family):
-    """Each cell of bench/defaults_table.py on a small set: the Train page's defaults fit
+    """Each cell of bench/data/defaults_table.py on a small set: the Train page's defaults fit
     in 60 s and beat the baseline, or the family refuses the data before any fit."""
     row = _bench().cell(family, dataset)
     if row["passed"] is None:
         assert row["note"].startswith("cannot use: it has 1 item"), row
         assert "fit s" not in row
+    elif (dataset, family) in TIES:
+        assert row["model"] >= 0.98 * row["baseline"], row
+        note = families.dataset_suggestions(dataset)[family].note
+        assert TIES[(dataset, family)] in note, note
     else:
         assert row["passed"], row
 
@@ -158,7 +170,7 @@ def test_measured_small_set_settings_are_the_train_page_defaults():
 @pytest.mark.parametrize("dataset,family", [c for c in _settings_bench().GRIDS
                                              if c[0] in SMALL_SETS])
 def test_selection_on_validation_picks_the_catalogue_settings(dataset, family):
-    """The grid point bench/small_set_settings.py chooses on validation parts (never a test
+    """The grid point bench/data/small_set_settings.py chooses on validation parts (never a test
     part) is what the Train page starts from on that small set (1-40 s a cell; MovieLens's
     cell takes minutes and is left to the bench)."""
     rows = _settings_bench().grid_rows(dataset, family)

@@ -12,7 +12,7 @@ from kmviz import parallel
 from kmviz.ocmf import OneClassMF, _dist
 from kmviz.ocmf.synthetic import make_planted_pu
 
-from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly
+from tests.dask_checks import assert_lost_scheduler_ends_fit_cleanly, fits_with_a_killed_worker
 
 pytest.importorskip("distributed")
 
@@ -301,3 +301,27 @@ def test_the_fixed_factors_are_broadcast_once_per_half_step_not_twice(dtype, mon
         assert (obj["Ok"] is None) == (dtype == "float64")
         if obj["Ok"] is not None:
             assert obj["Ok"].dtype == np.float32
+
+
+#: The block task a killed worker dies in.
+TASK = "kmviz.ocmf._dist:block_task"
+
+
+@pytest.mark.slow
+def test_a_worker_killed_at_any_call_gives_the_in_process_fit_or_a_cluster_error(monkeypatch):
+    # one worker process killed right before a half-step's broadcast, a value pass or a
+    # Hessian-vector product (TRON), or a line search's trials (gradient descent)
+    data = _data()
+    refs = {"tron": _ocmf().fit(data), "gd": _ocmf(solver="gd").fit(data)}
+    tron = [(_dist.DistBlockTerms, "_broadcast", 3), (_dist.DistBlockTerms, "l_plus", 2),
+            (_dist.DistBlockTerms, "hvp", 5)]
+    gd = [(_dist.DistBlockTerms, "l_plus_shifted", 3)]
+    outcomes = [("tron", got) for _, got in fits_with_a_killed_worker(
+        "local:2", lambda: _ocmf().fit(data), TASK, tron, monkeypatch)]
+    outcomes += [("gd", got) for _, got in fits_with_a_killed_worker(
+        "local:2", lambda: _ocmf(solver="gd").fit(data), TASK, gd, monkeypatch)]
+    fitted = [(solver, got) for solver, got in outcomes
+              if not isinstance(got, parallel.ClusterError)]   # a clean error is allowed
+    for solver, got in fitted:
+        _assert_same_fit(refs[solver], got, exact=False)
+    assert len(fitted) >= 3

@@ -12,7 +12,7 @@ import kmviz
 from kmviz.data import PartitionedRatings, read_parquet, scan_parquet
 from kmviz.exceptions import DataValueError, DuplicateRatingsError, EmptyDataError, \
     FileFormatError
-from kmviz.km import _blocks
+from kmviz.km import _dist as _blocks
 from kmviz.km.estimator import KolmogorovModel, _compressed
 from tests.dask_checks import assert_same_km_fit
 
@@ -190,22 +190,49 @@ def test_repeated_pairs_across_partitions_follow_the_duplicates_rule(tmp_path):
         _assert_same_fit(_km().fit(read_parquet(folder, duplicates=rule)), fit)
 
 
+def _worker_holding(backend, future, timeout=15.0):
+    """The one worker holding ``future`` (once Dask's memory manager has dropped any other
+    replica: it keeps one of a scattered broadcast within seconds)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        holders = backend.client.who_has([future])[future.key]
+        if len(holders) == 1 or time.monotonic() > deadline:
+            return holders[0]
+        time.sleep(0.2)
+
+
 @pytest.mark.slow
-def test_km_from_partitions_on_worker_processes_survives_a_killed_worker(tmp_path):
+def test_km_from_partitions_on_worker_processes_survives_a_killed_worker(tmp_path,
+                                                                          monkeypatch):
     # process workers build the blocks; a worker killed mid-fit loses its blocks, which the
-    # scheduler builds again from the partitions: the result is unchanged
+    # scheduler builds again from the partitions: the result is unchanged. The worker
+    # killed is the one holding the id maps the blocks are built from: when they were
+    # scattered data they were lost with it, and with them every block (flaky in CI: the
+    # fit failed whenever the killed worker held the maps' last replica)
     folder = _write(_frame(n=1500, text_items=False), tmp_path / "pq", n_parts=4)
     ref = _km().fit(read_parquet(folder))
+    built = {}
+    build = _blocks.build_from_partitions
+
+    def keep_maps(backend, st):
+        build(backend, st)
+        built["maps"] = st.dask.maps
+
+    monkeypatch.setattr(_blocks, "build_from_partitions", keep_maps)
     with kmviz.parallel_backend("dask", client="local:2", n_blocks=3) as backend:
         data = scan_parquet(folder)
         got = _km().fit(data)
-        pids = list(backend.client.run(os.getpid).values())
+        pids = backend.client.run(os.getpid)
+        killed_pid = []
 
         def kill_one(row):
             if row["iteration"] == 1:
-                os.kill(pids[0], signal.SIGKILL)
+                killed_pid.append(pids[_worker_holding(backend, built["maps"])])
+                os.kill(killed_pid[0], signal.SIGKILL)
 
         killed = _km().fit(data, callback=kill_one)
-        assert pids[0] not in backend.client.run(os.getpid).values()    # it was restarted
+        assert killed_pid[0] not in backend.client.run(os.getpid).values()   # restarted
     _assert_same_fit(ref, got, exact=False)
     _assert_same_fit(ref, killed, exact=False)

@@ -267,12 +267,13 @@ def test_catalogue_suggestions_come_from_their_family():
     from kmviz.data import list_datasets, suggested_settings
 
     for entry in list_datasets():
-        for name, suggestion in entry.suggested.items():
+        for name, suggestion in families.dataset_suggestions(entry.name).items():
             assert families.get(name).suggested()[entry.name] is suggestion
             assert suggested_settings(entry.name, name) is suggestion or suggestion.options
     assert suggested_settings("gapminder", "no-such-family") is None
     held = {(d, f.name) for f in families.all_families() for d in f.suggested()}
-    assert held == {(e.name, n) for e in list_datasets() for n in e.suggested}
+    assert held == {(e.name, n) for e in list_datasets()
+                    for n in families.dataset_suggestions(e.name)}
 
 
 def test_every_demo_dataset_is_in_the_catalogue():

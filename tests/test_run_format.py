@@ -201,7 +201,7 @@ def test_v1_index_gets_the_note_column_and_schema_2(v1_store):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
     finally:
         conn.close()
-    assert "note" in columns and version == INDEX_SCHEMA == 2
+    assert "note" in columns and version == INDEX_SCHEMA == 3
 
 
 def test_v1_cli_run_lists_with_the_new_metric_names(v1_store, fit):

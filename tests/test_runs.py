@@ -266,7 +266,7 @@ def _save_many(path, worker, n, barrier):
 @pytest.mark.slow
 def test_two_processes_saving_at_once(tmp_path):
     path = tmp_path / "store"
-    RunStore(path).list()  # create the index first, as the app would
+    save_one(RunStore(path), label="first", seed=99)  # the store exists (reading creates none)
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(2)
     procs = [ctx.Process(target=_save_many, args=(path, w, 20, barrier)) for w in range(2)]
@@ -277,9 +277,12 @@ def test_two_processes_saving_at_once(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0]
     store = RunStore(path)
     df = store.list()
-    assert len(df) == 40 and df["run_id"].is_unique
-    assert sorted(df["label"]) == sorted(f"w{w}-{i}" for w in range(2) for i in range(20))
+    assert len(df) == 41 and df["run_id"].is_unique
+    assert sorted(df["label"]) == sorted(["first"] + [f"w{w}-{i}" for w in range(2)
+                                                      for i in range(20)])
     for run_id, label in zip(df["run_id"], df["label"]):
+        if label == "first":
+            continue
         run = store.load(run_id)
         i = int(label.split("-")[1])
         np.testing.assert_array_equal(run.arrays["theta"], make_arrays(i)["theta"])
@@ -424,7 +427,7 @@ def test_index_from_newer_kmviz_is_refused(tmp_path):
     import sqlite3
 
     store = RunStore(tmp_path / "s")
-    store.list()
+    save_one(store)
     conn = sqlite3.connect(store.index_path)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
@@ -434,8 +437,10 @@ def test_index_from_newer_kmviz_is_refused(tmp_path):
 
 def test_store_path_that_is_a_file(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(RunStoreError, match="Cannot create the run store"):
+    with pytest.raises(RunStoreError, match="it is a file, not a folder"):
         RunStore(tmp_path / "f").list()
+    with pytest.raises(RunStoreError, match="Cannot create the run store"):
+        save_one(RunStore(tmp_path / "f"))
 
 
 def test_index_that_is_not_sqlite(tmp_path):

@@ -6,16 +6,19 @@
 from .builtin import load_boston, load_gapminder, load_movielens_small
 from .graphs import erdos_renyi_graph, group_graph, temporal_graph
 from .features import check_feature_matrix, encode_features, normalize_rows
-from .catalogue import (DatasetEntry, Suggestion, get_dataset, list_datasets, load,
-                        suggested_settings)
+from .catalogue import DatasetEntry, Suggestion, get_dataset, list_datasets, load
+# the settings measured per family are the registry's (the catalogue never imports it)
+from ..families import suggested_settings
 from .loaders import (
     detect_format,
+    load_basket,
     load_delimited,
     load_matrix_market,
     load_movielens_100k,
     load_movielens_csv,
     load_movielens_dat,
     load_path,
+    load_table,
     load_zip,
     max_upload_bytes,
 )
@@ -53,7 +56,9 @@ __all__ = [
     "km_toy",
     "list_datasets",
     "load",
+    "load_basket",
     "load_delimited",
+    "load_table",
     "read_parquet",
     "scan_parquet",
     "PartitionedRatings",

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..exceptions import InvalidParameterError, MissingFileError
-from . import builtin, synthetic
+from . import builtin, planted_relations, synthetic
 from .loaders import load_path
 from .ratings import Ratings
 
@@ -95,20 +95,6 @@ class DatasetEntry:
     parameters: dict = field(default_factory=dict)
     nouns: tuple = ("user", "item")
 
-    @property
-    def suggested(self) -> dict:
-        """Model family name -> :class:`Suggestion`: settings measured on this dataset (the
-        Train page offers them; the families' own defaults follow the papers). Each family
-        keeps its own in its package (``Family.suggestions``); this asks the registry."""
-        from ..families import all_families
-
-        out = {}
-        for family in all_families():
-            suggestion = family.suggested().get(self.name)
-            if suggestion is not None:
-                out[family.name] = suggestion
-        return out
-
     def load(self, **options) -> Ratings:
         """Call the loader with the defaults updated by ``options`` (unknown ones refused)."""
         unknown = sorted(set(options) - set(self.parameters))
@@ -136,7 +122,7 @@ PLANTED_KM_NOISE = 0.05
 PLANTED_LOWRANK_NOISE = 0.1
 #: 40 % of the entries observed (28 training ratings a user after the app's split): at the
 #: generator's 20 % (11 a user) KM, which reads no side features, could not beat the mean
-#: (bench/defaults_table.py), while the families that read features still have room to show it.
+#: (bench/data/defaults_table.py), while the families that read features still have room to show it.
 PLANTED_LOWRANK_OBSERVED = 0.4
 #: Loader options that fix the shape of a planted set, the seed aside: settings measured over
 #: several seeds of a set (``Suggestion.options``) hold for these.
@@ -218,6 +204,18 @@ _ENTRIES = (
         parameters=_defaults(builtin.load_boston),
         nouns=("tract", "target"),
     ),
+    DatasetEntry(
+        name="planted-relations",
+        title="Planted relations (1-5 stars)",
+        description="Star ratings shaped like an analyst's file (popularity skew, user bias, "
+                    "sparse) with relations planted to hold exactly: 'every fan of A rates B "
+                    "4 or 5', chains, and 'fans of A and B rate C 4-5'; "
+                    "make_planted_relations gives the truth.",
+        source="generated (kmviz.data.planted_relations.planted_relations)",
+        licence=_GENERATED,
+        loader=planted_relations.planted_relations,
+        parameters={**_defaults(planted_relations.planted_relations), "random_state": 0},
+    ),
 )
 
 
@@ -241,26 +239,6 @@ def get_dataset(name: str) -> DatasetEntry:
     raise InvalidParameterError(f"No dataset named {name!r}; the catalogue has {names}.")
 
 
-def suggested_settings(dataset: str, family: str, options: dict | None = None):
-    """The :class:`Suggestion` of the catalogue entry ``dataset`` for the model family
-    ``family``, or None: when the entry has none, or when ``options`` (the loader options
-    the data was loaded with; None: the entry's defaults) differ from the ones it was
-    measured with."""
-    from ..families import get
-
-    entry = next((e for e in _ENTRIES if e.name == dataset), None)
-    try:
-        suggestion = get(family).suggested().get(dataset) if entry is not None else None
-    except InvalidParameterError:  # no such family: nothing measured for it
-        suggestion = None
-    if suggestion is None:
-        return None
-    used = {**entry.parameters, **(options or {})}
-    if any(used.get(k) != v for k, v in suggestion.options.items()):
-        return None
-    return suggestion
-
-
 def load(source, **options) -> Ratings:
     """Load a catalogue dataset or a file, directory or zip archive.
 
@@ -275,7 +253,11 @@ def load(source, **options) -> Ratings:
         (also for the uncompressed contents of archives).
     **options
         Passed to the generator or loader, e.g. ``load("planted-km", n_users=50, D=6,
-        random_state=0)`` or ``load(path, duplicates="mean", delimiter=";")``.
+        random_state=0)`` or ``load(path, duplicates="mean", delimiter=";")``. One option
+        applies to any one-class file (baskets, (user, item) pairs, a 0/1 table):
+        ``absent="zero"`` reads every absent pair as a 0 (:func:`kmviz.data.absent.
+        absent_as_zero`), so that a model of ratings such as KM has zeros to fit and a
+        split zeros to validate on; by default absent pairs stay unknown.
 
     Returns
     -------
@@ -290,6 +272,14 @@ def load(source, **options) -> Ratings:
     InvalidParameterError
         For an option the chosen loader does not take.
     """
+    absent = options.pop("absent", None)
+    if absent not in (None, "unknown", "zero"):
+        raise InvalidParameterError(
+            f"load: absent must be 'unknown' (the default) or 'zero'; got {absent!r}.")
+    if absent == "zero":
+        from .absent import absent_as_zero
+
+        return absent_as_zero(load(source, **options))
     if isinstance(source, str) and any(e.name == source for e in _ENTRIES):
         return get_dataset(source).load(**options)
     path = Path(source)

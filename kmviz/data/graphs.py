@@ -5,7 +5,7 @@ Every builder returns a symmetric ``scipy.sparse.csr_matrix`` adjacency with an 
 diagonal: groups (regions, genres), the temporal neighbouring-index graph (each time step
 linked to the ``width`` steps before and after) and Erdős–Rényi graphs. Builders that need a
 metric on feature vectors (k nearest neighbours) live with the kernels in
-:mod:`kmviz.kmc.kernels`.
+:mod:`kmviz.kmc.rkhs`.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import DataValueError, FileFormatError
+from .parquet_ids import check_id_reports, id_report
 from .ratings import Ratings
 
 
@@ -87,15 +88,17 @@ def not_binary_error(value, value_col, shown) -> DataValueError:
                           fix="pass implicit=False to read the values as ratings")
 
 
-def _partition_check(df, value_col):
-    """Per partition: rows, non-finite values, first bad value (checked on the worker)."""
+def _partition_check(df, value_col, id_cols=()):
+    """Per partition: rows, non-finite values, first bad value, and the reports of the id
+    columns (:func:`~kmviz.data.parquet_ids.id_report`), checked on the worker."""
+    reports = {f"ids_{c}": [id_report(df[c])] for c in id_cols}
     if value_col is None:
-        return pd.DataFrame({"rows": [len(df)], "bad": [0], "first_bad": [np.nan]})
+        return pd.DataFrame({"rows": [len(df)], "bad": [0], "first_bad": [np.nan], **reports})
     v = numeric_values(df[value_col])
     bad = ~np.isfinite(v)
     first = df[value_col].iloc[int(np.flatnonzero(bad)[0])] if bad.any() else np.nan
     return pd.DataFrame({"rows": [len(df)], "bad": [int(bad.sum())],
-                         "first_bad": [str(first) if bad.any() else np.nan]})
+                         "first_bad": [str(first) if bad.any() else np.nan], **reports})
 
 
 def _codes(series, categories):
@@ -108,8 +111,11 @@ def _open(path, user_col, item_col, value_col, storage_options):
     column names; a clear FileFormatError for a bad path or a missing column."""
     import dask.dataframe as dd
 
+    from .loaders.checks import refuse_special_file
+
     shown = str(path)
     cols = [c for c in (user_col, item_col, value_col) if c is not None]
+    refuse_special_file(path)  # a named pipe or device is never opened
     try:
         ddf = dd.read_parquet(str(path), storage_options=storage_options)
     except (FileNotFoundError, OSError, ValueError) as exc:
@@ -162,12 +168,20 @@ def read_parquet(path, *, user_col="user", item_col="item", value_col="value", r
     """
     shown = str(path)
     ddf, cols = _open(path, user_col, item_col, value_col, storage_options)
+    id_cols = (user_col, item_col)
     meta = pd.DataFrame({"rows": pd.Series(dtype=np.int64), "bad": pd.Series(dtype=np.int64),
-                         "first_bad": pd.Series(dtype=object)})
-    checks = ddf.map_partitions(_partition_check, value_col, meta=meta)
+                         "first_bad": pd.Series(dtype=object),
+                         **{f"ids_{c}": pd.Series(dtype=object) for c in id_cols}})
+    checks = ddf.map_partitions(_partition_check, value_col, id_cols, meta=meta)
     text = {c: not pd.api.types.is_integer_dtype(ddf[c].dtype) for c in (user_col, item_col)}
     distinct = {c: ddf[c].astype(str).unique() for c in text if text[c]}
     checked, *found = _compute(checks, *distinct.values())
+    # the id columns first: a null, an unsigned id >= 2^63 or a partition of another type
+    # would otherwise fail in a cast (or change sign) below
+    check_id_reports([{"user": checked[f"ids_{user_col}"].iloc[k],
+                       "item": checked[f"ids_{item_col}"].iloc[k]}
+                      for k in range(len(checked))], {"user": user_col, "item": item_col},
+                     path, shown)
     bad = checked["bad"].to_numpy()
     if bad.sum():
         part = int(np.flatnonzero(bad)[0])

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..exceptions import DataValueError, DuplicateRatingsError, EmptyDataError
 from ._ids import _show
+from .parquet_ids import check_id_reports, id_report
 from .parquet import (LOCAL_SCHEDULER, _open, _scheduler, not_binary_error, not_finite_error,
                       numeric_values)
 from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance, rating_scale
@@ -82,7 +83,11 @@ def _scan_partition(df, spec):
         huge = np.abs(finite) > MAX_ABS_VALUE
         if huge.any():
             out["huge"] = (int(huge.sum()), float(finite[np.flatnonzero(huge)[0]]))
+    out["ids"] = {side: id_report(col) for side, col in (("user", users), ("item", items))}
     for side, col in (("user", users), ("item", items)):
+        if out["ids"][side]["over"] is not None or \
+                (out["ids"][side]["kind"] == "text") != spec[f"{side}_text"]:
+            continue  # refused by _check_scan: not cast
         ids = _ids_of(col, spec[f"{side}_text"])
         if ids is None:
             out[f"{side}_missing"] = True
@@ -276,8 +281,8 @@ class PartitionedRatings:
             raise DataValueError(f"the dataset now has {len(parts)} partitions, "
                                  f"{self.n_partitions} when it was scanned", path=self.source,
                                  fix="scan it again with kmviz.data.scan_parquet")
-        maps = backend.client.scatter([(self.user_ids, self.item_ids)], broadcast=True,
-                                      hash=False)[0]
+        # held with a lineage: the scheduler can place it again if its worker is lost
+        maps = backend.hold((self.user_ids, self.item_ids))
         spec = {**self._spec, "n_users": self.n_users, "n_items": self.n_items}
         out = {"maps": maps}
         # one side at a time: only one side's routed pieces are ever on the workers
@@ -374,7 +379,7 @@ def scan_parquet(path, *, user_col="user", item_col="item", value_col="value", r
                 ids[side] = _merge(ids[side], res.pop(side))
         found[k] = res
     stats = [found[k] for k in range(len(parts))]
-    _check_scan(stats, spec, shown)
+    _check_scan(stats, spec, shown, path)
     n = sum(s["rows"] for s in stats)
     if n == 0:
         raise EmptyDataError("no ratings found", path=shown,
@@ -416,7 +421,7 @@ def scan_parquet(path, *, user_col="user", item_col="item", value_col="value", r
         name=name or shown.rstrip("/").rsplit("/", 1)[-1], options=options)
 
 
-def _check_scan(stats, spec, shown):
+def _check_scan(stats, spec, shown, path=None):
     """The errors :func:`~kmviz.data.read_parquet` raises, in its order."""
     vc = spec["value_col"]
     bad = [(k, s["bad"]) for k, s in enumerate(stats) if "bad" in s]
@@ -426,6 +431,8 @@ def _check_scan(stats, spec, shown):
     off = [s["off"] for s in stats if "off" in s]
     if off:
         raise not_binary_error(off[0], vc, shown)
+    check_id_reports([s["ids"] for s in stats],
+                     {"user": spec["user_col"], "item": spec["item_col"]}, path, shown)
     for side in ("user", "item"):
         if any(s.get(f"{side}_missing") for s in stats):
             raise DataValueError(f"{side} ids contain missing values", path=shown,

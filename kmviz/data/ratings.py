@@ -382,15 +382,16 @@ class Ratings:
         return np.bincount(self.items, minlength=self.n_items)
 
     def item_label(self, i: int) -> str:
-        """A display label for item index ``i``: its name if known, else its id."""
+        """A display label for item index ``i``: its name if known, else its id (a text id
+        such as "Espresso" as it is, a number as "item 42")."""
         if self.item_names is not None and self.item_names[i] is not None:
             return str(self.item_names[i])
-        return f"item {self.item_ids[i]}"
+        return _id_label("item", self.item_ids[i])
 
     def user_label(self, u: int) -> str:
         if self.user_names is not None and self.user_names[u] is not None:
             return str(self.user_names[u])
-        return f"user {self.user_ids[u]}"
+        return _id_label("user", self.user_ids[u])
 
     def to_frame(self, *, labels=True, limit=None) -> pd.DataFrame:
         """The triplets as a DataFrame with original ids (and item names when known);
@@ -619,3 +620,11 @@ def rating_scale(r_min, r_max, v_min, v_max, implicit, shown):
         raise DataValueError(f"the rating scale [{lo:g}, {hi:g}] is empty", path=shown,
                              expected="r_min < r_max")
     return lo, hi
+
+
+def _id_label(kind: str, value) -> str:
+    """``"item 42"`` for a numeric id, the text itself for a text id that is not a number."""
+    text = str(value)
+    if isinstance(value, str) and text.strip() and not text.strip().lstrip("+-").isdigit():
+        return text
+    return f"{kind} {text}"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._memory import check_allocation
 from .._validation import check_number, check_option, check_random_state
 from .ratings import Ratings
 
@@ -54,6 +55,34 @@ def _check_size(owner, n_users, n_items):
     check_number(owner, "n_items", n_items, kind=int, low=2)
 
 
+#: Peak bytes of a generator per (user, item) cell it draws densely, and per entry it keeps
+#: (index and value arrays, the Ratings' checks and copies); measured with tracemalloc
+#: (tests/data/test_generator_bounds.py keeps the estimate above the measured peak).
+_CELL_BYTES = {"km_toy": 64, "make_planted_km": 10, "make_planted_lowrank": 26}
+_ENTRY_BYTES = 50
+#: Bytes per true implication pair (two int64 indices, the strict flag, temporaries).
+_PAIR_BYTES = 40
+
+
+def _check_memory(owner, n_users, n_items, observed=1.0, pairs=0) -> None:
+    """Refuse, before the big arrays are allocated, a set whose dense users x items draws,
+    entries and true implication pairs would pass the memory limit (see
+    :func:`kmviz._memory.check_allocation`); the message names the options to lower."""
+    cells = int(n_users) * int(n_items)
+    parts = {f"the dense {n_users:,} x {n_items:,} users x items draws":
+             cells * _CELL_BYTES[owner],
+             f"about {int(cells * observed):,} generated entries":
+             int(cells * observed) * _ENTRY_BYTES}
+    if pairs:
+        parts[f"the {pairs:,} true implication pairs"] = pairs * _PAIR_BYTES
+    if pairs and max(parts.values()) == pairs * _PAIR_BYTES:
+        fix = "lower n_items (the true implications grow with its square), or raise " \
+              "n_chains or D"
+    else:
+        fix = "lower n_users or n_items" + (" (or observed=)" if observed < 1 else "")
+    check_allocation(f"{owner}(n_users={n_users}, n_items={n_items})", parts, fix=fix)
+
+
 # --------------------------------------------------------------------------- KM toy (D1)
 def km_toy(n_users=20, n_items=40, random_state=None) -> Ratings:
     """The toy set D1 of the Kolmogorov-model paper: every pair observed, p ~ U[0, 1].
@@ -69,6 +98,7 @@ def km_toy(n_users=20, n_items=40, random_state=None) -> Ratings:
         ``n_users * n_items`` values in [0, 1] (r_min=0, r_max=1).
     """
     _check_size("km_toy", n_users, n_items)
+    _check_memory("km_toy", n_users, n_items)
     rng = check_random_state(random_state)
     p = rng.random((n_users, n_items))
     u, i = np.indices(p.shape)
@@ -112,6 +142,11 @@ class PlantedKMTruth:
 def implication_pairs(psi) -> tuple[np.ndarray, np.ndarray]:
     """All (j, i), i != j, with supp(psi_j) inside supp(psi_i), and whether it is strict.
 
+    Computed over the distinct rows of ``psi`` (items with one support are one class), so
+    the memory is that of the pairs returned, not of an n_items x n_items matrix; their
+    count is known first, and a result over the memory limit is refused before it is
+    built (:func:`kmviz._memory.check_allocation`).
+
     Parameters
     ----------
     psi : array-like of {0, 1}, shape (n_items, D)
@@ -119,16 +154,46 @@ def implication_pairs(psi) -> tuple[np.ndarray, np.ndarray]:
     Returns
     -------
     pairs : ndarray of int64, shape (n_pairs, 2)
+        In the order of j, then i.
     strict : ndarray of bool, shape (n_pairs,)
     """
     psi = np.asarray(psi, dtype=np.int64)
-    # supp(psi_j) is inside supp(psi_i) iff psi_j has no 1 where psi_i has a 0
-    outside = psi @ (1 - psi).T
-    inside = outside == 0
-    np.fill_diagonal(inside, False)
-    j, i = np.nonzero(inside)
-    strict = psi[j].sum(axis=1) < psi[i].sum(axis=1)
-    return np.column_stack([j, i]).astype(np.int64), strict
+    n = psi.shape[0]
+    if n == 0:
+        return np.empty((0, 2), dtype=np.int64), np.empty(0, dtype=bool)
+    rows, cls = np.unique(psi, axis=0, return_inverse=True)
+    cls = cls.reshape(-1)
+    # supp(a) is inside supp(b) iff row a has no 1 where row b has a 0
+    inside = (rows @ (1 - rows).T) == 0
+    members = [np.flatnonzero(cls == c) for c in range(rows.shape[0])]
+    targets = [np.sort(np.concatenate([members[b] for b in np.flatnonzero(inside[a])]
+                                      or [np.empty(0, np.int64)]))
+               for a in range(rows.shape[0])]
+    sizes = np.array([t.shape[0] for t in targets], dtype=np.int64)
+    counts = sizes[cls] - inside[cls, cls]  # an item is in its own class's targets
+    total = int(counts.sum())
+    check_allocation(f"the true implications of {n:,} items",
+                     {f"{total:,} pairs": total * _PAIR_BYTES},
+                     fix="lower n_items (or raise n_chains or D, which splits the supports)")
+    j = np.repeat(np.arange(n, dtype=np.int64), counts)
+    i = np.empty(total, dtype=np.int64)
+    at = 0
+    for k in range(n):
+        t = targets[cls[k]]
+        if inside[cls[k], cls[k]]:
+            t = t[t != k]
+        i[at:at + t.shape[0]] = t
+        at += t.shape[0]
+    size = rows.sum(axis=1)
+    strict = size[cls[j]] < size[cls[i]]
+    return np.column_stack([j, i]), strict
+
+
+def _count_pairs(psi) -> int:
+    """How many pairs :func:`implication_pairs` returns, from the distinct supports only."""
+    rows, counts = np.unique(np.asarray(psi, dtype=np.int64), axis=0, return_counts=True)
+    inside = (rows @ (1 - rows).T) == 0
+    return int(counts @ inside @ counts - counts @ np.diag(inside))
 
 
 def _nested_supports(rng, n_items, D, n_chains, max_support) -> np.ndarray:
@@ -201,9 +266,11 @@ def make_planted_km(n_users=200, n_items=60, D=8, *, noise=0.0, observed=0.3, sc
     max_support = check_number(owner, "max_support", max_support, kind=int, low=1, high=D)
     alpha = check_number(owner, "alpha", alpha, low=0.0, closed="neither")
     rng = check_random_state(random_state)
+    _check_memory(owner, n_users, n_items, observed)
 
     theta = rng.dirichlet(np.full(D, alpha), size=n_users)
     psi = _nested_supports(rng, n_items, D, n_chains, max_support)
+    _check_memory(owner, n_users, n_items, observed, pairs=_count_pairs(psi))
     # p = clip(theta psi^T + noise N(0, 1), 0, 1), in row blocks (the normals of one
     # (n_users, n_items) draw, in order): no full-size temporaries besides p itself
     p = np.empty((n_users, n_items))
@@ -301,6 +368,7 @@ def make_planted_lowrank(n_users=100, n_items=80, rank=5, *, n_user_features=6,
     noise = check_number(owner, "noise", noise, low=0.0)
     observed = check_number(owner, "observed", observed, low=0.0, high=1.0, closed="right")
     rng = check_random_state(random_state)
+    _check_memory(owner, n_users, n_items, observed)
 
     x = rng.standard_normal((n_users, n_uf))
     y = rng.standard_normal((n_items, n_if))

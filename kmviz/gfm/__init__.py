@@ -11,7 +11,7 @@ eq. (3) with a ridge inside the estimator (:mod:`kmviz.gfm.als`), the solver for
 :mod:`kmviz.gfm.analysis` and :mod:`kmviz.gfm.figures` serve the app's Recovery and
 Interactions pages.
 The estimator's plumbing: :mod:`kmviz.gfm.batching` (the data forms, the FM design of
-ratings, the mini-batches), :mod:`kmviz.gfm.steps` (the fit state, one batch, one ALS pass)
+ratings, the mini-batches), :mod:`kmviz.gfm._state` (the fit state) and :mod:`kmviz.gfm.solvers` (one batch, one ALS pass)
 and :mod:`kmviz.gfm.lowrank` (the learned M from its factors).
 """
 

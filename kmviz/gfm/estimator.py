@@ -23,15 +23,8 @@ from .data import RegressionData, as_regression
 from .design import RatingsDesign, is_ratings
 from .operators import ENGINES, ChunkedBatch, Standardizer, check_rows, project
 from .recovery import as_truth
-from .steps import (
-    DIVERGENCE_ADVICE,
-    PHASES,
-    FitState,
-    StreamState,
-    als_step,
-    onepass_step,
-    raw_factors,
-)
+from ._state import FitState, StreamState
+from .solvers import DIVERGENCE_ADVICE, PHASES, REGISTRY, check_stream_rank, onepass_step
 
 SOLVERS = ("auto", "onepass", "als")
 
@@ -71,7 +64,7 @@ class GeneralizedFM(IterativeEstimator):
         ``standardize=False, fit_intercept=False`` the steps are exactly Algorithm 1.
     engine : {"auto", "numba", "numpy"}, default="auto"
         The per-batch products: fused Numba sweeps, NumPy/BLAS, or Numba for dense data
-        with d >= 128 (measured crossover, bench/gfm_kernels.py). Sparse X always goes
+        with d >= 128 (measured crossover, bench/gfm/gfm_kernels.py). Sparse X always goes
         through SciPy's sparse products.
     solver : {"auto", "onepass", "als"}, default="auto"
         "onepass": Algorithm 1 on a stream of fresh batches (the paper's method; it assumes
@@ -123,8 +116,9 @@ class GeneralizedFM(IterativeEstimator):
         ``err_M_spec``, ``eps``, ``eps_spec``, ``rel_err``, ``tan_theta``) and
         ``contraction = eps_t / eps_{t-1}``. With ``solver="als"`` one row per pass:
         ``pass``, ``n_seen`` (instances read so far), ``objective`` (eq. (3) + ridge on all
-        the training data, non-increasing), ``train_rmse``, ``n_inner`` (LSQR iterations),
-        phase times ``t_init_s``, ``t_solve_U_s``, ``t_solve_V_s``, ``t_objective_s``.
+        the training data, non-increasing), ``train_rmse``, ``n_inner`` (coordinate sweeps;
+        LSQR iterations on a standardized sparse design), phase times ``t_init_s``,
+        ``t_caches_s``, ``t_solve_U_s``, ``t_solve_V_s``, ``t_objective_s``.
     solver_ : str
         The solver that ran ("onepass" or "als"; "auto" resolved).
     model_ : OnePassState
@@ -135,7 +129,7 @@ class GeneralizedFM(IterativeEstimator):
         The FM design of the training ratings (None for arrays): ``predict``, ``evaluate``
         and ``validation`` put ratings through it.
     stream_ : StreamState or None
-        What :meth:`partial_fit` continues (:class:`~kmviz.gfm.steps.StreamState`: the
+        What :meth:`partial_fit` continues (:class:`~kmviz.gfm._state.StreamState`: the
         model, the truth, the divergence yardstick); None after an ALS fit, where
         ``partial_fit`` starts a new stream.
 
@@ -157,7 +151,7 @@ class GeneralizedFM(IterativeEstimator):
     (:class:`~kmviz.gfm.design.RatingsDesign`: one-hot user, one-hot item, side features ->
     rating; sparse), shuffled with ``random_state`` before it is cut into batches (ratings
     files are sorted by user); ``evaluate``, ``predict`` and ``validation`` then take Ratings
-    in the same index space. Caveat (bench/gfm_robustness.py): one-hot features are far from
+    in the same index space. Caveat (bench/gfm/gfm_robustness.py): one-hot features are far from
     N(0, I) and Algorithm 1 diverges on them, hence ``solver="auto"`` fits ratings by ALS.
     A diverging one-pass fit (batch error beyond 3x the mean predictor's) gets one trace
     warning and a :class:`~kmviz.exceptions.ConvergenceWarning` saying what to change.
@@ -193,7 +187,7 @@ class GeneralizedFM(IterativeEstimator):
                                     "H₁ − h₂/2 I). Off, with standardize off: exactly Alg. 1."),
         "engine": Param(str, options=ENGINES, advanced=True, label="engine",
                         help="Per-batch products: fused Numba sweeps, NumPy/BLAS, or auto "
-                             "(Numba for dense d ≥ 128, measured in bench/gfm_kernels.py); "
+                             "(Numba for dense d ≥ 128, measured in bench/gfm/gfm_kernels.py); "
                              "sparse data always uses SciPy."),
         "solver": Param(str, options=SOLVERS, label="solver",
                         option_labels={"auto": "auto (ALS for ratings, one-pass for arrays)",
@@ -285,7 +279,7 @@ class GeneralizedFM(IterativeEstimator):
         return 1
 
     def _loop_policy(self, params, state) -> LoopPolicy:
-        if state.solver == "als":  # passes are a convergence budget; no pass raises f
+        if state.method == "als":  # passes are a convergence budget; no pass raises f
             tol, n_passes = params["tol"], int(params["n_passes"])
             return LoopPolicy(max_iter=n_passes, tol=tol, monotone=True,
                               budget="n_passes" if tol > 0 else None,  # tol = 0: no rule
@@ -297,7 +291,7 @@ class GeneralizedFM(IterativeEstimator):
                           end_message=f"all {len(state.batches)} batches used")
 
     def _solver_name(self, params, state):
-        return f"gfm.{state.solver}"  # "auto" resolved from the data by _fit_start
+        return REGISTRY[state.method].name(state)  # "auto" resolved by _fit_start
 
     @staticmethod
     def _resolve_solver(solver, data) -> str:
@@ -331,7 +325,7 @@ class GeneralizedFM(IterativeEstimator):
             st = self._als_start(data, params, truth=truth)
         else:
             cut = batching.cut(data, params, owner)
-            st = FitState(prm=dict(params), solver="onepass",
+            st = FitState(prm=dict(params), method="onepass", owner=owner,
                           stream=StreamState(rng=check_random_state(params["random_state"])),
                           design=cut.design, design_events=cut.design_events,
                           feature_names=cut.feature_names, batches=cut.batches,
@@ -339,9 +333,14 @@ class GeneralizedFM(IterativeEstimator):
                           check=not isinstance(data, RegressionData))  # arrays: checked whole
             if truth is not None:
                 st.stream.truth = as_truth(truth, d=batching.first_d(st.batches))
-        if validation is not None:  # converted once, for the metrics of every row
+        if validation is not None:  # converted and checked once, for the metrics of every row
             st.validation = batching.as_data(validation, st.design, owner).checked(
                 "validation X")
+            d = st.X.shape[1] if st.method == "als" else batching.first_d(st.batches)
+            check_rows(st.validation.X, st.validation.y, d=d, what="validation X")
+        st.rng = st.stream.rng
+        st.tol = params["tol"] if st.method == "als" else None
+        REGISTRY[st.method].start(st, st.rng)
         return st
 
     def _als_start(self, data, params, *, truth=None) -> FitState:
@@ -361,7 +360,7 @@ class GeneralizedFM(IterativeEstimator):
         if data.n_samples < params["rank"]:
             raise ValueError(f"X has {data.n_samples} rows, fewer than rank={params['rank']}; "
                              "pass more rows or lower rank.")
-        st = FitState(prm=dict(params), solver="als",
+        st = FitState(prm=dict(params), method="als", owner=owner,
                       stream=StreamState(rng=check_random_state(params["random_state"])),
                       design=design, design_events=events, feature_names=data.feature_names,
                       X=data.X, y=data.y)
@@ -370,38 +369,33 @@ class GeneralizedFM(IterativeEstimator):
         return st
 
     def _trace_metrics(self, st, validation):
-        return self.evaluate(st.validation)
+        # the validation rows were checked by _fit_start: the unchecked core, every row
+        return self._metrics(st.validation.X, st.validation.y)
 
     def _fit_step(self, st: FitState, trace, it):
         if it == 1:
             for message, values in st.design_events:
                 trace.event("info", message, **values)
-        for name in PHASES[st.solver]:
+        for name in PHASES[st.method]:
             trace.add_time(name, 0.0)
-        if st.solver == "als":
-            return als_step(st, trace, it)
-        if it == 1 and st.n_unused:
-            trace.event("info", f"{st.n_unused} rows beyond n_batches x batch_size were not "
-                        "used", rows_unused=st.n_unused)
-        return onepass_step(st.stream, st.batches[it - 1], st.prm, trace,
-                            owner=type(self).__name__, check=st.check)
+        return REGISTRY[st.method].step(st, trace, it)
 
     def _fit_publish(self, st: FitState, n_iter, trace):
         m = st.stream.model
-        w, U, V, b = raw_factors(m)
-        self.coef_ = w
-        self.U_ = U
-        self.V_ = V
-        self.intercept_ = float(b)
-        self.n_seen_ = int(m.n_seen)
-        self.n_features_in_ = int(m.d)
+        arrays = REGISTRY[st.method].publish(st)
+        self.coef_ = arrays["coef"]
+        self.U_ = arrays["U"]
+        self.V_ = arrays["V"]
+        self.intercept_ = arrays["intercept"]
+        self.n_seen_ = arrays["n_seen"]
+        self.n_features_in_ = arrays["n_features"]
         names = st.feature_names
         self.feature_names_in_ = None if names is None else np.asarray(names, dtype=str)
         self.n_iter_ = int(trace.n_iter)
-        self.solver_ = st.solver
+        self.solver_ = st.method
         self.model_ = m
         self.design_ = st.design
-        self.stream_ = st.stream if st.solver == "onepass" else None
+        self.stream_ = st.stream if st.method == "onepass" else None
         self.trace_ = trace
 
     # ------------------------------------------------------------------ streaming
@@ -438,8 +432,8 @@ class GeneralizedFM(IterativeEstimator):
                 names = as_regression(X, y).feature_names
         else:
             trace, design, names = self.trace_, self.design_, self.feature_names_in_
-        st = FitState(prm=dict(params), solver="onepass", stream=stream, design=design,
-                      feature_names=names)
+        st = FitState(prm=dict(params), method="onepass", owner=owner, stream=stream,
+                      design=design, feature_names=names)
         if y is None and is_ratings(X):
             X = batching.as_data(X, design, owner)
         batch, checked = as_batch(X, y, d=None if stream.model is None else stream.model.d)
@@ -447,6 +441,7 @@ class GeneralizedFM(IterativeEstimator):
             d = stream.model.d if stream.model is not None else batching.first_d([batch])
             stream.truth = as_truth(truth, d=d)
         self._check_batch_size(batch, params, stream)
+        check_stream_rank(stream, params, owner)  # the settings, checked at the entry
         row = onepass_step(stream, batch, params, trace, owner=owner, check=not checked)
         if not math.isfinite(row["objective"]):
             from ..exceptions import NumericalError
@@ -480,6 +475,10 @@ class GeneralizedFM(IterativeEstimator):
         if is_ratings(X):
             X = self._as_data(X).X
         X, _ = check_rows(X, None, d=self.n_features_in_, check_y=False)
+        return self._predict_rows(X)
+
+    def _predict_rows(self, X) -> np.ndarray:
+        """:meth:`predict` on checked float64 rows (dense C-order or CSR), no checks."""
         m = self.model_
         k = m.rank
         P = project(X, np.hstack([m.U, m.V, m.w[:, None]]), m.std)
@@ -494,7 +493,11 @@ class GeneralizedFM(IterativeEstimator):
         self._check_fitted()
         data = self._as_data(data)
         X, y = check_rows(data.X, data.y, d=self.n_features_in_)
-        err = self.predict(X) - y
+        return self._metrics(X, y)
+
+    def _metrics(self, X, y) -> dict:
+        """:meth:`evaluate`'s metrics on checked rows ``X`` and targets ``y``, no checks."""
+        err = self._predict_rows(X) - y
         mse = float(np.mean(err * err))
         var = float(np.var(y))
         return {"rmse": math.sqrt(mse), "nmse": mse / var if var > 0 else math.nan}
@@ -581,7 +584,7 @@ class GeneralizedFM(IterativeEstimator):
         solver = str(np.asarray(arrays["solver"])) if "solver" in arrays else "onepass"
         names = arrays["feature_names"] if "feature_names" in arrays else None
         st = FitState(
-            prm=prm, solver=solver,
+            prm=prm, method=solver, owner=cls.__name__,
             stream=StreamState(model=state, rng=check_random_state(prm["random_state"])),
             design=RatingsDesign.from_arrays(arrays) if "design_shape" in arrays else None,
             feature_names=None if names is None else [str(x) for x in names])

@@ -6,6 +6,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..viz._theme import value_axis
+
 _COLORS = {"eps": "#1f77b4", "err_w": "#2ca02c", "err_M": "#d62728", "fitted": "#7f7f7f",
            "predicted": "#ff7f0e"}
 
@@ -28,8 +30,9 @@ def recovery_figure(table, *, fitted_rate: float, predicted_rate: float) -> go.F
     fig.add_trace(go.Scatter(x=x, y=table["predicted"], name=f"theory's scaling δ = √(kd/n) = "
                              f"{predicted_rate:.3g}", mode="lines",
                              line=dict(color=_COLORS["predicted"], dash="dot")))
+    fig.update_yaxes(**value_axis(log=True))
     fig.update_layout(xaxis_title="instances consumed (n t)", yaxis_title="error (log scale)",
-                      yaxis_type="log", height=420, legend=dict(orientation="h", y=-0.25),
+                      height=420, legend=dict(orientation="h", y=-0.25),
                       margin=dict(t=30))
     return fig
 
@@ -44,7 +47,8 @@ def angle_contraction_figure(table) -> go.Figure:
     fig.add_trace(go.Scatter(x=table["t"], y=table["contraction"], mode="lines+markers",
                              name="εₜ / εₜ₋₁"), row=1, col=2)
     fig.add_hline(y=1.0, line_dash="dot", line_color="gray", row=1, col=2)
-    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_yaxes(title_text="tan θ", row=1, col=1, **value_axis(log=True))
+    fig.update_yaxes(title_text="εₜ / εₜ₋₁", row=1, col=2, **value_axis())
     fig.update_xaxes(title_text="batch t")
     fig.update_layout(height=340, showlegend=False, margin=dict(t=40))
     return fig

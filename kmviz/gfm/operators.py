@@ -20,7 +20,7 @@ the memory by one chunk instead of the batch.
 
 Dense float64 chunks with at least :data:`NUMBA_MIN_D` columns go through the fused Numba
 sweeps of :mod:`kmviz.gfm._kernels` (one read of each row per pass); smaller or sparse ones
-through NumPy/SciPy (two BLAS products per pass). bench/gfm_kernels.py measures the switch.
+through NumPy/SciPy (two BLAS products per pass). bench/gfm/gfm_kernels.py measures the switch.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import scipy.sparse as sp
 ENGINES = ("auto", "numba", "numpy")
 
 #: From this many columns on, "auto" uses the Numba sweeps for dense chunks (measured with
-#: bench/gfm_kernels.py on a 2-core box: NumPy/BLAS is as fast or faster below d ~ 100,
+#: bench/gfm/gfm_kernels.py on a 2-core box: NumPy/BLAS is as fast or faster below d ~ 100,
 #: the fused sweep ~1.5-2.5x faster from d = 200 on).
 NUMBA_MIN_D = 128
 

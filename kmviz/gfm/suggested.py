@@ -9,7 +9,7 @@ SUGGESTIONS = {
         params={"l2": 1.0},
         note="km-toy is independent U[0, 1] noise, where no model beats the training mean "
              "in expectation; the ridge weight with the lowest validation RMSE of 0.01, 1, "
-             "10 and 100 (three seeds of the set, `python bench/small_set_settings.py "
+             "10 and 100 (three seeds of the set, `python bench/data/small_set_settings.py "
              "--cells km-toy/gfm`) keeps the fit at the mean (ratio 1.000) where the "
              "default 0.01 fits the noise."),
 }

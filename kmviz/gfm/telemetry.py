@@ -30,8 +30,10 @@ PHASE_LABELS = {
     "t_qr_s": "power step and QR (lines 5-6)",
     "t_v_update_s": "V pass (H₁U_new, line 8)",
     "t_truth_s": "recovery errors (bookkeeping)",
-    "t_solve_U_s": "ALS: least squares for (w, U), V fixed",
-    "t_solve_V_s": "ALS: least squares for (w, V), U fixed",
+    "t_caches_s": "ALS: residual and projections Z U, Z V",
+    "t_solve_U_s": "ALS: coordinate sweeps over (w, U), V fixed",
+    "t_solve_V_s": "ALS: coordinate sweeps over (w, V), U fixed",
+    "t_sweep_s": "ALS: one sweep over (w, U, V) together",
     "t_objective_s": "ALS: objective on all the data",
 }
 

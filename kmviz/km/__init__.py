@@ -5,11 +5,22 @@ binary QP (4); ``influence_scores`` and ``implication_graph`` read the logical r
 ("everyone who likes A also likes B") out of the learned supports; ``mine_implications``
 checks and ranks them against the ratings (association rules: :mod:`kmviz.rules`);
 ``stable_implications`` refits the model on resampled users and keeps the implications that
-hold across the refits, ranked by their out-of-bag evidence.
+hold across the refits, ranked by their out-of-bag evidence; ``mine_relations`` is the
+relation miner's default path (settings chosen on validation, pairs and {a, b} => c
+conjunctions, stability and the data's evidence in one ranking) and ``closure`` says what
+follows from liking a set of items.
 """
 
-from .bqp import solve_bqp
+from . import solvers
+from .solvers import solve_bqp
 from .estimator import KolmogorovModel
+
+from . import _kernels
+
+#: The modules under their names before the family template: the BQP solvers
+#: (kmviz.km.solvers) and the Numba kernels (kmviz.km._kernels).
+bqp = solvers
+kernels = _kernels
 from .interpret import (
     implication_graph,
     implication_precision,
@@ -21,6 +32,8 @@ from .interpret import (
     support_matrix,
 )
 from .mining import filter_implications, mine_implications, planted_truth, support_groups
+from .conjunctive import closure
+from .relations import mine_relations
 from .stability import stable_implications
 
 
@@ -40,4 +53,6 @@ __all__ = [
     "support_groups",
     "planted_truth",
     "stable_implications",
+    "mine_relations",
+    "closure",
 ]

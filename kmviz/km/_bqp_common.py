@@ -1,7 +1,7 @@
 """Pieces shared by ``bqp.py`` and ``baselines.py``: the one-item result type, the phase
 labels of Alg. 2 and the enumeration limit.
 
-A module below both, so that ``bqp`` imports ``baselines`` and never the other way round.
+A module below both, so that ``solvers`` imports ``baselines`` and never the other way round.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ MAX_ENUM_D = 20  # exact enumeration of one item: at most 2^20 candidates
 
 @dataclass
 class BQPResult:
-    """Result of :func:`kmviz.km.bqp.solve_bqp` for one item.
+    """Result of :func:`kmviz.km.solvers.solve_bqp` for one item.
 
     Attributes
     ----------
@@ -29,7 +29,7 @@ class BQPResult:
     phase_counts : dict
         Iterations per phase of Alg. 2, keys "I-A", "I-B", "II-A", "II-B".
     n_evd : int
-        EVDs / Lanczos runs (see the docstring of ``kmviz.km.bqp``).
+        EVDs / Lanczos runs (see the docstring of ``kmviz.km.solvers``).
     u : ndarray of shape (D+1,)
         Dual solution u* (NaN for methods without a dual).
     lanczos_m_mean, lanczos_beta_mean : float

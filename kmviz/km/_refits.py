@@ -20,7 +20,7 @@ from ..exceptions import ConvergenceWarning
 #: 2 cores shared with other jobs, alternating in one run: at load ~4.2, 7.3-7.4 s on 2
 #: threads against 8.7-9.1 s one after the other (the same supports); at load 6.5-8, a
 #: median of 14.0 s against 14.7 s over six rounds (ratios 0.81-1.09, five of six faster).
-#: B = 20 in bench/implications_stability.py --section cost: 28.0 against 34.2 s in one
+#: B = 20 in bench/miner/implications_stability.py --section cost: 28.0 against 34.2 s in one
 #: run, 59.4 against 34.7 s in another whose load rose during the threaded part.
 REFIT_THREADS = None
 
@@ -34,7 +34,8 @@ def map_refits(fn: Callable, tasks: Iterable, *, shared=None,
 
     In process :func:`refit_threads` refits run at once, each on one Numba thread (faster
     here than one refit on every thread: :data:`REFIT_THREADS`); ``stop()`` is checked
-    before each refit starts, and the running ones finish. Under the Dask backend each task
+    before each refit starts and, for a ``fn`` marked ``takes_stop`` (the KM refits),
+    after every BCD iteration inside it: a refit stopped midway is dropped. Under the Dask backend each task
     is one Dask task, ``shared`` (the ratings) goes to the workers once, and ``stop()``
     cancels the tasks not finished. Either way the results are those of the tasks reported
     through ``progress``, in task order.
@@ -44,7 +45,7 @@ def map_refits(fn: Callable, tasks: Iterable, *, shared=None,
     tasks = list(tasks)
     backend = active_backend()
     if backend is not None and hasattr(backend, "map_tasks"):
-        from ._blocks import _warm
+        from ._dist import _warm
 
         backend.warm("km", _warm)      # compile here once; the workers load the cache
         out, _ = backend.map_tasks(partial(_apply, fn), tasks, shared, progress=progress,
@@ -57,14 +58,23 @@ def map_refits(fn: Callable, tasks: Iterable, *, shared=None,
     for t in tasks:
         if stop is not None and stop():
             break
-        out.append(_apply(fn, t, shared))
+        out.append(_apply(fn, t, shared, stop))
         if progress is not None:
             progress(len(out), len(tasks))
-    return out
+    return _finished(out)
 
 
-def _apply(fn, task, shared):
+def _apply(fn, task, shared, stop=None):
+    """``fn(task[, shared])``; a ``fn`` marked ``takes_stop`` also gets ``stop`` (checked
+    inside it, e.g. after each BCD iteration of a refit) and may return ``{"stopped":
+    True}``, which the maps drop."""
+    if stop is not None and getattr(fn, "takes_stop", False):
+        return fn(task, shared, stop=stop) if shared is not None else fn(task, stop=stop)
     return fn(task) if shared is None else fn(task, shared)
+
+
+def _finished(results: list) -> list:
+    return [r for r in results if not (isinstance(r, dict) and r.get("stopped"))]
 
 
 def refit_threads(n_tasks: int) -> int:
@@ -77,7 +87,7 @@ def refit_threads(n_tasks: int) -> int:
     return max(1, min(n, os.cpu_count() or 1, int(n_tasks)))
 
 
-def _one_thread(fn, task, shared):
+def _one_thread(fn, task, shared, stop=None):
     """A refit on a pool thread: one Numba and one BLAS thread (thread-local settings)."""
     import numba
 
@@ -85,7 +95,7 @@ def _one_thread(fn, task, shared):
 
     numba.set_num_threads(1)
     with single_blas_thread():
-        return _apply(fn, task, shared)
+        return _apply(fn, task, shared, stop)
 
 
 def _map_threads(fn, tasks, shared, n_threads, progress, stop) -> list:
@@ -102,13 +112,16 @@ def _map_threads(fn, tasks, shared, n_threads, progress, stop) -> list:
             while nxt < len(tasks) or running:
                 while nxt < len(tasks) and len(running) < n_threads and not (
                         stop is not None and stop()):
-                    running[pool.submit(_one_thread, fn, tasks[nxt], shared)] = nxt
+                    running[pool.submit(_one_thread, fn, tasks[nxt], shared, stop)] = nxt
                     nxt += 1
                 if not running:
                     break
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in done:
-                    results[running.pop(fut)] = fut.result()
+                    k, result = running.pop(fut), fut.result()
+                    if isinstance(result, dict) and result.get("stopped"):
+                        continue  # stopped midway: dropped, so not reported as done
+                    results[k] = result
                     if progress is not None:
                         progress(len(results), len(tasks))
                 if stop is not None and stop():
@@ -116,7 +129,7 @@ def _map_threads(fn, tasks, shared, n_threads, progress, stop) -> list:
         finally:
             for fut in running:
                 fut.cancel()
-    return [results[k] for k in sorted(results)]
+    return _finished([results[k] for k in sorted(results)])
 
 
 _quiet_lock = threading.Lock()

@@ -50,7 +50,7 @@ def item_names(ratings) -> list[str]:
 
 def item_dual_matrix(model, train, item: int, u_star) -> np.ndarray:
     """C(u*) of eq. (12) for ``item``'s dual at the model's theta (the matrix Alg. 5 sees)."""
-    from .bqp import dual_matrix
+    from .solvers import dual_matrix
 
     S, v = model.item_problem(train, int(item))
     return dual_matrix(S, v, u_star)
@@ -67,7 +67,7 @@ def _frame(result: dict) -> pd.DataFrame:
 def dual_trajectories(S: np.ndarray, v: np.ndarray, gamma: float) -> dict:
     """Fig. 1 (Alg. 1 vs Alg. 2) and Fig. 2 (Alg. 2 without / with the initial step of
     Sec. IV-A), all from the same start, plus u* of the item's dual."""
-    from .bqp import dual_trajectory
+    from .solvers import dual_trajectory
 
     gd = dual_trajectory(S, v, "gd", gamma)
     enh = dual_trajectory(S, v, "enhanced", gamma, initial_step=False)

@@ -18,7 +18,7 @@ import numpy as np
 from kmviz.exceptions import InvalidParameterError
 
 from .._threads import single_blas_thread
-from . import kernels as K
+from . import _kernels as K
 from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult
 
 

@@ -3,8 +3,8 @@
 
 The loop lives in Python so that every iteration is timed, recorded in a :class:`Trace`,
 passed to the callback, and can be stopped; the per-item and per-user work runs in Numba
-kernels (:mod:`kmviz.km._simplex`) and in the batched binary QP solver
-(:func:`kmviz.km.bqp.solve_bqp_batch`).
+kernels (:mod:`kmviz.km._kernels.simplex`) and in the batched binary QP solver
+(:func:`kmviz.km.solvers.solve_bqp_batch`).
 """
 
 from __future__ import annotations
@@ -12,96 +12,40 @@ from __future__ import annotations
 from dataclasses import replace
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
-from .._validation import check_index_pairs, check_random_state
+from .._validation import check_index_pairs
 from ..data.ratings import check_ratings_finite
 from ..exceptions import EmptyDataError, RunStoreError
 from ..parallel import active_backend
 from ..trace import Trace
-from . import _blocks, _simplex
-from .bqp import TIME_PARTS, solve_bqp_batch
+from . import _step
+from ._kernels import simplex as _simplex
+from ._state import check_saved_shapes, memory_parts, new_state, partitioned_state
+from ._scale import (  # noqa: F401 - to_* / from_* are public here too
+    _compressed, from_probability, to_probability, to_targets)
+from ._step import FW_MAX_ITER, FW_TOL, FW_VARIANT  # noqa: F401 - kept importable here
+from .solvers import batch_settings
 
 BQP_SOLVERS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
 EVD_MODES = ("exact", "lanczos")
 PROBABILITY_MODES = ("minmax", "max", "identity")
 INIT_MODES = ("random",)
 
-# Frank-Wolfe settings for the theta block (see kmviz.km._simplex for the measurements
-# behind the pairwise default). The gap tolerance is relative to each user's rho_u.
-FW_VARIANT = "pairwise"
-FW_TOL = 1e-7
-FW_MAX_ITER = 1000
+#: Bytes of Gaussian draws one BQP chunk of the psi step holds (n_rand x (D + 1) per item).
+BQP_CHUNK_BYTES = 64 * 2**20
+#: Fewest items per chunk (a chunk's threads join at its end).
+BQP_CHUNK_MIN = 1024
 
 
-
-# ----------------------------------------------------------------------------- scales
-def to_probability(values, r_min, r_max, mode="minmax"):
-    """Map ratings to empirical probabilities p in [0, 1].
-
-    ``"minmax"``: ``(r - r_min) / (r_max - r_min)``; ``"max"``: the paper's eq. (6),
-    ``r / r_max`` (needs ``r_min >= 0``); ``"identity"``: the values themselves (they must
-    lie in [0, 1]). On a [0, 1] scale all three are the identity.
-    """
-    values = np.asarray(values, dtype=np.float64)
-    if mode == "minmax":
-        return (values - r_min) / (r_max - r_min)
-    if mode == "max":
-        if r_min < 0 or r_max <= 0:
-            raise ValueError(
-                f"probability='max' maps r to r / r_max and needs a scale within [0, inf); "
-                f"got [{r_min:g}, {r_max:g}]. Use probability='minmax'.")
-        return values / r_max
-    if mode == "identity":
-        if values.size and (values.min() < 0.0 or values.max() > 1.0):
-            raise ValueError(
-                f"probability='identity' uses the values as probabilities, so they must lie "
-                f"in [0, 1]; got values in [{values.min():g}, {values.max():g}]. "
-                f"Use probability='minmax'.")
-        return values.copy()
-    raise ValueError(f"unknown probability mode {mode!r}")
-
-
-def to_targets(values, r_min, r_max, mode="minmax", threshold=None):
-    """The values KM fits: the liked indicator ``1[r >= threshold]`` (0.0/1.0) when a
-    threshold is given, else :func:`to_probability` of the ratings."""
-    if threshold is None:
-        return to_probability(values, r_min, r_max, mode)
-    return (np.asarray(values, dtype=np.float64) >= float(threshold)).astype(np.float64)
-
-
-def from_probability(p, r_min, r_max, mode="minmax"):
-    """Inverse of :func:`to_probability`: probabilities back to the rating scale."""
-    p = np.asarray(p, dtype=np.float64)
-    if mode == "minmax":
-        return r_min + p * (r_max - r_min)
-    if mode == "max":
-        return p * r_max
-    return p.copy()
-
-
-def _compressed(major, minor, data, n_major):
-    """CSR-style (indptr, indices, data) grouped by ``major``, sorted by ``minor``."""
-    order = np.lexsort((minor, major))
-    indptr = np.zeros(n_major + 1, dtype=np.int64)
-    np.cumsum(np.bincount(major, minlength=n_major), out=indptr[1:])
-    return (indptr, np.ascontiguousarray(minor[order], dtype=np.int64),
-            np.ascontiguousarray(data[order], dtype=np.float64))
-
-
-def _sum(x):
-    return float(np.sum(np.asarray(x, dtype=np.float64)))
-
-
-def _nanmean(x):
-    a = np.asarray(x, dtype=np.float64).ravel()
-    a = a[np.isfinite(a)]
-    return float(a.mean()) if a.size else math.nan
+def _bqp_chunk(n_items, n_rand, D):
+    """Items per ``solve_bqp_batch`` call of the psi step: draws within BQP_CHUNK_BYTES, at
+    least BQP_CHUNK_MIN items."""
+    return max(BQP_CHUNK_MIN, BQP_CHUNK_BYTES // (8 * n_rand * (D + 1)), 1)
 
 
 # ----------------------------------------------------------------------------- estimator
@@ -120,7 +64,7 @@ class KolmogorovModel(IterativeEstimator):
     D : int, default=8
         Dimension D of the model (number of elementary events).
     bqp_solver : {"gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs"}, default="fast"
-        Solver of the binary QP (4), passed to :func:`kmviz.km.bqp.solve_bqp_batch`:
+        Solver of the binary QP (4), passed to :func:`kmviz.km.solvers.solve_bqp_batch`:
         dual GD (Alg. 1), enhanced GD with EVD elimination (Alg. 2), "fast" (a semismooth
         Newton method on the same dual (14), warm-started from the previous BCD iteration;
         not in the paper, and measured faster: see bench/), exact enumeration, branch and
@@ -128,7 +72,7 @@ class KolmogorovModel(IterativeEstimator):
     evd : {"exact", "lanczos"}, default="exact"
         Eigen-decomposition inside the dual solver: LAPACK, or a Lanczos method. For "gd"
         and "enhanced" it is the paper's Alg. 5 stopped by the threshold (20); for "fast" a
-        Lanczos run certified by its Ritz residuals (see :mod:`kmviz.km.bqp`).
+        Lanczos run certified by its Ritz residuals (see :mod:`kmviz.km.solvers`).
     gamma : float, default=100.0
         Regularization gamma > 0 of the SDP relaxation (11).
     n_rand : int, default=50
@@ -323,24 +267,12 @@ class KolmogorovModel(IterativeEstimator):
         return {"nrmse": self.nrmse(validation)}
 
     def _memory_estimate(self, prm, ratings, **inputs):
-        from .._memory import F8, data_sizes
-
-        m, n, s = data_sizes(ratings)
-        D = prm["D"]
-        if getattr(ratings, "partitioned", False):   # S, v and the ratings on the workers
-            return {f"theta, its copy and psi: ({m} users x 2 + {n} items) x D={D}":
-                    F8 * (2 * m + n) * D, f"duals: {n} items x (D+1)": F8 * n * (D + 1)}
-        return {f"the per-item BQPs S, v, duals: {n} items x D={D} x D":
-                    F8 * n * (2 * D * D + 4 * D + 2),
-                f"theta, its copy and psi: ({m} users x 2 + {n} items) x D={D}":
-                    F8 * (2 * m + n) * D,
-                f"random draws: {n} items x n_rand={prm['n_rand']} x (D+1)":
-                    F8 * n * prm["n_rand"] * (D + 1),
-                f"the {s} ratings, indexed by user and by item": 9 * F8 * s}
+        D, n_rand = prm["D"], prm["n_rand"]
+        return memory_parts(prm, ratings, lambda n: min(n, _bqp_chunk(n, n_rand, D)))
 
     def _fit_start(self, ratings, prm, *, validation=None):
         if getattr(ratings, "partitioned", False):
-            return self._fit_start_partitioned(ratings, prm, validation)
+            return partitioned_state(self, ratings, prm, validation)
         self._check_ratings(ratings)
         D = prm["D"]
         n_users, n_items = int(ratings.n_users), int(ratings.n_items)
@@ -362,28 +294,7 @@ class KolmogorovModel(IterativeEstimator):
             prm, known_users, known_items, r_min, r_max, float(p.mean()), p.shape[0],
             users=users, items=items, p=p,
             u_ptr=u_ptr, u_idx=u_idx, u_p=u_p, i_ptr=i_ptr, i_idx=i_idx, i_p=i_p,
-            S=np.empty((n_items, D, D)), v=np.empty((n_items, D)), rho=np.empty(n_items),
-            pred=np.empty(p.shape[0]))
-
-    def _fit_start_partitioned(self, data, prm, validation):
-        """The fit's state from a :class:`kmviz.data.PartitionedRatings`; its rating blocks
-        are built on the workers in the first step (:func:`kmviz.km._blocks.setup`)."""
-        from functools import partial
-
-        from ..data.partitioned import NEEDS_CLUSTER
-
-        if active_backend() is None:
-            raise TypeError(f"{type(self).__name__}.fit got a PartitionedRatings without a "
-                            f"Dask backend: {NEEDS_CLUSTER}.")
-        r_min, r_max = float(data.r_min), float(data.r_max)
-        self._check_validation(validation, data.n_users, data.n_items, r_min, r_max)
-        # mean_p and n_ratings are known once the blocks are built (duplicates merged)
-        st = self._state(prm, data.user_counts() > 0, data.item_counts() > 0, r_min, r_max,
-                         math.nan, 0)
-        st.partitions = data
-        st.transform = partial(to_targets, r_min=r_min, r_max=r_max, mode=prm["probability"],
-                               threshold=prm["threshold"])
-        return st
+            S=np.empty((n_items, D, D)), v=np.empty((n_items, D)), rho=np.empty(n_items))
 
     @staticmethod
     def _no_likes(threshold, lo, hi):
@@ -404,116 +315,34 @@ class KolmogorovModel(IterativeEstimator):
         check_ratings_finite(validation, "the validation ratings", scale=(r_min, r_max))
 
     def _state(self, prm, known_users, known_items, r_min, r_max, mean_p, n_ratings, **data):
+        """The fit's state, with what is chosen once per fit: the half-steps (in process, or
+        on the backend active now), the BQP settings (checked here, not per iteration) and
+        the items per BQP call."""
+        st = new_state(prm, known_users, known_items, r_min, r_max, mean_p, n_ratings,
+                       random_state=self.random_state,
+                       fw_code=_simplex.FW_VARIANTS[FW_VARIANT], **data)
         D = prm["D"]
-        n_users, n_items = known_users.shape[0], known_items.shape[0]
-        kitems = np.flatnonzero(known_items)
-        rng = check_random_state(self.random_state)
-        theta = np.full((n_users, D), 1.0 / D)
-        theta[known_users] = rng.dirichlet(np.ones(D), int(known_users.sum()))
-        return SimpleNamespace(
-            prm=prm, D=D, rng=rng, known_users=known_users, known_items=known_items,
-            kitems=kitems, all_items=kitems.size == n_items, r_min=r_min, r_max=r_max,
-            mode=prm["probability"], theta=theta, psi=np.zeros((n_items, D)),
-            dual_u=np.full((n_items, D + 1), np.nan), u_prev=None, mean_p=mean_p,
-            n_ratings=int(n_ratings), fw_gap=np.empty(n_users),
-            fw_iter=np.empty(n_users, dtype=np.int64), fw_obj=np.empty(n_users),
-            fw_code=_simplex.FW_VARIANTS[FW_VARIANT], **data)
-
-    def _psi_step_in_process(self, st, trace, mu):
-        """(a) and (b) of :meth:`_fit_step` in this process (Numba threads)."""
-        prm = st.prm
-        # (a) per-item statistics S_i, v_i of the BQP (4) at the current theta
-        with trace.phase("build"):
-            _simplex.build_item_stats(st.i_ptr, st.i_idx, st.i_p, st.theta, st.S, st.v, st.rho)
-            Sk, vk = (st.S, st.v) if st.all_items else (st.S[st.kitems], st.v[st.kitems])
-            if mu > 0.0:
-                vk = vk - 0.5 * mu  # mu ||psi||^2 = mu 1^T psi for binary psi
-            psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
-        # (b) psi update, warm-started duals, the incumbent psi as fallback
-        with trace.phase("bqp"):
-            res = solve_bqp_batch(
-                np.ascontiguousarray(Sk), np.ascontiguousarray(vk),
-                np.ascontiguousarray(psi_k), st.u_prev, method=prm["bqp_solver"],
-                evd=prm["evd"], gamma=prm["gamma"], n_rand=prm["n_rand"],
-                a=prm["lanczos_a"], eps=prm["dual_eps"], rng=st.rng)
-        return res, psi_k
+        st.step = _step.choose_step(active_backend())
+        st.bqp = batch_settings(type(self).__name__, method=prm["bqp_solver"], evd=prm["evd"],
+                                gamma=prm["gamma"], n_rand=prm["n_rand"], a=prm["lanczos_a"],
+                                eps=prm["dual_eps"], D=D)
+        st.bqp_chunk = _bqp_chunk(st.kitems.size, prm["n_rand"], D)
+        return st
 
     def _fit_step(self, st, trace, it):
-        """One BCD iteration of Algorithm 4: psi for all items, then theta for all users."""
-        prm = st.prm
-        lam, mu = prm["lambda_theta"], prm["mu_psi"]
-        backend = active_backend()
-        if backend is None:
-            res, psi_k = self._psi_step_in_process(st, trace, mu)
-        else:
-            # the same half-steps as blocks on a cluster (kmviz.parallel, kmviz.km._blocks)
-            with trace.phase("scatter_data"):   # once per fit (0 s in later iterations)
-                if getattr(st, "dask", None) is None:
-                    _blocks.setup(backend, st)
-                    if prm["threshold"] is not None and not st.mean_p > 0:
-                        self._no_likes(prm["threshold"], *st.partitions.value_range)
-            psi_k = st.psi.copy() if st.all_items else st.psi[st.kitems]
-            timer = {}
-            res = _blocks.psi_step(backend, st, psi_k, timer)
-        # parts of t_bqp_s (bqp.TIME_PARTS, non-overlapping); t_bqp_dual_s is the sum of the
-        # four t_dual_*_s phase parts
-        # (on a cluster these are worker seconds, inside the items_compute phase: not added)
-        times = (getattr(res, "times", None) or {}) if backend is None else {}
-        for name in ("dual", *TIME_PARTS) if backend is None else ():
-            trace.add_time("bqp_dual" if name == "dual" else name, float(times.get(name, 0.0)))
-        new_psi = np.asarray(res.psi, dtype=np.float64)
-        n_changed = int(np.any(new_psi != psi_k, axis=1).sum())
-        st.u_prev = np.array(res.u, dtype=np.float64)
-        if st.all_items:
-            st.psi = np.ascontiguousarray(new_psi)
-            st.dual_u = st.u_prev
-        else:
-            st.psi[st.kitems] = new_psi
-            st.dual_u[st.kitems] = st.u_prev
-        if backend is None:
-            # (c) theta update: Frank-Wolfe per user, warm start from the current theta
-            with trace.phase("lcqp"):
-                _simplex.fw_users(st.u_ptr, st.u_idx, st.u_p, st.psi, lam, FW_TOL,
-                                  FW_MAX_ITER, st.fw_code, st.theta, st.fw_gap, st.fw_iter,
-                                  st.fw_obj)
-            # (d) objective (2) + regularizers, RMSE
-            with trace.phase("objective"):
-                _simplex.predict_pairs(st.users, st.items, st.theta, st.psi, st.pred)
-                sse = float(np.sum((st.pred - st.p) ** 2))
-        else:
-            # theta and each block's squared error in one task per user block
-            sse = _blocks.theta_step(backend, st, lam, FW_TOL, FW_MAX_ITER, timer)
-            for name, seconds in timer.items():
-                if not name.endswith(("_task_max", "_task_sum", "_calls")):
-                    trace.add_time(name, seconds)
-        with trace.phase("objective"):
-            obj = sse
-            if lam > 0.0:
-                obj += lam * float(np.sum(st.theta[st.known_users] ** 2))
-            if mu > 0.0:
-                obj += mu * float(st.psi[st.kitems].sum())
-        phase_counts = np.asarray(getattr(res, "phase_counts", np.zeros((1, 4))))
-        phase_tot = phase_counts.reshape(-1, 4).sum(axis=0) if phase_counts.size else \
-            np.zeros(4)
-        fw_known = st.known_users
-        return dict(
-            objective=obj,
-            train_nrmse=math.sqrt(sse / st.n_ratings),  # RMSE on the probability scale
-            n_phase_1a=int(phase_tot[0]), n_phase_1b=int(phase_tot[1]),
-            n_phase_2a=int(phase_tot[2]), n_phase_2b=int(phase_tot[3]),
-            n_evd=int(_sum(getattr(res, "n_evd", 0))),
-            n_dual_iter=int(_sum(getattr(res, "n_iter", 0))),
-            n_psi_changed=n_changed,
-            bqp_improved=int(np.sum(getattr(res, "improved", 0))),
-            lanczos_m_mean=_nanmean(getattr(res, "lanczos_m", math.nan)),
-            lanczos_beta_mean=_nanmean(getattr(res, "lanczos_beta", math.nan)),
-            fw_gap_max=float(st.fw_gap[fw_known].max()) if fw_known.any() else 0.0,
-            n_fw_iter=int(st.fw_iter.sum()),
-        )
+        """One BCD iteration of Algorithm 4: psi for all items, then theta for all users,
+        with the half-steps chosen at the fit's start (:mod:`kmviz.km._step`)."""
+        return _step.bcd_iteration(st, trace, self._no_likes)
 
     def _fit_publish(self, st, n_iter, trace):
         self._set_fitted(st.theta, st.psi, st.dual_u, st.known_users, st.known_items,
                          st.r_min, st.r_max, st.mode, st.mean_p, n_iter, trace)
+
+    def _fit_finish(self, st, trace, validation):
+        """Warn (trace event and :class:`~kmviz.exceptions.NoBetterThanMeanWarning`) when the
+        validation NRMSE is no better than predicting the training mean probability, with
+        the change to try (:func:`kmviz.km._step.warn_if_no_better_than_mean`)."""
+        _step.warn_if_no_better_than_mean(self, trace, validation)
 
     def _set_fitted(self, theta, psi, dual_u, known_users, known_items, r_min, r_max, mode,
                     mean_p, n_iter, trace):
@@ -742,6 +571,7 @@ class KolmogorovModel(IterativeEstimator):
                                    dual_u=arrays.get("dual_u"), **params)
         model = cls(**params)
         model._validate_params()
+        check_saved_shapes(arrays)
         r_min, r_max, mean_p = (float(x) for x in arrays["scale"])
         model._set_fitted(arrays["theta"], arrays["psi"], arrays["dual_u"],
                           arrays["known_users"], arrays["known_items"], r_min, r_max,
@@ -749,18 +579,7 @@ class KolmogorovModel(IterativeEstimator):
         return model
 
     # ------------------------------------------------------------------ persistence
-    def save(self, path, *, split=None, dataset=None):
-        """Write the fitted model to one file in the run format (a zip of ``meta.json``,
-        ``trace.json``, ``arrays.npz``; nothing pickled), as :func:`kmviz.runs.save_model_file`.
-
-        Pass the ``split`` (or at least the training ratings as ``dataset``) to keep the
-        training data with the model, so :meth:`load` can rebuild everything; without it
-        the file holds the learned arrays, the scale and the parameters only.
-        """
-        from ..runs import save_model_file
-
-        return save_model_file(path, self, split=split, dataset=dataset)
-
+    # save / load: IterativeEstimator's (the run format, kmviz.runs.save_model_file)
     @classmethod
     def _open_legacy_model_file(cls, path):
         """The run store's hook for older model files: kmviz 0.1.0's single ``.npz`` at
@@ -768,13 +587,3 @@ class KolmogorovModel(IterativeEstimator):
         from .legacy import open_v1_model_file
 
         return open_v1_model_file(cls, path)
-
-    @classmethod
-    def load(cls, path):
-        """Read a model written by :meth:`save` (or by kmviz 0.1.0's ``save``)."""
-        from ..runs import load_model_file
-
-        model, _split = load_model_file(path)
-        if not isinstance(model, cls):
-            raise RunStoreError(f"{path}: holds a {type(model).__name__}, not a {cls.__name__}.")
-        return model

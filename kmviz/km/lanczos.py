@@ -21,7 +21,7 @@ import numpy as np
 
 from kmviz._validation import check_number
 
-from . import kernels as K
+from . import _kernels as K
 
 
 @dataclass

@@ -32,8 +32,6 @@ the pairs the model names (:func:`kmviz.rules.pair_counts`).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pandas as pd
 
@@ -45,12 +43,14 @@ from ..rules import (
     _hub_columns,
     _names,
     pair_statistics,
-    pairwise_rules,
     pooled_heldout_lift,
     rank_pairs,
-    recovery_scores,
 )
-from .interpret import _pack, _psi_of
+from ..tabular_export import table_bytes
+from ._groups import MAX_PAIRS, _group_pairs, implication_counts, support_groups
+from .interpret import _psi_of
+from .mining_checks import (km_claims, missed_caption, missed_rules, order_dimension,
+                            planted_truth, recovery_table)
 
 __all__ = [
     "mine_implications", "support_groups", "implication_counts", "filter_implications",
@@ -61,143 +61,10 @@ __all__ = [
     "MAX_PAIRS", "HASSE_MAX_GROUPS",
 ]
 
-#: Largest number of item pairs mine_implications scores at once (guards memory and time).
-MAX_PAIRS = 5_000_000
 #: Other members of a group named beside a row (the rest are counted).
 OTHERS_SHOWN = 10
 #: Up to this many groups, the whole lattice (Hasse diagram) is the graph's default view.
 HASSE_MAX_GROUPS = 40
-
-
-# ----------------------------------------------------------------------------- groups
-def _considered(b: np.ndarray, ratings, items) -> np.ndarray:
-    """Items taken into account: non-empty support, at least one training rating, and in
-    ``items`` when given."""
-    n = b.shape[0]
-    keep = b.any(axis=1) & (ratings.item_counts() > 0)
-    if items is not None:
-        items = np.asarray(items)
-        if items.dtype == bool:
-            if items.shape != (n,):
-                raise ValueError(f"items mask has shape {items.shape}; expected ({n},).")
-            keep &= items
-        else:
-            m = np.zeros(n, bool)
-            m[items.astype(np.int64)] = True
-            keep &= m
-    return keep
-
-
-def support_groups(model, ratings, *, items=None, liked=None, counts=None) -> dict:
-    """The items with identical supports grouped (only the items considered, see
-    :func:`mine_implications`).
-
-    Returns a dict with ``items`` (considered item indices), ``group`` (group id per item,
-    -1 if not considered), ``members`` (list per group, most liked first), ``size``,
-    ``support_size``, ``subset`` (bool G x G, ``subset[a, b]``: supp(a) ⊆ supp(b)), and
-    ``implied_by`` per item (considered items j != i with supp(j) ⊆ supp(i)).
-    """
-    b = _psi_of(model)
-    n = b.shape[0]
-    if ratings.n_items != n:
-        raise ValueError(f"ratings have {ratings.n_items} items but the model has {n}.")
-    c = counts if counts is not None else LikeCounts.of(ratings, liked)
-    keep = np.flatnonzero(_considered(b, ratings, items))
-    group = np.full(n, -1, dtype=np.int64)
-    if keep.size == 0:
-        return {"items": keep, "group": group, "members": [], "size": np.zeros(0, np.int64),
-                "support_size": np.zeros(0, np.int64), "subset": np.zeros((0, 0), bool),
-                "implied_by": np.zeros(n, np.int64)}
-    codes = _pack(b[keep])
-    uniq, inv = np.unique(codes, axis=0, return_inverse=True)
-    inv = np.asarray(inv).ravel()
-    ssize = b[keep][np.unique(inv, return_index=True)[1]].sum(axis=1)
-    # order groups by support size, then code
-    order = np.lexsort(tuple(uniq[:, ::-1].T) + (ssize,))
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    g = rank[inv]
-    group[keep] = g
-    uniq = uniq[order]
-    ssize = ssize[order]
-    members = [[] for _ in range(len(uniq))]
-    likes = c.n_likes
-    for k in keep[np.lexsort((keep, -likes[keep]))]:  # most liked first, then by index
-        members[group[k]].append(int(k))
-    size = np.array([len(m) for m in members], dtype=np.int64)
-    subset = ~(uniq[:, None, :] & ~uniq[None, :, :]).any(axis=2)  # [a, b]: a ⊆ b
-    implied_by = np.zeros(n, np.int64)
-    strict = subset & ~np.eye(len(uniq), dtype=bool)
-    implied_by[keep] = (strict.T.astype(np.int64) @ size)[g]
-    return {"items": keep, "group": group, "members": members, "size": size,
-            "support_size": np.asarray(ssize, np.int64), "subset": subset,
-            "implied_by": implied_by}
-
-
-def implication_counts(groups: dict, hub_share: float = HUB_SHARE) -> dict:
-    """Counts for the page: ``implications`` (item pairs j => i, j != i, equivalent pairs
-    once), ``claims`` (pairs of groups plus groups of two or more: one per distinct
-    statement), ``groups`` (of two or more equivalent items), ``hubs``, ``items``."""
-    size, subset = groups["size"], groups["subset"]
-    G = size.size
-    if G == 0:
-        return {"items": 0, "implications": 0, "claims": 0, "groups": 0, "hubs": 0}
-    strict = subset & ~np.eye(G, dtype=bool)
-    n_pairs = int(size @ strict.astype(np.int64) @ size) + int((size * (size - 1) // 2).sum())
-    n_items = int(groups["items"].size)
-    implied = groups["implied_by"][groups["items"]]
-    return {"items": n_items, "implications": n_pairs,
-            "claims": int(strict.sum()) + int((size >= 2).sum()),
-            "groups": int((size >= 2).sum()),
-            "hubs": int((implied > hub_share * n_items).sum())}
-
-
-def _group_pairs(groups: dict, merge: bool, around: int | None = None):
-    """(antecedent, consequent, equivalent) arrays of the rows to score."""
-    members, subset, size = groups["members"], groups["subset"], groups["size"]
-    G = size.size
-    strict = subset & ~np.eye(G, dtype=bool)
-    if around is not None:
-        item = int(around)
-        g = groups["group"][item] if 0 <= item < groups["group"].size else -1
-        if g < 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
-        below = [k for a in np.flatnonzero(strict[:, g]) for k in members[a]]
-        above = [k for c in np.flatnonzero(strict[g]) for k in members[c]]
-        same = [k for k in members[g] if k != item]
-        ante = np.array(below + [item] * (len(above) + len(same)), dtype=np.int64)
-        cons = np.array([item] * len(below) + above + same, dtype=np.int64)
-        equiv = np.array([False] * (len(below) + len(above)) + [True] * len(same), bool)
-        return ante, cons, equiv
-    ga, gc = np.nonzero(strict)  # supp(ga) ⊊ supp(gc)
-    if merge:  # one pair per pair of groups: the most liked members
-        rep = np.array([m[0] for m in members], dtype=np.int64)
-        eq = np.flatnonzero(size >= 2)
-        second = np.array([members[g][1] for g in eq], dtype=np.int64)
-        ante = np.concatenate([rep[ga], rep[eq]])
-        cons = np.concatenate([rep[gc], second])
-        equiv = np.concatenate([np.zeros(ga.size, bool), np.ones(eq.size, bool)])
-        return ante, cons, equiv
-    n_pairs = int((size[ga] * size[gc]).sum() + (size * (size - 1) // 2).sum())
-    if n_pairs > MAX_PAIRS:
-        raise ValueError(
-            f"{n_pairs:,} item-level implications are more than {MAX_PAIRS:,}; use "
-            "merge_groups=\"pairs\" (one row per pair of groups) or fewer items (items=...).")
-    A, C, E = [], [], []
-    for a, c in zip(ga, gc):
-        ma, mc = np.asarray(members[a]), np.asarray(members[c])
-        A.append(np.repeat(ma, mc.size))
-        C.append(np.tile(mc, ma.size))
-        E.append(np.zeros(ma.size * mc.size, bool))
-    for g in np.flatnonzero(size >= 2):
-        m = np.asarray(members[g])
-        x, y = np.triu_indices(m.size, 1)
-        A.append(m[x])
-        C.append(m[y])
-        E.append(np.ones(x.size, bool))
-    if not A:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
-    return np.concatenate(A), np.concatenate(C), np.concatenate(E)
 
 
 # ----------------------------------------------------------------------------- mining
@@ -233,7 +100,7 @@ def mine_implications(model, ratings, *, liked=None, validation=None, items=None
     rank_by : {"score", "lift_lo", "lift", "confidence", "co_support"}
         The order (:func:`kmviz.rules.rank_pairs`); "score" is the documented default.
         "lift_lo" (the lower confidence bound over the base rate) favours rarer consequents;
-        bench/implications_ranking.py compares them on held-out MovieLens data (it was the
+        bench/miner/implications_ranking.py compares them on held-out MovieLens data (it was the
         validation choice but did not beat "score" on ML-100K's held-out part).
     hub_share : float, default=0.2
         A consequent implied by more than this share of the items considered is a hub.
@@ -422,7 +289,7 @@ def export_csv(df: pd.DataFrame, liked_phrase: str = "") -> str:
     out = df.copy()
     if liked_phrase:
         out.insert(len(out.columns) - 1, "liked", liked_phrase)
-    return out.to_csv(index=False)
+    return table_bytes(out, "csv").decode("utf-8")
 
 
 def heldout_summary(ratings, validation, rows: pd.DataFrame, liked=None, *,
@@ -437,144 +304,6 @@ def heldout_summary(ratings, validation, rows: pd.DataFrame, liked=None, *,
     out = pooled_heldout_lift(ratings, validation, rows["antecedent"], rows["consequent"],
                               liked=liked, n_boot=n_boot, random_state=random_state)
     return out if out["heldout_n"] else None
-
-
-# ----------------------------------------------------------------------------- missed rules
-def order_dimension(antecedent, consequent) -> dict:
-    """How many events D a Kolmogorov model needs to state exactly the relations
-    ``antecedent[k] => consequent[k]`` (and what follows from them, and nothing more) as
-    nested supports: bounds, without a refit.
-
-    The rules generate a preorder on their items (transitive closure; items that imply each
-    other form one class, as an equivalence group of KM). Nested supports state it exactly
-    when classes get distinct supports, ordered by inclusion as the classes are:
-
-    * a chain of c classes (each implying the next) needs c distinct nested non-empty sets,
-      so D >= c;
-    * w classes none of which implies another need w sets none inside another; by Sperner's
-      theorem at most C(D, floor(D / 2)) such sets exist in D events, so D >= the smallest
-      such D;
-    * one event per class, each class's support the events of the classes that imply it
-      (itself included), states the order exactly: D <= the number of classes.
-
-    Returns a dict with ``items``, ``classes``, ``chain`` (classes in the longest chain),
-    ``width`` (largest set of mutually unrelated classes, Dilworth's theorem via a maximum
-    bipartite matching), ``d_lower`` (the larger of the two lower bounds) and ``d_upper``.
-    """
-    from math import comb
-
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components, maximum_bipartite_matching
-
-    j = np.asarray(antecedent, dtype=np.int64)
-    i = np.asarray(consequent, dtype=np.int64)
-    if j.size == 0:
-        return {"items": 0, "classes": 0, "chain": 0, "width": 0, "d_lower": 0, "d_upper": 0}
-    items, idx = np.unique(np.concatenate([j, i]), return_inverse=True)
-    n = items.size
-    A = sp.csr_matrix((np.ones(j.size), (idx[:j.size], idx[j.size:])), shape=(n, n))
-    n_cls, cls = connected_components(A, directed=True, connection="strong")
-    # the class graph's transitive closure by repeated squaring of reachability
-    R = np.eye(n_cls, dtype=bool)
-    R[cls[idx[:j.size]], cls[idx[j.size:]]] = True
-    while True:
-        R2 = R | ((R.astype(np.float64) @ R.astype(np.float64)) > 0)
-        if (R2 == R).all():
-            break
-        R = R2
-    strict = R & ~np.eye(n_cls, dtype=bool)  # strict[a, b]: class a implies class b
-    # longest chain: classes sorted by how many imply them is a linear extension
-    order = np.argsort(strict.sum(axis=0), kind="stable")
-    length = np.ones(n_cls, dtype=np.int64)
-    for b in order:
-        below = np.flatnonzero(strict[:, b])
-        if below.size:
-            length[b] = 1 + length[below].max()
-    match = maximum_bipartite_matching(sp.csr_matrix(strict.astype(np.int8)), perm_type="column")
-    width = int(n_cls - (match >= 0).sum())
-    sperner = 1
-    while comb(sperner, sperner // 2) < width:
-        sperner += 1
-    chain = int(length.max())
-    return {"items": int(n), "classes": int(n_cls), "chain": chain, "width": width,
-            "d_lower": max(chain, sperner), "d_upper": int(n_cls)}
-
-
-def missed_rules(model, rules: pd.DataFrame, *, strong: int = 100) -> pd.DataFrame:
-    """The strong rules the model does not imply, why not, and what D would hold them.
-
-    Parameters
-    ----------
-    model : fitted KolmogorovModel, or psi (n_items, D)
-    rules : DataFrame
-        Rules j => i in their ranking (:func:`kmviz.rules.pairwise_rules`).
-    strong : int, default=100
-        The first ``strong`` rows are the strong rules.
-
-    Returns
-    -------
-    DataFrame
-        The strong rules with ``supp(psi_j)`` not inside ``supp(psi_i)`` (the model does not
-        say that everyone who likes j likes i), with the rules' columns and:
-        ``outside_events`` (events of supp(psi_j) outside supp(psi_i): users of those events
-        like j but not i under the model), ``antecedent_events`` (|supp psi_j|),
-        ``model_confidence`` (the model's own P(like i | like j) over the training users,
-        ``sum_u theta_u . (psi_j and psi_i) / sum_u theta_u . psi_j``; 1 would be an
-        implication; NaN when psi was passed without theta) and ``why`` in words.
-        ``attrs``: ``strong``, ``held`` (strong rules the model implies), ``D`` and
-        ``dimension``, the :func:`order_dimension` bounds of the strong rules: a model that
-        states them (and nothing more among their items) as nested supports needs at least
-        ``d_lower`` and at most ``d_upper`` events. These bounds come without refitting;
-        whether a fit at such a D finds those supports is another matter (bench/
-        implications_ranking.py measures the share held after refits at larger D).
-    """
-    b = _psi_of(model)
-    top = rules.head(int(strong))
-    j = top["antecedent"].to_numpy(np.int64)
-    i = top["consequent"].to_numpy(np.int64)
-    sj, si = b[j], b[i]
-    outside = (sj & ~si).sum(axis=1)
-    n_j = sj.sum(axis=1)
-    held = (outside == 0) & (n_j > 0)
-    theta = getattr(model, "theta_", None)
-    if theta is not None:
-        known = getattr(model, "known_users_", np.ones(theta.shape[0], bool))
-        mass = np.asarray(theta, dtype=np.float64)[np.asarray(known, bool)].sum(axis=0)
-        num = (sj & si).astype(np.float64) @ mass
-        den = sj.astype(np.float64) @ mass
-        model_conf = np.divide(num, den, out=np.full(j.size, np.nan), where=den > 0)
-    else:
-        model_conf = np.full(j.size, np.nan)
-    why = [("the model gives j an empty support (it predicts nobody likes j)" if nj == 0 else
-            f"{o} of supp(ψ_j)'s {nj} events lie outside supp(ψ_i): users of "
-            f"{'that event' if o == 1 else 'those events'} like j but not i under the model")
-           for o, nj in zip(outside, n_j)]
-    out = top.assign(outside_events=outside.astype(np.int64),
-                     antecedent_events=n_j.astype(np.int64), model_confidence=model_conf,
-                     why=why)[~held].reset_index(drop=True)
-    out.attrs.update(strong=int(len(top)), held=int(held.sum()), D=int(b.shape[1]),
-                     dimension=order_dimension(j, i))
-    return out
-
-
-def missed_caption(missed: pd.DataFrame) -> str:
-    """What :func:`missed_rules` found, in words: how many strong rules the model holds, why
-    it misses the others, and the D that would state them (the refit-free bounds)."""
-    a = missed.attrs
-    strong, held, D = a.get("strong", 0), a.get("held", 0), a.get("D", 0)
-    if not strong:
-        return "No rule to compare with."
-    dim = a.get("dimension", {})
-    text = (f"The model (D = {D}) implies {held:,} of the {strong:,} strongest rules. A rule "
-            "j ⇒ i is missed when supp(ψ_j) has events outside supp(ψ_i) ('outside_events'): "
-            "users of those events like j but not i under the model; 'model_confidence' is "
-            "the model's own P(like i | like j).")
-    if dim.get("classes"):
-        text += (f" To state these {strong:,} rules exactly as nested supports, a model needs "
-                 f"at least {dim['d_lower']} and at most {dim['d_upper']} events (their "
-                 f"longest chain has {dim['chain']} steps, {dim['width']} of their items are "
-                 "mutually unrelated); that bounds D without a refit, not what a fit finds.")
-    return text
 
 
 # ----------------------------------------------------------------------------- words
@@ -596,9 +325,14 @@ def equivalence_sentence(name: str, others: list[str], limit: int = 8) -> list:
 
 
 def _stats_pieces(row, *, hub: bool = True) -> list:
-    """" (training: 12 of 15 like it, base rate 55%, lift 1.45; held-out: 3 of 4)"."""
-    txt = (f" (training: {int(row['co_support']):,} of {int(row['n_known']):,} like it, base "
-           f"rate {row['base_rate']:.0%}, lift {row['lift']:.2f}")
+    """" (training: 12 of 15 like it, base rate 55%, lift 1.45; held-out: 3 of 4)"; with no
+    rating of i among j's fans, " (training: none of its fans rated it: the data cannot
+    check this)"."""
+    if not int(row.get("n_known", 0) or 0):
+        txt = " (training: none of its fans rated it, so the data cannot check this"
+    else:
+        txt = (f" (training: {int(row['co_support']):,} of {int(row['n_known']):,} like it, "
+               f"base rate {row['base_rate']:.0%}, lift {row['lift']:.2f}")
     if row.get("heldout_n", 0) and row["heldout_confidence"] == row["heldout_confidence"]:
         txt += f"; held-out: {int(row['heldout_co_support']):,} of {int(row['heldout_n']):,}"
     if hub and row.get("hub", False):
@@ -648,68 +382,3 @@ def sentences(df: pd.DataFrame, item: int, names, *, limit: int = 8) -> list[lis
                         "which says it is popular rather than that they are related.", False)]
         out.append(pieces)
     return out
-
-
-# ----------------------------------------------------------------------------- ground truth
-_SUPPORT = re.compile(r"\(support \{([0-9, ]*)\}\)\s*$")
-
-
-def planted_truth(ratings) -> np.ndarray | None:
-    """The true implications (rows (j, i)) of planted-KM data, or None for other data.
-
-    Planted KM data (:func:`kmviz.data.make_planted_km`) names each item after its planted
-    support ("item 3 (support {0, 2})"), so the truth travels with the ratings and with a
-    saved run's item names; MovieLens-format planted data carries the supports as genre
-    columns "support 0", "support 1", ... (``sample_data/planted-ml100k``).
-    """
-    from ..data.synthetic import implication_pairs
-
-    n = ratings.n_items
-    psi = None
-    names = ratings.item_names
-    if names is not None and len(names) == n:
-        found = [_SUPPORT.search(str(x)) if x is not None else None for x in names]
-        if all(found):
-            sets = [[int(t) for t in m.group(1).replace(" ", "").split(",") if t]
-                    for m in found]
-            D = max((max(s) for s in sets if s), default=-1) + 1
-            psi = np.zeros((n, max(D, 1)), dtype=np.int64)
-            for k, s in enumerate(sets):
-                psi[k, s] = 1
-    feats = getattr(ratings, "item_features", None)
-    if psi is None and feats is not None:
-        cols = [f"support {d}" for d in range(64) if f"support {d}" in feats.columns]
-        if cols:
-            psi = np.nan_to_num(feats[cols].to_numpy(dtype=float)).astype(np.int64)
-    if psi is None:
-        return None
-    return implication_pairs(psi)[0]
-
-
-def km_claims(model, ratings, *, items=None) -> np.ndarray:
-    """Every directed item pair (j, i), j != i, with supp(psi_j) ⊆ supp(psi_i) among the
-    items considered (equivalent items both ways): the model's claims, for scoring."""
-    groups = support_groups(model, ratings, items=items)
-    A, C, E = _group_pairs(groups, merge=False)
-    pairs = np.concatenate([np.column_stack([A, C]), np.column_stack([C[E], A[E]])])
-    return pairs.astype(np.int64).reshape(-1, 2)
-
-
-def recovery_table(model, ratings, truth, *, liked=None, items=None, min_support: int = 5,
-                   min_confidence: float = 0.5) -> pd.DataFrame:
-    """Precision and recall of the true implications (among the items considered) for the
-    model's claims and for the association rules, the rules cut at the model's count (equal
-    counts) and at their own thresholds."""
-    claims = km_claims(model, ratings, items=items)
-    keep = _considered(_psi_of(model), ratings, items)
-    truth = np.asarray(truth, dtype=np.int64).reshape(-1, 2)
-    truth = truth[keep[truth[:, 0]] & keep[truth[:, 1]]] if truth.size else truth
-    rules = pairwise_rules(ratings, liked=liked, min_support=min_support,
-                           min_confidence=min_confidence, items=keep)
-    rp = rules[["antecedent", "consequent"]].to_numpy()
-    rows = [{"method": "Kolmogorov model (every implication)", **recovery_scores(claims, truth)},
-            {"method": f"association rules, top {len(claims):,} (equal count)",
-             **recovery_scores(rp[:len(claims)], truth)},
-            {"method": f"association rules (co-support >= {min_support}, confidence >= "
-                       f"{min_confidence:g})", **recovery_scores(rp, truth)}]
-    return pd.DataFrame(rows)

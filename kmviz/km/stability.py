@@ -33,7 +33,7 @@ their held-out parts) and is the same for every dataset: KM on the ratings, D = 
 refits on half the users, rows with >= 5 out-of-bag ratings ranked first by the distinct-user
 bound (top 100 validation lift 1.27 on latest-small / 1.34 on ML-100K with 53 / 56 judged,
 against 1.18 / 1.28 for the previous default, stable >= 0.25 first, then the per-refit
-bound). The held-out figures are in bench/implications_stability.py's section 2: below the
+bound). The held-out figures are in bench/miner/implications_stability.py's section 2: below the
 lift of 1.5 aimed at.
 """
 
@@ -60,8 +60,8 @@ from ._refits import _no_convergence_warnings, map_refits  # noqa: F401
 __all__ = ["stable_implications", "map_refits", "resample_users", "refit_supports",
            "rank_stable", "stability_order", "add_stability", "sort_by_stability",
            "stability_caption",
-           "refits_held", "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED",
-           "RESAMPLING", "STABILITY_COLUMNS"]
+           "refits_held", "row_held", "evidence_caption", "evidence_sentence", "DEFAULTS", "MIN_JUDGED",
+           "RESAMPLING", "STABILITY_COLUMNS", "refit_memory_estimate", "check_refit_memory"]
 
 #: The one default, for every dataset (chosen on validation splits: module docstring).
 DEFAULTS = {
@@ -115,7 +115,7 @@ def resample_users(ratings, rng, how: str = "bootstrap", fraction: float = 0.5):
     return sample, np.bincount(drawn, minlength=ratings.n_users)
 
 
-def refit_supports(task: dict, ratings=None) -> dict:
+def refit_supports(task: dict, ratings=None, stop=None) -> dict:
     """One refit: resample the users, fit KM, return the supports (bool items x D), the
     items rated in the resample, the users' multiplicities and the task's ``seed``.
     ``task`` holds ``seed``, ``resampling``, ``fraction``, ``settings`` (KolmogorovModel
@@ -130,10 +130,44 @@ def refit_supports(task: dict, ratings=None) -> dict:
                                "random_state": int(rng.integers(2**31 - 1))})
     t0 = time.perf_counter()
     with _no_convergence_warnings():
-        model.fit(sample)
+        model.fit(sample, callback=None if stop is None else (lambda row: not stop()))
+    if stop is not None and model.trace_.stop_reason == "callback":
+        return {"stopped": True, "seed": int(task["seed"])}
     return {"psi": np.asarray(model.psi_) > 0, "rated": sample.item_counts() > 0,
             "multiplicity": mult, "seconds": time.perf_counter() - t0,
             "seed": int(task["seed"])}
+
+
+refit_supports.takes_stop = True   # map_refits passes its stop flag into the BCD loop
+
+
+def refit_memory_estimate(ratings, n_refits: int, n_items_kept: int, D: int) -> dict:
+    """Bytes :func:`stable_implications` needs, by part, before anything is allocated: the
+    KM fits running at once (their own estimate), the kept items' counts (items x items:
+    held, three pooled sums, one refit's dense co-occurrences) and each refit's kept
+    implications (items x items bool per refit)."""
+    from ._refits import refit_threads
+    from .estimator import KolmogorovModel
+
+    km = KolmogorovModel(D=D)
+    fit = sum(km._memory_estimate({"D": D, "n_rand": km.n_rand}, ratings).values())
+    m2 = int(n_items_kept) ** 2
+    return {f"KM fits ({refit_threads(n_refits)} at once, D = {D})":
+            fit * refit_threads(n_refits),
+            f"counts over {n_items_kept:,} items (items x items, 6 arrays)": 44 * m2,
+            f"the implications of {n_refits} refits (items x items bool each)":
+            n_refits * m2 * 2}
+
+
+def check_refit_memory(ratings, n_refits: int, n_items_kept: int, D: int) -> int:
+    """Refuse (:class:`kmviz._memory.FitTooLargeError`) refits whose estimate passes the
+    per-fit memory limit, before any is started; returns the estimate in bytes."""
+    from .._memory import check_allocation
+
+    parts = refit_memory_estimate(ratings, n_refits, n_items_kept, D)
+    need = check_allocation("stable_implications", parts, per_fit=True,
+                            fix="fewer refits (n_refits) or fewer items (items=...)")
+    return need
 
 
 def _subset_matrix(psi: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -214,36 +248,49 @@ def stable_implications(ratings, *, liked=None, n_refits: int | None = None,
         ``seconds`` and ``seeds`` per refit, ``refits_ran`` (where the refits ran, when a
         parallel backend was active).
     """
+    from . import _checks as ck
     from .analysis import default_min_ratings
 
-    B = int(n_refits if n_refits is not None else DEFAULTS["n_refits"])
-    if B < 1:
-        raise ValueError(f"n_refits must be at least 1; got {B}.")
+    owner = "stable_implications"
+    ck.check_ratings(owner, ratings)
+    B = ck.check_n_refits(owner, n_refits, DEFAULTS["n_refits"])
+    fraction = ck.check_fraction(owner, fraction)
+    level = ck.check_level(owner, level)
+    min_stability = ck.check_share(owner, "min_stability", min_stability)
+    hub_share = ck.check_share(owner, "hub_share", hub_share)
+    validation = ck.check_validation(owner, validation, ratings)
+    names = ck.check_names(owner, names, ratings.n_items)
     resampling = resampling or DEFAULTS["resampling"]
+    if resampling not in RESAMPLING:
+        raise ck.InvalidParameterError(f"{owner}: resampling must be one of {RESAMPLING}; "
+                                       f"got {resampling!r}.")
     train_on = train_on or DEFAULTS["train_on"]
-    stable_share = DEFAULTS["stable_share"] if stable_share is None else float(stable_share)
+    stable_share = DEFAULTS["stable_share"] if stable_share is None else \
+        ck.check_share(owner, "stable_share", stable_share)
     min_oob_n = DEFAULTS["min_oob_n"] if min_oob_n is None else float(min_oob_n)
     c = LikeCounts.of(ratings, liked)
     n = ratings.n_items
-    if items is None:
-        keep = ratings.item_counts() >= default_min_ratings(ratings)
-    else:
-        keep = np.zeros(n, bool)
-        arr = np.asarray(items)
-        keep[np.flatnonzero(arr) if arr.dtype == bool else arr.astype(np.int64)] = True
+    mask = ck.check_items(owner, items, n)
+    keep = ratings.item_counts() >= default_min_ratings(ratings) if mask is None else mask
     keep &= ratings.item_counts() > 0
     idx = np.flatnonzero(keep)
     if idx.size > MAX_ITEMS:
         raise ValueError(f"{idx.size:,} items are more than {MAX_ITEMS:,}: pass items=... "
                          "(e.g. the items with at least 20 ratings).")
     settings = _settings(ratings, c.liked, train_on, km_settings)
+    if refits is None or len(refits):
+        check_refit_memory(ratings, B, idx.size, int(settings.get("D", DEFAULTS["D"])))
     ran = None
     if refits is None:
+        # one-class data: the refits fit every absent pair as a 0 (only ones teach nothing)
+        from ..data.absent import fitted_entries
+
+        fitted = fitted_entries(ratings)
         ran = refits_where()
         seeds = np.random.SeedSequence(random_state).generate_state(B)
         tasks = [{"seed": int(s), "resampling": resampling, "fraction": fraction,
                   "settings": settings} for s in seeds]
-        refits = map_refits(refit_supports, tasks, shared=ratings, progress=progress,
+        refits = map_refits(refit_supports, tasks, shared=fitted, progress=progress,
                             stop=stop)
     if not refits:
         raise RuntimeError("Stopped before the first refit ended: no stability to show.")
@@ -447,6 +494,24 @@ def refits_held(stable: pd.DataFrame, antecedent: int, consequent: int) -> np.nd
     return H[:, hit[0]].copy() if hit.size else np.zeros(H.shape[0], bool)
 
 
+def row_held(table: pd.DataFrame, row) -> np.ndarray:
+    """Per refit: whether ``row`` of ``table`` held. A relation table
+    (:func:`kmviz.km.relations.mine_relations`) keeps one column of ``attrs["held"]`` per row
+    in rank order, for any antecedent size; a :func:`stable_implications` table is looked up
+    by its (antecedent, consequent) pair."""
+    H = table.attrs.get("held")
+    if H is None:
+        return np.zeros(0, bool)
+    if "rank" in table and "rank" in row and H.shape[1] == len(table):
+        k = int(row["rank"]) - 1
+        return H[:, k].copy() if 0 <= k < H.shape[1] else np.zeros(H.shape[0], bool)
+    ante = row["antecedent"]
+    ante = ante[0] if isinstance(ante, tuple) and len(ante) == 1 else ante
+    if isinstance(ante, tuple):
+        return np.zeros(0, bool)
+    return refits_held(table, int(ante), int(row["consequent"]))
+
+
 def evidence_caption(rows: pd.DataFrame) -> str:
     """How many of ``rows`` have enough evidence to be judged: at least :data:`MIN_JUDGED`
     held-out ratings of i among j's fans (out-of-bag per refit without a held-out part)."""
@@ -476,8 +541,13 @@ def evidence_sentence(row) -> str:
                      f"{float(lo):.2f}-{float(hi):.2f}; lift {row['heldout_lift']:.2f})")
     else:
         parts.append("held-out: no held-out rating of i among j's fans")
-    if row.get("oob_n", np.nan) == row.get("oob_n", np.nan) and "oob_lift" in row:
-        parts.append(f"out of bag: {row['oob_co_support']:.1f} of {row['oob_n']:.1f} per refit "
+    oob = row.get("oob_n", np.nan)
+    if oob == oob and "oob_lift" in row and "oob_co_support" in row:
+        parts.append(f"out of bag: {row['oob_co_support']:.1f} of {oob:.1f} per refit "
                      f"like i (lift {row['oob_lift']:.2f}; lower bound over the distinct "
                      f"users the holding refits left out {row['oob_lift_lo']:.2f})")
+    elif oob == oob and "oob_confidence" in row:  # a relation table's out-of-bag columns
+        parts.append(f"out of bag: {oob:.1f} of i's raters per holding refit among the users "
+                     f"it left out, confidence {row['oob_confidence']:.2f}, lift "
+                     f"{row.get('oob_lift', np.nan):.2f}")
     return "; ".join(parts) + "."

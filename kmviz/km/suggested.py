@@ -4,7 +4,7 @@ measured on catalogue datasets (``Family.suggestions``)."""
 from ..data.catalogue import PLANTED_LOWRANK_SHAPE, Suggestion
 
 #: Catalogue dataset name -> the settings measured on it (chosen on validation parts only:
-#: ``python bench/small_set_settings.py``).
+#: ``python bench/data/small_set_settings.py``).
 SUGGESTIONS = {
     "movielens-small": Suggestion(
         params={"lambda_theta": 100.0},
@@ -14,14 +14,14 @@ SUGGESTIONS = {
              "1000} on three other random splits (0.919 x the mean's, 0.911-0.927) and fits "
              "in about half the time (fewer BCD iterations); D = 16 with it was better still "
              "(0.961 against 0.978 on one split) but took 50 s at load 12. `python "
-             "bench/small_set_settings.py --cells movielens-small/km`."),
+             "bench/data/small_set_settings.py --cells movielens-small/km`."),
     "km-toy": Suggestion(
         params={"D": 2, "lambda_theta": 100.0},
         note="km-toy is the paper's D1, independent U[0, 1] noise (the paper only trains on "
              "it): no model beats the training mean there in expectation. Of D in {8, 2} x "
              "λᵤ in {0, 1, 10, 100}, D = 2 with a strong pull of each θᵤ toward uniform had "
              "the lowest validation RMSE over three seeds of the set (1.003 x the mean's; "
-             "the defaults 1.25 x), `python bench/small_set_settings.py --cells km-toy/km`."),
+             "the defaults 1.25 x), `python bench/data/small_set_settings.py --cells km-toy/km`."),
     "planted-lowrank": Suggestion(
         params={"lambda_theta": 1.0},
         options=PLANTED_LOWRANK_SHAPE,
@@ -29,7 +29,7 @@ SUGGESTIONS = {
              "a user: with λᵤ = 0 each θᵤ follows its own ratings too closely (validation "
              "RMSE 0.78 x the mean's). Of D in {8, 4, 16} x λᵤ in {0, 1, 3, 10}, D = 8 and "
              "λᵤ = 1 had the lowest validation RMSE over three seeds of the set (0.62 x the "
-             "mean's), `python bench/small_set_settings.py --cells planted-lowrank/km`."),
+             "mean's), `python bench/data/small_set_settings.py --cells planted-lowrank/km`."),
 }
 
 

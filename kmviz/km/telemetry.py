@@ -17,7 +17,7 @@ like this one.
 from __future__ import annotations
 
 #: The phases of the enhanced dual GD (paper Alg. 2, Table II), as in the ``phase`` column of
-#: :func:`kmviz.km.bqp.dual_trajectory`.
+#: :func:`kmviz.km.solvers.dual_trajectory`.
 PHASES = ("I-A", "I-B", "II-A", "II-B")
 
 #: Colour of each phase; "GD" is the original GD of Alg. 1 (no phases).

@@ -8,7 +8,7 @@ nuclear-norm proximal gradient with the FPC / SPG / VPG schedules (Ch. 2). Rows 
 without observations are extrapolated through the kernels. Each method is a solver module of
 :mod:`kmviz.kmc.solvers`; the estimator holds the shared settings and dispatches once.
 
-:mod:`kmviz.kmc.kernels` builds kernels from prior information (graph-Laplacian kernels,
+:mod:`kmviz.kmc.rkhs` builds kernels from prior information (graph-Laplacian kernels,
 Gaussian / linear / Pearson feature kernels, graph builders) and refuses kernels that are not
 PSD. :mod:`kmviz.kmc.nystrom` has ridge leverage scores (exact Kronecker scores without the
 Kronecker product, the thesis's approximation (5.23)), the effective dimension, samplers, the
@@ -19,7 +19,7 @@ Boston housing, offline.
 """
 
 from .estimator import METHODS, KernelMatrixCompletion
-from .kernels import (
+from .rkhs import (
     bandlimited_kernel,
     check_kernel,
     diffusion_kernel,
@@ -37,6 +37,7 @@ from .kernels import (
     spectral_weights,
     temporal_graph,
 )
+from . import rkhs
 from .krr import kkmcex_direct, nmse
 from .synthetic import (
     KernelMCTruth,
@@ -46,6 +47,9 @@ from .synthetic import (
     observe,
     spectrum_shares,
 )
+
+#: The RKHS kernels' module under its name before the family template (kmviz.kmc.rkhs).
+kernels = rkhs
 
 __all__ = [
     "METHODS",

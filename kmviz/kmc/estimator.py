@@ -5,7 +5,7 @@ The estimator holds the settings every method shares (kernels and their priors, 
 centering, seed) and dispatches once, by ``method``, to a solver module of
 :mod:`kmviz.kmc.solvers` (KKMCEX direct or CG, RRMCEX, online RRMCEX, ALS, SGD, proximal
 gradient): the fit's state, the method's steps and its predictions live there.
-:mod:`kmviz.kmc.problem` builds what the methods share (checked data, kernels, which rows can
+:mod:`kmviz.kmc._state` builds what the methods share (checked data, kernels, which rows can
 be predicted); :mod:`kmviz.kmc.params` declares the settings.
 """
 
@@ -19,11 +19,11 @@ from .._base import IterativeEstimator, LoopPolicy, Step
 from .._validation import check_index_pairs, check_random_state
 from ..trace import Trace
 from . import krr
-from . import problem as pb
+from . import _state as pb
 from .params import METHODS, PARAMETERS
 from .params import (DIRECT_MAX_S, KERNEL_METHODS, METHOD_LABELS, PG_INITS,  # noqa: F401
                      PRECONDITIONERS, PRIORS, RR_FEATURES, SOLVERS)  # (their old home)
-from .solvers import MODULES
+from .solvers import MODULES, REGISTRY  # noqa: F401 (MODULES: its old home)
 from .solvers._common import ILL_CONDITIONED  # noqa: F401
 
 __all__ = ["METHODS", "KernelMatrixCompletion"]
@@ -93,7 +93,7 @@ class KernelMatrixCompletion(IterativeEstimator):
         KKMCEX only: replace a full-rank side kernel (Gaussian on many distinct features,
         diffusion or regularized-Laplacian graph kernels) by a rank-``kernel_rank``
         approximation ``F F^T``: the leading eigenpairs (graph kernels; feature kernels up
-        to ``kernels.DISTINCT_MAX`` distinct rows) or Nyström with uniform landmarks
+        to ``rkhs.DISTINCT_MAX`` distinct rows) or Nyström with uniform landmarks
         (seeded by ``random_state``). This changes the model (an approximate kernel), so it
         is off by default; exact factors of lower rank are kept as they are.
     add_constant : bool, default=False
@@ -309,15 +309,19 @@ class KernelMatrixCompletion(IterativeEstimator):
     def _fit_start(self, ratings, prm, *, validation=None, **inputs):
         rng = check_random_state(self.random_state)
         st = pb.start(ratings, prm, rng, validation=validation, **inputs)
-        MODULES[st.method].start(st, rng)
+        REGISTRY[st.method].start(st, rng)
         if validation is not None:  # fail now, not at iteration 1, on unpredictable pairs
-            pb.check_predictable(np.asarray(validation.users), np.asarray(validation.items),
-                                 st.predictable_rows, st.predictable_cols, st.method,
-                                 "validation ratings")
+            users, items, _ = st.validation
+            pb.check_predictable(users, items, st.predictable_rows, st.predictable_cols,
+                                 st.method, "validation ratings")
         return st
 
+    def _trace_metrics(self, st, validation):
+        # the validation entries were checked once by _fit_start: the unchecked core
+        return self._pair_metrics(*st.validation)
+
     def _solver_name(self, params, state):
-        return MODULES[state.method].name(state)  # KKMCEX's solver is resolved by start
+        return REGISTRY[state.method].name(state)  # KKMCEX's solver is resolved by start
 
     def _loop_policy(self, params, state) -> LoopPolicy:
         """One step for the closed-form methods (KKMCEX direct, RRMCEX), else max_iter; the
@@ -329,12 +333,8 @@ class KernelMatrixCompletion(IterativeEstimator):
                           budget="max_iter" if state.tol > 0 else None)
 
     def _fit_step(self, st, trace, it):
-        solver = MODULES[st.method]
-        for name, sec in st.pending.items():
-            trace.add_time(name, sec)
-        for msg in st.events:
-            trace.event("info", msg)
-        st.pending, st.events = {}, []
+        solver = REGISTRY[st.method]
+        st.flush(trace)  # the set-up's phase times and notes, before the first row
         step = solver.step(st, trace, it)
         if st.truth is None:
             return step
@@ -348,7 +348,7 @@ class KernelMatrixCompletion(IterativeEstimator):
                   "offset": np.array([st.offset]), "known_rows": st.known_rows,
                   "known_cols": st.known_cols, "predictable_rows": st.predictable_rows,
                   "predictable_cols": st.predictable_cols}
-        arrays.update(MODULES[st.method].publish(st))
+        arrays.update(REGISTRY[st.method].publish(st))
         self._set_fitted(arrays, n_iter, trace)
 
     def _fit_finish(self, st, trace, validation):
@@ -430,14 +430,14 @@ class KernelMatrixCompletion(IterativeEstimator):
                              self.method_)
         if u.size == 0:
             return np.zeros(shape)
-        out = MODULES[self.method_].predict(self._arrays, u, i)
+        out = REGISTRY[self.method_].predict(self._arrays, u, i)
         return (np.asarray(out, dtype=np.float64) + self.offset_).reshape(shape)
 
     def completed_matrix(self) -> np.ndarray:
         """The whole estimate ``F_hat`` (N x L; unpredictable rows/columns are NaN)."""
         self._check_fitted()
         if self._matrix_cache is None:
-            F = MODULES[self.method_].completed(self._arrays) + self.offset_
+            F = REGISTRY[self.method_].completed(self._arrays) + self.offset_
             F[~self.predictable_rows_] = np.nan
             F[:, ~self.predictable_cols_] = np.nan
             F.setflags(write=False)
@@ -455,7 +455,7 @@ class KernelMatrixCompletion(IterativeEstimator):
         if self.method_ != "kkmcex":
             raise ValueError(f"predict_new needs the kernel form of KKMCEX; this model is "
                              f"method={self.method_!r}.")
-        return MODULES["kkmcex"].predict_new(
+        return REGISTRY["kkmcex"].predict_new(
             self._arrays, self.side_kernel("row"), self.side_kernel("col"), self.n_rows_,
             self.n_cols_, row_kernel_rows, col_kernel_rows) + self.offset_
 
@@ -467,7 +467,21 @@ class KernelMatrixCompletion(IterativeEstimator):
         """
         self._check_fitted()
         users, items, values, _, _ = pb.check_ratings(ratings)
-        pred = self.predict(users, items)
+        users, items = check_index_pairs(users, items, self.n_rows_, self.n_cols_)
+        users, items = users.ravel().astype(np.int64), items.ravel().astype(np.int64)
+        pb.check_predictable(users, items, self.predictable_rows_, self.predictable_cols_,
+                             self.method_)
+        return self._pair_metrics(users, items, values)
+
+    def _pair_metrics(self, users, items, values) -> dict:
+        """:meth:`evaluate`'s metrics on checked, predictable int64 pairs, no checks."""
+        users = np.ascontiguousarray(users, dtype=np.int64)
+        items = np.ascontiguousarray(items, dtype=np.int64)
+        if users.size == 0:
+            pred = np.zeros(users.shape)
+        else:
+            pred = np.asarray(REGISTRY[self.method_].predict(self._arrays, users, items),
+                              dtype=np.float64) + self.offset_
         e = pred - values
         den = float(values @ values)
         return {"nmse": float(e @ e) / den if den > 0 else math.nan,
@@ -497,9 +511,3 @@ class KernelMatrixCompletion(IterativeEstimator):
         own = {k: np.asarray(v) for k, v in arrays.items() if not k.startswith("data_")}
         model._set_fitted(own, trace.n_iter, trace)
         return model
-
-    def save(self, path, *, split=None, dataset=None):
-        """Write the fitted model in the run format (:func:`kmviz.runs.save_model_file`)."""
-        from ..runs import save_model_file
-
-        return save_model_file(path, self, split=split, dataset=dataset)

@@ -171,7 +171,7 @@ class KernelSGD:
         self.known_cols = np.bincount(self.cols, minlength=L) > 0
 
     def step(self):
-        from ._numba import sgd_factor_epoch
+        from ._kernels import sgd_factor_epoch
 
         order = self.rng.permutation(self.rows.shape[0]).astype(np.int64)
         sgd_factor_epoch(self.rows, self.cols, self.m, order, self.W, self.H, self.Aw,

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..viz._theme import value_axis
 from .analysis.landmarks import SAMPLING_LABELS
 from .analysis.matrix import PARTS
 
@@ -30,12 +31,52 @@ def _short(label, n=28):
 
 
 def _ticks(labels, cold, limit=60):
-    """Tick positions and texts: every label when few, else every k-th (cold ones always)."""
-    n = len(labels)
-    step = max(1, -(-n // limit))
-    pos = [k for k in range(n) if k % step == 0 or cold[k]]
+    """Tick positions and texts: every label when few, else every k-th (k as small as keeps
+    them within ``limit``); a cold-start row or column among them carries a ❄."""
+    from ..viz.labels import thinned
+
+    pos = thinned(len(labels), limit)
     text = [("❄ " if cold[k] else "") + _short(labels[k]) for k in pos]
     return pos, text
+
+
+def _runs(flags):
+    """(start, stop) of each run of consecutive True values."""
+    flags = np.asarray(flags, dtype=bool)
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], flags.astype(np.int8), [0]])))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist()))
+
+
+#: Tick labels of the heat maps are laid out for this font (the theme's 14 px, times the
+#: presentation switch's 1.4: no overlap in either) and these plot sizes: the height of
+#: the plot area, and the width each map gets in a two-column row of the page.
+HEATMAP_TICK_FONT = 14 * 1.4
+HEATMAP_PLOT_WIDTH = 300
+HEATMAP_LABEL = 22  # characters of a tick label (the hover has the whole name)
+
+
+def _label_room() -> float:
+    """Pixels below the plot for the vertical column labels (and above it for the title)."""
+    from ..viz.labels import CHAR_EM
+
+    return 50 + 40 + CHAR_EM * HEATMAP_TICK_FONT * (HEATMAP_LABEL + 2)
+
+
+def heatmap_height(n_rows: int) -> int:
+    """A heat map's height: a line of tick text a row (220 to 720 pixels), plus room for
+    the labels: up to 26 rows are all labelled."""
+    from ..viz.labels import LINE_EM
+
+    per_row = LINE_EM * HEATMAP_TICK_FONT + 0.5
+    return int(round(min(max(per_row * n_rows, 220), 720) + _label_room()))
+
+
+def heatmap_tick_layout(n_rows: int, n_cols: int, height: int) -> tuple[int, int]:
+    """How many row and column tick labels a heat map of ``height`` pixels prints."""
+    from ..viz.labels import tick_budget
+
+    return (min(n_rows, tick_budget(height - _label_room(), HEATMAP_TICK_FONT)),
+            min(n_cols, tick_budget(HEATMAP_PLOT_WIDTH, HEATMAP_TICK_FONT)))
 
 
 def completion_map_figure(view, which: str, *, height=None) -> go.Figure:
@@ -43,8 +84,10 @@ def completion_map_figure(view, which: str, *, height=None) -> go.Figure:
     ``"mask"``, ``"estimate"`` or ``"error"``. Cold-start rows and columns (no training
     entry) carry a ❄ in their tick label and a teal frame."""
     n_r, n_c = len(view.rows), len(view.cols)
-    hover_r = np.repeat(np.asarray(view.row_labels, dtype=object)[:, None], n_c, axis=1)
-    hover_c = np.repeat(np.asarray(view.col_labels, dtype=object)[None, :], n_r, axis=0)
+    rl = [("❄ " if c else "") + str(x) for x, c in zip(view.row_labels, view.cold_rows)]
+    cl = [("❄ " if c else "") + str(x) for x, c in zip(view.col_labels, view.cold_cols)]
+    hover_r = np.repeat(np.asarray(rl, dtype=object)[:, None], n_c, axis=1)
+    hover_c = np.repeat(np.asarray(cl, dtype=object)[None, :], n_r, axis=0)
     custom = np.dstack([hover_r, hover_c])
     if which == "mask":
         names = list(PARTS)
@@ -77,19 +120,24 @@ def completion_map_figure(view, which: str, *, height=None) -> go.Figure:
                            hovertemplate="%{customdata[0]} × %{customdata[1]}<br>"
                                          f"{which} %{{z:.4g}}<extra></extra>")
     fig = go.Figure(trace)
-    for k in np.flatnonzero(view.cold_rows):
-        fig.add_shape(type="rect", x0=-0.5, x1=n_c - 0.5, y0=k - 0.5, y1=k + 0.5,
-                      line=dict(color=COLD, width=1.5))
-    for k in np.flatnonzero(view.cold_cols):
-        fig.add_shape(type="rect", y0=-0.5, y1=n_r - 0.5, x0=k - 0.5, x1=k + 0.5,
-                      line=dict(color=COLD, width=1.5))
-    yp, yt = _ticks(view.row_labels, view.cold_rows)
-    xp, xt = _ticks(view.col_labels, view.cold_cols, limit=15)
-    fig.update_layout(title=title, height=height or max(380, min(900, 14 * n_r + 160)),
-                      margin=dict(l=10, r=40, t=50, b=10),
-                      xaxis=dict(tickvals=xp, ticktext=xt, tickangle=-45, tickfont_size=10),
-                      yaxis=dict(tickvals=yp, ticktext=yt, autorange="reversed",
-                                 tickfont_size=9))
+    # one frame per run of consecutive cold-start rows (columns), not one per row
+    for a, b in _runs(view.cold_rows):
+        fig.add_shape(type="rect", x0=-0.5, x1=n_c - 0.5, y0=a - 0.5, y1=b - 0.5,
+                      line=dict(color=COLD, width=2))
+    for a, b in _runs(view.cold_cols):
+        fig.add_shape(type="rect", y0=-0.5, y1=n_r - 0.5, x0=a - 0.5, x1=b - 0.5,
+                      line=dict(color=COLD, width=2))
+    height = height or heatmap_height(n_r)
+    n_y, n_x = heatmap_tick_layout(n_r, n_c, height)
+    yp, yt = _ticks(view.row_labels, view.cold_rows, limit=n_y)
+    xp, xt = _ticks(view.col_labels, view.cold_cols, limit=n_x)
+    # vertical column labels: thinned to one per line of text, never reaching past the
+    # left edge (slanted ones were cut there: "ator 2: Judgment Day")
+    fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=50, b=10),
+                      xaxis=dict(tickvals=xp, ticktext=[_short(t, HEATMAP_LABEL) for t in xt],
+                                 tickangle=-90, automargin=True),
+                      yaxis=dict(tickvals=yp, ticktext=[_short(t, HEATMAP_LABEL) for t in yt],
+                                 autorange="reversed", automargin=True))
     return fig
 
 
@@ -110,7 +158,7 @@ def fraction_curve_figure(curve) -> go.Figure:
                                                    f"{y} %{{y:.4g}}<extra></extra>"),
                           row=1, col=col)
     fig.update_xaxes(title_text="fraction of the matrix observed (P_s)", tickformat=".0%")
-    fig.update_yaxes(title_text="NMSE", type="log", row=1, col=1)
+    fig.update_yaxes(title_text="NMSE", row=1, col=1, **value_axis(log=True))
     fig.update_yaxes(title_text="seconds", type="log", row=1, col=2)
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=50, b=10))
     return fig
@@ -174,8 +222,9 @@ def score_scatter_figure(exact, approx, *, groups=None, group_name="") -> go.Fig
                                  line=dict(color="grey", dash="dash")))
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10),
                       legend_title_text=group_name,
-                      xaxis=dict(title="exact score", type="log"),
-                      yaxis=dict(title="approximate score", type="log"))
+                      # labels at 1, 2 and 5 of each decade, not every digit 2-9
+                      xaxis=dict(title="exact score", type="log", dtick="D2"),
+                      yaxis=dict(title="approximate score", type="log", dtick="D2"))
     return fig
 
 
@@ -194,7 +243,8 @@ def landmarks_figure(data, indices, counts) -> go.Figure:
         text=[f"{data.labels[k]}<br>drawn {c}×" for k, c in zip(idx, counts)],
         hovertemplate="%{text}<extra></extra>"))
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10),
-                      xaxis_title=data.axes[0], yaxis_title=data.axes[1],
+                      xaxis=dict(title=data.axes[0], tickformat=".3~g"),
+                      yaxis=dict(title=data.axes[1], tickformat=".3~g"),
                       legend=dict(orientation="h", y=-0.15))
     return fig
 
@@ -219,12 +269,14 @@ def kron_scores_figure(exact, approx, row_labels, col_labels) -> go.Figure:
                                  hovertemplate="%{customdata[0]} × %{customdata[1]}<br>"
                                                "score %{z:.3g}<extra></extra>"),
                       row=1, col=k)
-    yp, yt = _ticks(rows, np.zeros(len(rows), bool), limit=40)
-    xp, xt = _ticks(cols, np.zeros(len(cols), bool), limit=12)
-    fig.update_yaxes(tickvals=yp, ticktext=yt, autorange="reversed", tickfont_size=9)
-    fig.update_xaxes(tickvals=xp, ticktext=xt, tickangle=-45, tickfont_size=10)
-    fig.update_layout(height=max(420, min(900, 5 * len(rows) + 160)),
-                      margin=dict(l=10, r=10, t=50, b=10))
+    height = heatmap_height(len(rows))
+    n_y, n_x = heatmap_tick_layout(len(rows), len(cols), height)
+    yp, yt = _ticks(rows, np.zeros(len(rows), bool), limit=n_y)
+    xp, xt = _ticks(cols, np.zeros(len(cols), bool), limit=n_x)
+    fig.update_yaxes(tickvals=yp, ticktext=[_short(t, HEATMAP_LABEL) for t in yt],
+                     autorange="reversed", automargin=True)
+    fig.update_xaxes(tickvals=xp, ticktext=xt, tickangle=-90, automargin=True)
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 
@@ -251,7 +303,8 @@ def nystrom_error_figure(bands, measure="trace") -> go.Figure:
                                  legendgroup=scheme, line=dict(color=colour)))
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10),
                       xaxis=dict(title="landmarks m", type="log"),
-                      yaxis=dict(title=MEASURE_TITLES.get(measure, measure), type="log"),
+                      yaxis=dict(title=MEASURE_TITLES.get(measure, measure),
+                                 **value_axis(log=True)),
                       legend=dict(orientation="h", y=-0.2))
     return fig
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .._params import RANDOM_STATE, Param
 from . import factorization as fz
-from . import kernels as kn
+from . import rkhs as kn
 
 METHODS = ("kkmcex", "rrmcex", "online_rrmcex", "als", "sgd", "pg")
 SOLVERS = ("auto", "direct", "cg")

@@ -8,10 +8,10 @@ SUGGESTIONS = {
     "movielens-small": Suggestion(
         params={"method": "kkmcex", "center": True, "mu": 3.0, "add_constant": True,
                 "kernel_rank": 300, "tol": 1e-3, "random_state": 0},
-        note="Measured by `python bench/suggested_settings.py` on the app's default "
+        note="Measured by `python bench/data/suggested_settings.py` on the app's default "
              "split: test RMSE 0.916 (0.904 on validation) against 1.057 for the "
              "training mean, in 123 CG iterations (about 10 s); "
-             "`bench/kmc_movielens.py` compares it with other kernels. The ratings "
+             "`bench/kmc/kmc_movielens.py` compares it with other kernels. The ratings "
              "are centred, the all-ones kernel is added on each side (global, "
              "per-user and per-movie terms), and the Gaussian kernel of the movies' "
              "genres and years is replaced by a rank-300 factor, so the 9,066 × 9,066 "
@@ -22,7 +22,7 @@ SUGGESTIONS = {
                 "mu": 1e-4, "center": True, "max_iter": 1000},
         options={"indicator": "life_expectancy", "year_width": 3},
         note="The best of 80 settings (graph kernel, η, μ, centring) on the validation "
-             "part of the default random split (`python bench/kmc_gapminder.py`): test "
+             "part of the default random split (`python bench/kmc/kmc_gapminder.py`): test "
              "RMSE 0.80 years, against 5.10 with the thesis's defaults (diffusion "
              "kernel, η = 1, μ = 0.01, values as given) and 5.99 for each country's own "
              "mean; about 400 CG iterations. The region graph joins whole regions into "
@@ -34,7 +34,7 @@ SUGGESTIONS = {
              "in expectation. Of μ in {3, 30, 300, 3000} on top of the rule (centred "
              "values, constant kernels), μ = 300 had the lowest validation RMSE over three "
              "seeds of the set, the mean's (ratio 1.000; μ = 3 fits the noise), `python "
-             "bench/small_set_settings.py --cells km-toy/kmc`."),
+             "bench/data/small_set_settings.py --cells km-toy/kmc`."),
 }
 
 #: A side with more rows than this gets a low-rank factor of its kernel by default (a dense
@@ -67,7 +67,7 @@ def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
     sides = (ratings.user_features, ratings.item_features, ratings.user_graph,
              ratings.item_graph)
     if all(x is None for x in sides) and "add_constant" not in params:
-        # measured on planted-km (python bench/defaults_table.py): test RMSE 0.148 with
+        # measured on planted-km (python bench/data/defaults_table.py): test RMSE 0.148 with
         # mu = 3 against 0.210 for the mean (0.149 at mu = 0.01)
         params.update(add_constant=True, mu=params.get("mu", 3.0))
         why.append("no side information: the constant kernel adds per-row and per-column "

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_number, check_option, check_random_state
-from .kernels import GRAPH_KERNELS, erdos_renyi_graph, graph_kernel
+from .rkhs import GRAPH_KERNELS, erdos_renyi_graph, graph_kernel
 
 
 @dataclass

@@ -10,7 +10,9 @@ from __future__ import annotations
 METRIC_LABELS = {
     # the y axis names the quantity, not the methods' equations (3.40), (3.58), (3.28), (2.15)
     "objective": ("Objective of the method", "objective value"),
-    "train_rmse": ("Training RMSE", "RMSE"),
+    # CG lowers the error in the K_OO + mu I norm, not this: it can jump before it settles
+    # (kmviz.kmc.teaching.convergence_note says why, for a run whose curve does)
+    "train_rmse": ("Training RMSE (can rise under CG)", "RMSE"),
     "validation_rmse": ("Validation RMSE", "RMSE"),
     "validation_nmse": ("Validation NMSE (3.68)", "Σ(F̂ − F)² / ΣF²"),
     "truth_nmse": ("NMSE of the whole matrix (3.68)", "‖F̂ − F‖²_F / ‖F‖²_F"),
@@ -50,3 +52,17 @@ FIGURE_OPTIONS = {
     "convergence": dict(labels=METRIC_LABELS, iteration=ITERATION),
     "phase_time": dict(iteration=ITERATION, labels=PHASE_LABELS),
 }
+
+
+def convergence_note(trace) -> str | None:
+    """Why a Kernel MC run's training RMSE rises before it settles, when it does
+    (:func:`kmviz.kmc.teaching.convergence_note`), for the Convergence page."""
+    from .teaching import convergence_note as note
+
+    params = getattr(trace, "params", {}) or {}
+    if getattr(trace, "n_iter", 0) == 1:
+        return ("One point per curve: this run solved its system in one step (KKMCEX's "
+                "direct solve, used up to a few thousand observed values), so there is no "
+                "iteration to follow. The iterative methods (KKMCEX with conjugate "
+                "gradients on more data, RRMCEX, ALS, SGD, proximal gradient) draw a curve.")
+    return note(trace.to_frame(), str(params.get("method", "kkmcex")))

@@ -1,6 +1,6 @@
 """Compile the kernel-MC Numba kernels once, so later fits start at once.
 
-``python -m kmviz.kmc.warmup`` calls every kernel of :mod:`kmviz.kmc._numba` (the sparse
+``python -m kmviz.kmc.warmup`` calls every kernel of :mod:`kmviz.kmc._kernels` (the sparse
 vec-trick product of the CG path, the online RRMCEX and SGD sweeps) on tiny inputs in a
 process of its own, as :mod:`kmviz.km.warmup` does for KM: the machine code is cached on disk
 (``cache=True``) and later processes load it in well under a second.
@@ -13,10 +13,10 @@ import time
 
 def compile_kernels() -> float:
     """Call each kernel once on tiny inputs; returns seconds."""
-    from . import _numba
+    from . import _kernels
 
     start = time.perf_counter()
-    _numba.compile_kernels()
+    _kernels.compile_kernels()
     return time.perf_counter() - start
 
 

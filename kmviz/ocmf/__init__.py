@@ -7,14 +7,15 @@ alternating TRON (or gradient descent) over W and W_2. Around it:
 - :mod:`kmviz.ocmf.allpairs`: the all-pairs terms (loss split, Gramians, gradients, block
   Hessian and joint Gauss-Newton products in embedding space), reusable by any dot-product
   model, linear or not (the extreme-similarity paper's setting);
-- :mod:`kmviz.ocmf.problem` and :mod:`kmviz.ocmf.tron`: one block as a convex problem and
+- :mod:`kmviz.ocmf.problem` and :mod:`kmviz.ocmf.solvers`: one block as a convex problem and
   its solvers (TRON with LIBLINEAR's constants, gradient descent with backtracking);
 - :mod:`kmviz.ocmf.features`: side matrices ``X = [I | F]``, feature encoding, user graphs;
 - :mod:`kmviz.ocmf.synthetic`: planted positive-unlabeled data with known feature effects;
 - :mod:`kmviz.ocmf.splits`: cold-start splits, user groups, the popularity baseline.
 """
 
-from .allpairs import AllPairsLoss, AllPairsValue, BlockTerms, ObservedPairs, weighted_gram
+from ..pairs import ObservedPairs, weighted_gram
+from .allpairs import AllPairsLoss, AllPairsValue, BlockTerms
 from .estimator import Explanation, OneClassMF
 from .features import (
     SideMatrix,
@@ -35,7 +36,7 @@ from .splits import (
     user_groups,
 )
 from .synthetic import PlantedPUTruth, make_planted_pu, planted_pu
-from .tron import SolverResult, gradient_descent, tron
+from .solvers import SolverResult, gradient_descent, tron
 
 __all__ = [
     "OneClassMF",

@@ -37,9 +37,10 @@ import uuid
 import numpy as np
 
 from . import _kernels as K
-from .allpairs import BlockTerms, _f64, weighted_gram
+from ..pairs import _f64, weighted_gram
+from .allpairs import BlockTerms
 from .losses import LOSS_CODES
-from .tron import GD_BETA
+from .solvers import GD_BETA
 
 #: A task's answer when its block's state is not on its worker.
 LOST = "lost"
@@ -262,13 +263,12 @@ def block_task(block, shared, extra):
 
 # ----------------------------------------------------------------------------- client side
 def _warm():
-    from .estimator import OneClassMF
-    from .synthetic import make_planted_pu
-    from .warmup import compile_kernels
+    """Compile the kernels the block tasks call, here, before they go to the workers: the
+    family's warm-up, found through the registry (its module is a nested fit, which must
+    not be imported by the fit code it warms)."""
+    from .. import families
 
-    compile_kernels()
-    data, _ = make_planted_pu(30, 20, 2, density=0.2, random_state=0)
-    OneClassMF(k=2, max_iter=1, dtype="float32", random_state=0).fit(data)
+    families.get("ocmf").compile_kernels(cluster=True)
 
 
 class _Side:
@@ -401,10 +401,12 @@ class DistBlockTerms(BlockTerms):
         out = backend.map_blocks(block_task, self.sd.resident, self._broadcast(), extras,
                                  timer=self.timer, name="pairs", pin=True)
         lost = [j for j, r in enumerate(out) if isinstance(r, str)]
-        if lost:
-            self.timer["pairs_restored"] = self.timer.get("pairs_restored", 0) + len(lost)
-            from ..parallel import Resident
+        from ..parallel import MAX_RETRIES, ClusterError, Resident
 
+        for _ in range(MAX_RETRIES):
+            if not lost:
+                break
+            self.timer["pairs_restored"] = self.timer.get("pairs_restored", 0) + len(lost)
             res = self.sd.resident
             sub = Resident([res.blocks[j] for j in lost], [res.futures[j] for j in lost],
                            [ranges[j] for j in lost])
@@ -417,9 +419,17 @@ class DistBlockTerms(BlockTerms):
             res.homes = None        # placed again: the homes are asked for on the next call
             for t, j in enumerate(lost):
                 res.futures[j] = sub.futures[t]
-                if isinstance(redo[t], str):
-                    raise RuntimeError(f"block {j} lost its state again while it was rebuilt")
-                out[j] = redo[t][len(redo[t]) - len(block_ops[j]):]
+                if not isinstance(redo[t], str):
+                    out[j] = redo[t][len(redo[t]) - len(block_ops[j]):]
+            # a block that lost its state again while it was rebuilt (another worker lost):
+            # rebuilt once more
+            lost = [j for t, j in enumerate(lost) if isinstance(redo[t], str)]
+        if lost:
+            raise ClusterError(
+                f"block {lost[0]} of the observed pairs lost its state on the Dask cluster "
+                f"at {backend.address} on each of {MAX_RETRIES} rebuilds; the fit stopped "
+                f"and nothing was saved. Check the workers and fit again, or fit without "
+                f"--dask.")
         n_pending = len(pending)
         return [r[n_pending:] for r in out]
 

@@ -3,10 +3,11 @@
 Pairs come in a compressed layout that is "major" in the side being worked on: row i of the
 major side owns the pairs ``indptr[i]:indptr[i + 1]``, ``idx[e]`` is the other side's index
 of pair e and ``y[e]`` its label. The W-step of OCMF reads the pairs user-major (CSR), the
-H-step item-major (CSC); :class:`kmviz.ocmf.allpairs.ObservedPairs` keeps both.
+H-step item-major (CSC); :class:`kmviz.pairs.ObservedPairs` keeps both.
 
-Each kernel is a per-row body (``_*_row``) and two loops over the rows: a ``prange`` loop
-(``parallel=True``) and a plain one. Every row writes only its own row of the outputs
+Each kernel is a per-row body (``_*_row``) and one loop over the rows (``_*_rows``, with
+``prange``) compiled twice by :func:`kmviz._jit.parallel_and_serial`: with ``parallel=True``
+(``_*_par``) and without (``_*_ser``). Every row writes only its own row of the outputs
 (``out[i]``) or its own pairs (``out[indptr[i]:indptr[i + 1]]``): no two iterations touch the
 same element, so there are no races and no reductions inside the parallel loop; per-row
 partial sums (``row_out``) are summed by the caller. The public functions pick the parallel
@@ -15,8 +16,8 @@ cost more than they save: on this shared 2-core box a parallel call costs about 
 start (a 40 x 30 problem needs a few microseconds), and between calls Numba's OpenMP threads
 spin and take the core the serial parts (BLAS, Python) need. Measured on MovieLens 100K
 (|Omega+| = 50k, k = 64, load average 5-9): 0.05-0.12 s per outer iteration serial against
-0.24-0.32 s parallel. ``bench/ocmf_ml100k.py --threads`` repeats the comparison, and
-``bench/ocmf_timing.py --threads 2 --parallel-min-work 0`` against the default (load 5-6, LR-wSQ,
+0.24-0.32 s parallel. ``bench/ocmf/ocmf_ml100k.py --threads`` repeats the comparison, and
+``bench/ocmf/ocmf_timing.py --threads 2 --parallel-min-work 0`` against the default (load 5-6, LR-wSQ,
 wall median per outer iteration): ML-100K 0.087 s parallel against 0.041 s serial,
 latest-small 0.155 s against 0.072 s.
 
@@ -36,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._jit import JIT, PJIT
+from .._jit import JIT, parallel_and_serial
 from .losses import loss_derivatives, loss_value
 
 #: Pairs x k below which the kernels run on one thread.
@@ -302,184 +303,125 @@ def _joint_gn_row(i, indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
 
 
 # ----------------------------------------------------------------------------- loops
-@njit(**PJIT)
-def _scores_par(indptr, idx, E, O, out):
+# One loop per kernel, over the rows with prange, compiled twice by
+# kmviz._jit.parallel_and_serial: _<name>_par (parallel=True) and _<name>_ser (where prange
+# runs as range); the public functions below pick one by the size of the work.
+def _scores_rows(indptr, idx, E, O, out):
     for i in prange(indptr.shape[0] - 1):
         _scores_row(i, indptr, idx, E, O, out)
 
 
-@njit(**JIT)
-def _scores_ser(indptr, idx, E, O, out):
-    for i in range(indptr.shape[0] - 1):
-        _scores_row(i, indptr, idx, E, O, out)
+_scores_par, _scores_ser = parallel_and_serial(_scores_rows)
 
 
-@njit(**PJIT)
-def _value_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out):
+def _value_rows(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out)
 
 
-@njit(**JIT)
-def _value_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, row_out):
-    for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out)
+_value_par, _value_ser = parallel_and_serial(_value_rows)
 
 
-@njit(**PJIT)
-def _value_deriv_par(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out,
-                     row_out):
+def _value_deriv_rows(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out,
+                      row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
                                       d1_out, d2_out)
 
 
-@njit(**JIT)
-def _value_deriv_ser(indptr, idx, y, E, O, a, o, a_bar, code, scores_out, d1_out, d2_out,
-                     row_out):
-    for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_deriv_row(i, indptr, idx, y, E, O, a, o, a_bar, code, scores_out,
-                                      d1_out, d2_out)
+_value_deriv_par, _value_deriv_ser = parallel_and_serial(_value_deriv_rows)
 
 
-@njit(**PJIT)
-def _value_grad_par(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
-                    G_out, D_out, row_out):
+def _value_grad_rows(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
+                     G_out, D_out, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
                                      scores_out, d2_out, G_out, D_out)
 
 
-@njit(**JIT)
-def _value_grad_ser(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out, d2_out,
-                    G_out, D_out, row_out):
-    for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
-                                     scores_out, d2_out, G_out, D_out)
+_value_grad_par, _value_grad_ser = parallel_and_serial(_value_grad_rows)
 
 
-@njit(**PJIT)
-def _value_grad32_par(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
-                      d2_out, G_out, D_out, row_out):
+def _value_grad32_rows(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
+                       d2_out, G_out, D_out, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
                                        scores_out, d2_out, G_out, D_out)
 
 
-@njit(**JIT)
-def _value_grad32_ser(indptr, idx, y, E, O, a, o, a_bar, code, want_diag, scores_out,
-                      d2_out, G_out, D_out, row_out):
-    for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_grad_row32(i, indptr, idx, y, E, O, a, o, a_bar, code, want_diag,
-                                       scores_out, d2_out, G_out, D_out)
+_value_grad32_par, _value_grad32_ser = parallel_and_serial(_value_grad32_rows)
 
 
-@njit(**PJIT)
-def _hvp_base32_par(indptr, idx, N, O, d2, base, base_w, U_out):
+def _hvp_base32_rows(indptr, idx, N, O, d2, base, base_w, U_out):
     for i in prange(indptr.shape[0] - 1):
         _hvp_base_row32(i, indptr, idx, N, O, d2, base, base_w, U_out)
 
 
-@njit(**JIT)
-def _hvp_base32_ser(indptr, idx, N, O, d2, base, base_w, U_out):
-    for i in range(indptr.shape[0] - 1):
-        _hvp_base_row32(i, indptr, idx, N, O, d2, base, base_w, U_out)
+_hvp_base32_par, _hvp_base32_ser = parallel_and_serial(_hvp_base32_rows)
 
 
-@njit(**PJIT)
-def _shifted_par(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
+def _shifted_rows(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
     for i in prange(indptr.shape[0] - 1):
         row_out[i] = _value_shifted_row(i, indptr, idx, y, s0, ds, alpha, a, o, a_bar, code)
 
 
-@njit(**JIT)
-def _shifted_ser(indptr, idx, y, s0, ds, alpha, a, o, a_bar, code, row_out):
-    for i in range(indptr.shape[0] - 1):
-        row_out[i] = _value_shifted_row(i, indptr, idx, y, s0, ds, alpha, a, o, a_bar, code)
+_shifted_par, _shifted_ser = parallel_and_serial(_shifted_rows)
 
 
-@njit(**PJIT)
-def _gradient_par(indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out):
+def _gradient_rows(indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out):
     for i in prange(indptr.shape[0] - 1):
         _gradient_row(i, indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out)
 
 
-@njit(**JIT)
-def _gradient_ser(indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out):
-    for i in range(indptr.shape[0] - 1):
-        _gradient_row(i, indptr, idx, y, scores, O, a, o, a_bar, code, G_out, d2_out)
+_gradient_par, _gradient_ser = parallel_and_serial(_gradient_rows)
 
 
-@njit(**PJIT)
-def _hvp_par(indptr, idx, N, O, d2, U_out):
+def _hvp_rows(indptr, idx, N, O, d2, U_out):
     for i in prange(indptr.shape[0] - 1):
         _hvp_row(i, indptr, idx, N, O, d2, U_out)
 
 
-@njit(**JIT)
-def _hvp_ser(indptr, idx, N, O, d2, U_out):
-    for i in range(indptr.shape[0] - 1):
-        _hvp_row(i, indptr, idx, N, O, d2, U_out)
+_hvp_par, _hvp_ser = parallel_and_serial(_hvp_rows)
 
 
-@njit(**PJIT)
-def _hvp_base_par(indptr, idx, N, O, d2, base, base_w, U_out):
+def _hvp_base_rows(indptr, idx, N, O, d2, base, base_w, U_out):
     for i in prange(indptr.shape[0] - 1):
         _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out)
 
 
-@njit(**JIT)
-def _hvp_base_ser(indptr, idx, N, O, d2, base, base_w, U_out):
-    for i in range(indptr.shape[0] - 1):
-        _hvp_base_row(i, indptr, idx, N, O, d2, base, base_w, U_out)
+_hvp_base_par, _hvp_base_ser = parallel_and_serial(_hvp_base_rows)
 
 
-@njit(**PJIT)
-def _diag_par(indptr, idx, O, d2, out):
+def _diag_rows(indptr, idx, O, d2, out):
     for i in prange(indptr.shape[0] - 1):
         _diag_row(i, indptr, idx, O, d2, out)
 
 
-@njit(**JIT)
-def _diag_ser(indptr, idx, O, d2, out):
-    for i in range(indptr.shape[0] - 1):
-        _diag_row(i, indptr, idx, O, d2, out)
+_diag_par, _diag_ser = parallel_and_serial(_diag_rows)
 
 
-@njit(**PJIT)
-def _combine_par(indptr, idx, coef, O, out):
+def _combine_rows(indptr, idx, coef, O, out):
     for i in prange(indptr.shape[0] - 1):
         _combine_row(i, indptr, idx, coef, O, out)
 
 
-@njit(**JIT)
-def _combine_ser(indptr, idx, coef, O, out):
-    for i in range(indptr.shape[0] - 1):
-        _combine_row(i, indptr, idx, coef, O, out)
+_combine_par, _combine_ser = parallel_and_serial(_combine_rows)
 
 
-@njit(**PJIT)
-def _combine_perm_par(indptr, idx, perm, coef, O, out):
+def _combine_perm_rows(indptr, idx, perm, coef, O, out):
     for i in prange(indptr.shape[0] - 1):
         _combine_perm_row(i, indptr, idx, perm, coef, O, out)
 
 
-@njit(**JIT)
-def _combine_perm_ser(indptr, idx, perm, coef, O, out):
-    for i in range(indptr.shape[0] - 1):
-        _combine_perm_row(i, indptr, idx, perm, coef, O, out)
+_combine_perm_par, _combine_perm_ser = parallel_and_serial(_combine_perm_rows)
 
 
-@njit(**PJIT)
-def _joint_gn_par(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
+def _joint_gn_rows(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
     for i in prange(indptr.shape[0] - 1):
         _joint_gn_row(i, indptr, idx, P, Q, dP, dQ, d2, z_out, row_out)
 
 
-@njit(**JIT)
-def _joint_gn_ser(indptr, idx, P, Q, dP, dQ, d2, z_out, row_out):
-    for i in range(indptr.shape[0] - 1):
-        _joint_gn_row(i, indptr, idx, P, Q, dP, dQ, d2, z_out, row_out)
+_joint_gn_par, _joint_gn_ser = parallel_and_serial(_joint_gn_rows)
 
 
 # ----------------------------------------------------------------------------- dense parts

@@ -156,7 +156,8 @@ def allpairs_check(sizes=(100, 200, 400), k=16, *, density=0.05, loss="logistic"
     import scipy.sparse as sp
 
     from . import _reference as R
-    from .allpairs import AllPairsLoss, ObservedPairs
+    from ..pairs import ObservedPairs
+    from .allpairs import AllPairsLoss
     from .features import SideMatrix
     from .problem import BlockProblem
 

@@ -2,13 +2,12 @@
 
 ``OneClassMF`` runs the shared outer loop of :class:`kmviz._base.IterativeEstimator`; one
 outer iteration is a W-step (users) then an H-step (items), each a convex block solved by
-TRON or gradient descent (:mod:`kmviz.ocmf.tron`) on :class:`kmviz.ocmf.problem.BlockProblem`,
+TRON or gradient descent (:mod:`kmviz.ocmf.solvers`) on :class:`kmviz.ocmf.problem.BlockProblem`,
 whose function, gradient and Hessian-vector products never touch the m x n matrix.
 """
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -18,15 +17,16 @@ import pandas as pd
 from .._base import IterativeEstimator, LoopPolicy
 from .._params import RANDOM_STATE, Param
 from .._threads import single_blas_thread
+from .._validation import check_random_state
 from ..parallel import active_backend
 from ..trace import Trace
 from . import _dist
 from ._serving import EVAL_KS, Explanation, ServingMixin, _embed  # noqa: F401 (public names)
-from ._setup import SetupMixin
+from ._state import SetupMixin
 from .features import SideMatrix
 from .losses import LOSSES
-from .problem import PHASES, BlockProblem
-from .tron import gradient_descent, tron
+from .problem import PHASES
+from .solvers import REGISTRY, gradient_descent, tron  # noqa: F401 (tron, gd: public names)
 
 SOLVERS = ("tron", "gd")
 SIDE_FEATURES = ("none", "user", "item", "both")
@@ -46,7 +46,7 @@ MAX_CG = 30
 #: basis="eig")``: the same objective in rotated variables W V) with a plain Jacobi
 #: preconditioner (``tron(pcg_alpha=1)``; LIBLINEAR's 0.01 mixes in 99% identity). The
 #: all-pairs part of each row's Hessian block is then diagonal and seen exactly: 1-3 CG steps
-#: per Newton step on MovieLens where W's own basis needed 4-8 (bench/ocmf_timing.py).
+#: per Newton step on MovieLens where W's own basis needed 4-8 (bench/ocmf/ocmf_timing.py).
 TRON_BASIS, TRON_PCG_ALPHA = "eig", 1.0
 #: Columns of ``inner_trace_`` (one row per Newton / GD iteration of every block).
 INNER_COLUMNS = ("iteration", "block", "step", "f", "gnorm", "delta", "cg_iter", "boundary",
@@ -81,7 +81,7 @@ class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
     rho : float, default=0.125
         Weight ``p_i q_j = rho`` of every unobserved entry (eq. (3)); the paper's grid is
         log2(rho) in {-9, -7, -5, -3, -1, 0}. The defaults of rho and the lambdas are the
-        LR-wSQ optimum on MovieLens 100K (bench/ocmf_ml100k.py); both scale with the data.
+        LR-wSQ optimum on MovieLens 100K (bench/ocmf/ocmf_ml100k.py); both scale with the data.
     a_bar : float, default=-1.0
         The value unobserved entries are pulled toward (-1 for the weighted methods, 0 for
         SQ-SQ, Supp-2.2). The all-pairs term of user u, ``rho sum_j (a_bar - b_u^T h_j)^2``,
@@ -90,7 +90,7 @@ class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
         ranks against the common taste. With a_bar = 0 and a smaller rho and lambda,
         LR-wSQ's test p@5 rose by 0.56 points on MovieLens 100K and 1.01 on latest-small
         (means over 3 splits of the paper's protocol, each tuned on validation:
-        ``bench/ocmf_ml100k.py --targets-only --seed s --save``, then ``--summarize``);
+        ``bench/ocmf/ocmf_ml100k.py --targets-only --seed s --save``, then ``--summarize``);
         tune it with rho and lambda.
     lambda_w, lambda_h : float, default=4.0
         L2 weights on W (users) and on H (items, W_2 with item features).
@@ -144,7 +144,7 @@ class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
         Precision of the observed-pair passes TRON repeats: the value-and-gradient pass and
         the Hessian-vector products read the embeddings in single precision with "float32"
         (the Hessian-vector pass about twice as fast, an outer iteration 10-20% faster on
-        MovieLens: bench/ocmf_timing.py; implicit's ALS works in float32 too). Each pair's loss, the
+        MovieLens: bench/ocmf/ocmf_timing.py; implicit's ALS works in float32 too). Each pair's loss, the
         all-pairs Gramians, TRON and the objective stay in double precision.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the initialization; the same int gives the same model and trace.
@@ -357,7 +357,7 @@ class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
         return replace(super()._loop_policy(params, state), monotone=True)
 
     def _solver_name(self, prm, state):
-        return f"ocmf.{prm['solver']}"
+        return REGISTRY[state.method].name(state)
 
     @contextmanager
     def _fit_context(self, prm):
@@ -372,100 +372,33 @@ class OneClassMF(SetupMixin, ServingMixin, IterativeEstimator):
             if dist is not None:
                 dist.close()
 
-    # ------------------------------------------------------------------ one outer iteration
-    def _solve_block(self, problem, x0, prm, back=True):
-        if prm["solver"] == "tron":
-            res = tron(problem, problem.to_inner(x0), eps=prm["inner_tol"],
-                       max_iter=prm["inner_max_iter"], max_cg=MAX_CG, gnorm0="start",
-                       pcg_alpha=TRON_PCG_ALPHA)
-            if back:     # else res.x stays in the problem's basis (problem.V)
-                res.x = problem.from_inner(res.x).ravel()
-            return res
-        return gradient_descent(problem, x0, eps=prm["inner_tol"],
-                                max_iter=prm["inner_max_iter"], gnorm0="start")
+    # ------------------------------------------------------------------ the solver's calls
+    def _fit_start(self, data, prm, *, validation=None, **inputs):
+        st = self._fit_setup(data, prm, validation=validation, **inputs)
+        st.rng = check_random_state(self.random_state)
+        # read here, at each fit, so that a benchmark may set the module's constants
+        st.max_cg, st.tron_basis, st.tron_pcg_alpha = MAX_CG, TRON_BASIS, TRON_PCG_ALPHA
+        st.timer_phases = PHASES + _dist.PHASES
+        REGISTRY[st.method].start(st, st.rng)
+        return st
 
     def _fit_step(self, st, trace, it):
-        prm = st.prm
-        for kind, message in st.events:
-            trace.event(kind, message)
-        st.events = []
-        row = {}
+        st.flush(trace)
         backend = active_backend()
-        if backend is not None and getattr(st, "dist", None) is None:
+        if backend is not None and st.dist is None:
             # the observed pairs go to the workers once per fit (kmviz.ocmf._dist)
             with trace.phase("scatter_data"):
-                st.dist = self._dist_pairs = _dist.DistPairs(backend, st.loss, prm["k"])
-        dist = getattr(st, "dist", None) if backend is not None else None
-
-        def terms(side, O, timer):
-            if dist is None:
-                return st.loss.block(side, O, prm["dtype"])
-            return dist.block(side, O, prm["dtype"], timer)
-
-        # W-step: users vary, items fixed
-        timer_w = {}
-        Q = st.Z.apply(st.Wv)
-        basis = TRON_BASIS if prm["solver"] == "tron" else None
-        prob_w = BlockProblem(terms("rows", Q, timer_w), st.X, prm["lambda_w"],
-                              st.L, st.lam_graph, prm["small_d"], timer_w, basis)
-        res_w = self._solve_block(prob_w, st.Wu.ravel(), prm)
-        st.Wu = res_w.x.reshape(st.X.d, prm["k"])
-        # H-step: items vary, users fixed
-        timer_h = {}
-        P = st.X.apply(st.Wu)
-        prob_h = BlockProblem(terms("cols", P, timer_h), st.Z, prm["lambda_h"],
-                              None, 0.0, prm["small_d"], timer_h, basis)
-        res_h = self._solve_block(prob_h, st.Wv.ravel(), prm, back=False)
-        if prob_h.V is not None:
-            # both sides move to the H block's basis: a common rotation of W and W_2 leaves
-            # every score, the objective and its regularizers as they are, and saves the
-            # item side's (d_2 x k) (k x k) product back
-            st.Wu = st.Wu @ prob_h.V
-        st.Wv = res_h.x.reshape(st.Z.d, prm["k"])
-        for name in PHASES + _dist.PHASES:
-            for block, timer in (("w", timer_w), ("h", timer_h)):
-                if name in timer:
-                    trace.add_time(f"{block}_{name}", timer[name])
-        # the objective at (W, H): the H block's parts + the W terms that block held fixed
-        with trace.phase("objective"):
-            parts = res_h.parts
-            reg_w = prm["lambda_w"] * float(np.sum(st.Wu * st.Wu))
-            reg_graph = 0.0
-            if st.L is not None:
-                reg_graph = st.lam_graph * float(np.sum(P * (st.L @ P)))
-            l_minus = parts["l_minus_var"] + st.loss.constant
-            objective = parts["l_plus"] + l_minus + reg_w + reg_graph + parts["reg"]
-        row.update(objective=objective, l_plus=parts["l_plus"], l_minus=l_minus, reg_w=reg_w,
-                   reg_graph=reg_graph, reg_h=parts["reg"])
-        for block, res in (("w", res_w), ("h", res_h)):
-            row[f"{block}_grad_norm"] = res.gnorm
-            row[f"{block}_grad_ratio"] = res.gnorm / res.gnorm0 if res.gnorm0 > 0 else 0.0
-            row[f"n_{block}_newton"] = res.n_iter
-            row[f"n_{block}_rejected"] = res.n_rejected
-            row[f"{block}_stop"] = res.stop
-            if prm["solver"] == "tron":
-                row[f"{block}_trust_radius"] = res.delta
-                row[f"n_{block}_cg"] = res.n_cg
-            else:
-                row[f"n_{block}_backtrack"] = res.n_backtrack
-                row[f"{block}_step_size"] = res.step_size
-            for s, step in enumerate(res.steps, start=1):
-                st.inner.append((it, 0 if block == "w" else 1, s, step.get("f", math.nan),
-                                 step.get("gnorm", math.nan), step.get("delta", math.nan),
-                                 step.get("cg_iter", 0), float(step.get("boundary", False)),
-                                 step.get("prered", math.nan), step.get("actred", math.nan),
-                                 float(step["accepted"]), step.get("f_new", math.nan),
-                                 step.get("alpha", math.nan), step.get("trials", 0)))
-        row["n_fun"] = prob_w.n_fun + prob_h.n_fun
-        row["n_grad"] = prob_w.n_grad + prob_h.n_grad
-        row["n_hess_vec"] = prob_w.n_hv + prob_h.n_hv
-        return row
+                st.dist = self._dist_pairs = _dist.DistPairs(backend, st.loss, st.prm["k"])
+        st.on_cluster = backend is not None
+        return REGISTRY[st.method].step(st, trace, it)
 
     # ------------------------------------------------------------------ publish
     def _fit_publish(self, st, n_iter, trace):
-        inner = np.array(st.inner, dtype=np.float64).reshape(-1, len(INNER_COLUMNS))
-        self._set_fitted(st.Wu, st.Wv, st.X, st.Z, st.known_users, st.known_items,
-                         st.pairs.row_ptr, st.pairs.cols, inner, n_iter, trace)
+        arrays = REGISTRY[st.method].publish(st)
+        inner = np.array(arrays["inner"], dtype=np.float64).reshape(-1, len(INNER_COLUMNS))
+        self._set_fitted(arrays["W_user"], arrays["W_item"], st.X, st.Z, st.known_users,
+                         st.known_items, st.pairs.row_ptr, st.pairs.cols, inner, n_iter,
+                         trace)
 
     def _set_fitted(self, Wu, Wv, X, Z, known_users, known_items, seen_ptr, seen_idx, inner,
                     n_iter, trace):

@@ -69,7 +69,7 @@ class BlockProblem:
         :meth:`BlockTerms.rotate`): the same objective (scores ``(X W V) . (O V)_j`` are the
         same numbers), gradient and Hessian rotated by V, and the all-pairs part of every
         row's Hessian block ``2 a_i O_c`` diagonal, so that the Jacobi preconditioner of
-        :func:`kmviz.ocmf.tron.tron` (``pcg_alpha=1``) captures it: CG then needs 1-3 steps
+        :func:`kmviz.ocmf.solvers.tron` (``pcg_alpha=1``) captures it: CG then needs 1-3 steps
         per Newton iteration on MovieLens where 4-8 were needed in W's own basis. Map with
         :meth:`to_inner` / :meth:`from_inner`; ``fun``, ``grad``, ``hess_vec`` and
         ``embedding`` take and return the inner (rotated) variables.

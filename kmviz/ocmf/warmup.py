@@ -27,5 +27,19 @@ def compile_kernels() -> float:
     return time.perf_counter() - start
 
 
+def compile_cluster_kernels() -> float:
+    """:func:`compile_kernels`, then a float32 fit (the dtype the distributed half-steps
+    default to); what a :mod:`kmviz.parallel` backend runs in the client process before the
+    blocks go to the workers (through ``Family.compile_kernels(cluster=True)``)."""
+    from .estimator import OneClassMF
+    from .synthetic import make_planted_pu
+
+    start = time.perf_counter()
+    compile_kernels()
+    data, _ = make_planted_pu(30, 20, 2, density=0.2, random_state=0)
+    OneClassMF(k=2, max_iter=1, dtype="float32", random_state=0).fit(data)
+    return time.perf_counter() - start
+
+
 if __name__ == "__main__":
     print(f"kmviz: OCMF kernels ready in {compile_kernels():.1f} s")

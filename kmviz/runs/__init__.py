@@ -22,6 +22,7 @@ The package, one module per job; its public names are all re-exported here:
 - :mod:`.index`: the SQLite index, its schema and migration, and healing after a crash;
 - :mod:`.files`: atomic private writes, and checked reads of JSON and ``arrays.npz``;
 - :mod:`.format`: the run format's version, reading ``meta.json``, migrations of older ones;
+- :mod:`.transfer`: :func:`import_run_zip`, reading back an exported run, checked first;
 - :mod:`.models`: fitted models as runs (:func:`save_run`, :func:`open_run`,
   :func:`run_metrics`) and as single files (:func:`save_model_file`, :func:`load_model_file`).
 """
@@ -45,8 +46,9 @@ from .models import (
     save_run,
 )
 from .store import Run, RunStore, default_runs_dir
+from .transfer import ImportResult, import_run_zip
 
 __all__ = ["DEFAULT_MAX_RUN_MB", "INDEX_SCHEMA", "MAX_RUN_MB_ENV", "PRIVATE_DIR_MODE",
-           "PRIVATE_FILE_MODE", "RUN_FORMAT", "OpenedRun", "Run", "RunStore", "dataset_meta",
-           "default_runs_dir", "load_model_file", "max_run_bytes", "open_run", "run_metrics",
+           "PRIVATE_FILE_MODE", "RUN_FORMAT", "ImportResult", "OpenedRun", "Run", "RunStore",
+           "dataset_meta", "default_runs_dir", "import_run_zip", "load_model_file", "max_run_bytes", "open_run", "run_metrics",
            "save_model_file", "save_run"]

@@ -128,11 +128,12 @@ def _remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Write ``data`` to a file that must not exist yet; a planted link is not followed."""
+def _write_new(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Write ``data`` to a file that must not exist yet (``mode``, default owner-only);
+    a planted link is not followed."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
         | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags, 0o644)
+    fd = os.open(path, flags, mode)
     with open(fd, "wb") as f:
         f.write(data)
 

@@ -68,18 +68,22 @@ def _read_meta(folder: Path, run_id: str) -> dict:
     return meta
 
 
-_META_OBJECTS = ("params", "metrics", "dataset", "split", "provenance", "arrays")
+_META_OBJECTS = ("params", "metrics", "dataset", "split", "provenance", "arrays", "sweep")
 _META_TEXTS = ("run_id", "family", "label", "created", "status", "note")
 
 
-def _check_meta_types(meta: dict, run_id: str) -> None:
+def _check_meta_types(meta: dict, run_id: str, *, owner: str | None = None,
+                      fix: str | None = None) -> None:
     """Refuse a meta.json whose fields have the wrong JSON types (which would otherwise
-    surface as TypeError or AttributeError wherever the run is shown)."""
+    surface as TypeError or AttributeError wherever the run is shown). ``owner`` and
+    ``fix`` word the error for a file that is not a stored run (a model file)."""
+    owner = f"Run {run_id!r}" if owner is None else owner
+    fix = _DAMAGED_FIX.replace("ID", run_id) if fix is None else fix
     def wrong(key, want):
         value = meta[key]
         kind = "null" if value is None else type(value).__name__
-        return RunStoreError(f"Run {run_id!r}: meta.json's {key!r} is a {kind}; expected "
-                             f"{want}. {_DAMAGED_FIX.replace('ID', run_id)}")
+        return RunStoreError(f"{owner}: meta.json's {key!r} is a {kind}; expected "
+                             f"{want}. {fix}")
 
     for key in _META_OBJECTS:
         if key in meta and meta[key] is not None and not isinstance(meta[key], dict):
@@ -87,6 +91,10 @@ def _check_meta_types(meta: dict, run_id: str) -> None:
     for key in _META_TEXTS:
         if key in meta and not isinstance(meta[key], str):
             raise wrong(key, "a string")
+    tags = meta.get("tags")
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str)
+                                                                for t in tags)):
+        raise wrong("tags", "a list of strings")
     for key in ("duration_s", "n_iter"):
         value = meta.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):

@@ -24,8 +24,9 @@ from .files import (
 from .format import _read_meta
 
 
-#: Version of the SQLite index schema (``PRAGMA user_version``); 2 adds the note column.
-INDEX_SCHEMA = 2
+#: Version of the SQLite index schema (``PRAGMA user_version``); 2 adds the note column,
+#: 3 a run's sweep id and tags (to filter by).
+INDEX_SCHEMA = 3
 
 # A temporary folder whose writer cannot be checked (another host, reused pid) is only
 # removed once it is this old, so a slow save in progress is never swept away.
@@ -41,6 +42,10 @@ _BUSY_CODES = (5, 6)
 _V1_COLUMNS = ("run_id", "family", "label", "dataset", "fingerprint", "created", "duration_s",
                "n_iter", "status", "params", "metrics", "format")
 _V2_COLUMNS = _V1_COLUMNS + ("note",)
+_V3_COLUMNS = _V2_COLUMNS + ("sweep", "tags")
+# What each migration adds (kmviz 0.1.0's schema 1 -> 2 -> 3).
+_ADDED_COLUMNS = {"note": "note TEXT NOT NULL DEFAULT ''", "sweep": "sweep TEXT",
+                  "tags": "tags TEXT NOT NULL DEFAULT '[]'"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -56,9 +61,17 @@ CREATE TABLE IF NOT EXISTS runs (
     params      TEXT NOT NULL,
     metrics     TEXT NOT NULL,
     format      INTEGER NOT NULL,
-    note        TEXT NOT NULL DEFAULT ''
+    note        TEXT NOT NULL DEFAULT '',
+    sweep       TEXT,
+    tags        TEXT NOT NULL DEFAULT '[]'
 )
 """
+
+
+def sweep_id(meta: dict):
+    """The id of the sweep a run belongs to (``meta["sweep"]["id"]``), or None."""
+    sweep = meta.get("sweep")
+    return str(sweep["id"]) if isinstance(sweep, dict) and sweep.get("id") else None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -158,8 +171,8 @@ class _Index:
         return conn
 
     def _index_state(self, conn: sqlite3.Connection) -> str:
-        """``"new"`` (an empty file), ``"current"`` or ``"v1"`` (kmviz 0.1.0's schema, to
-        migrate); a newer or foreign index raises RunStoreError. Reads only."""
+        """``"new"`` (an empty file), ``"current"``, or ``"old"`` (schema 1 of kmviz 0.1.0,
+        or 2: to migrate); a newer or foreign index raises RunStoreError. Reads only."""
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > INDEX_SCHEMA:
             raise RunStoreError(
@@ -176,10 +189,10 @@ class _Index:
                 if tables else f"it has no tables but schema version {version}"
         elif missing := [c for c in _V1_COLUMNS if c not in columns]:
             reason = f"its 'runs' table lacks the column(s) {', '.join(missing)}"
-        elif version == INDEX_SCHEMA and "note" in columns:
+        elif version == INDEX_SCHEMA and all(c in columns for c in _V3_COLUMNS):
             return "current"
-        elif version == 1:
-            return "v1"
+        elif version in (1, 2):
+            return "old"
         else:
             reason = f"its schema version is {version}, which no kmviz wrote"
         raise RunStoreError(
@@ -206,10 +219,11 @@ class _Index:
             if state == "new":
                 conn.execute(_SCHEMA)
                 conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
-            elif state == "v1":  # kmviz 0.1.0: schema 1 -> 2 adds the note column
+            elif state == "old":  # 1 -> 2 adds the note column, 2 -> 3 sweep and tags
                 columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)").fetchall()}
-                if "note" not in columns:
-                    conn.execute("ALTER TABLE runs ADD COLUMN note TEXT NOT NULL DEFAULT ''")
+                for name, decl in _ADDED_COLUMNS.items():
+                    if name not in columns:
+                        conn.execute(f"ALTER TABLE runs ADD COLUMN {decl}")
                 conn.execute(f"PRAGMA user_version = {INDEX_SCHEMA}")
             conn.execute("COMMIT")
         except BaseException:
@@ -223,13 +237,14 @@ class _Index:
         try:
             conn.execute(
                 "INSERT INTO runs (run_id, family, label, dataset, fingerprint, created, "
-                "duration_s, n_iter, status, params, metrics, format, note) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "duration_s, n_iter, status, params, metrics, format, note, sweep, tags) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (meta["run_id"], meta["family"], meta["label"], meta["dataset"].get("name"),
                  meta["dataset"].get("fingerprint"), meta["created"], meta["duration_s"],
                  meta["n_iter"], meta["status"], _to_json("params", meta["params"]),
                  _to_json("metrics", meta["metrics"]), meta["format"],
-                 str(meta.get("note") or "")),
+                 str(meta.get("note") or ""), sweep_id(meta),
+                 _to_json("tags", list(meta.get("tags") or []))),
             )
             conn.execute("COMMIT")
         except BaseException:
@@ -270,6 +285,27 @@ class _Index:
                 conn.execute("COMMIT")
         finally:
             conn.close()
+
+    def _sweep_meta_tmp(self) -> list:
+        """Remove the ``meta.json.tmp-<pid>`` files that killed renames left in run folders
+        (their writer has ended, or they are a day old); returns their paths."""
+        if not self.runs_dir.is_dir():
+            return []
+        now, removed = time.time(), []
+        for folder in self.runs_dir.iterdir():
+            if folder.name.startswith(".") or not folder.is_dir() or folder.is_symlink():
+                continue
+            for entry in folder.glob(f"meta.json{_TMP_PREFIX}*"):
+                pid_text = entry.name.rsplit("-", 1)[-1]
+                pid = int(pid_text) if pid_text.isdigit() else -1
+                try:
+                    age = now - entry.lstat().st_mtime
+                    if not _pid_alive(pid) or age > _STALE_AFTER_S:
+                        entry.unlink()
+                        removed.append(entry)
+                except OSError:
+                    continue
+        return removed
 
     def _reindex(self, grace_s: float) -> tuple[list, list]:
         """Insert index rows for complete run folders older than ``grace_s`` seconds that

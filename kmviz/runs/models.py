@@ -19,7 +19,7 @@ from ..exceptions import RunStoreError
 from ..families import all_families, family_of, get as get_family
 from ..trace import Trace
 from .files import _check_arrays, _read_npz, _to_json
-from .format import RUN_FORMAT, _kmviz_version, _now_utc
+from .format import RUN_FORMAT, _check_meta_types, _kmviz_version, _now_utc
 from .store import Run, RunStore
 
 
@@ -90,7 +90,7 @@ def _model_payload(model, split, dataset, spec):
 def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str | None = None,
              note: str = "", store: "RunStore | None" = None, writer: str = "python",
              metrics: dict | None = None, duration_s: float | None = None,
-             owner: str | None = None) -> str:
+             owner: str | None = None, tags=None, sweep: dict | None = None) -> str:
     """Save a fitted model with its split as a run; the one call the CLI and the app use.
 
     Parameters
@@ -113,6 +113,8 @@ def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str
         Default: :func:`run_metrics` of the model on the split.
     owner : str, optional
         Who may manage the run (see :meth:`RunStore.save`).
+    tags, sweep : optional
+        Words to filter by, and the sweep the run is a point of (see :meth:`RunStore.save`).
 
     Returns
     -------
@@ -128,7 +130,7 @@ def save_run(model, split, *, dataset=None, spec: dict | None = None, label: str
     return store.save(fam.name, model.trace_, arrays, dataset=ds, params=params,
                       metrics=metrics, label=label or fam.label(params, ds.get("name", "data")),
                       note=note, split=split_meta, provenance=_provenance(writer),
-                      duration_s=duration_s, owner=owner)
+                      duration_s=duration_s, owner=owner, tags=tags, sweep=sweep)
 
 
 @dataclass
@@ -179,9 +181,13 @@ def _open(run) -> OpenedRun:
         params = {k: v for k, v in run.params.items() if k in cls._parameter_constraints}
         model = cls._from_fitted_arrays(run.arrays, params, run.trace,
                                         train=None if split is None else split.train)
-    except (ValueError, KeyError) as exc:
-        if not problem:
-            problem = f"Run {run.run_id}: its model cannot be rebuilt ({exc})."
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+        # arrays of the wrong shape or kind for the family: say which arrays there are
+        shapes = ", ".join(f"{k} {a.dtype} {tuple(a.shape)}" for k, a in run.arrays.items()
+                           if not k.startswith("data_"))
+        if not problem or not isinstance(exc, (ValueError, KeyError)):
+            problem = (f"Run {run.run_id}: its model cannot be rebuilt from its arrays "
+                       f"({type(exc).__name__}: {exc}); it holds {shapes or 'no arrays'}.")
     return OpenedRun(run=run, model=model, split=split, dataset=whole, problem=problem)
 
 
@@ -252,6 +258,13 @@ def load_model_file(path):
         if isinstance(exc, RunStoreError):
             raise
         raise RunStoreError(f"{path}: not a readable kmviz model file ({exc}).") from None
+    fix = "Fix: save the model again (kmviz.runs.save_model_file)."
+    if not isinstance(meta, dict):
+        raise RunStoreError(f"{path}: meta.json does not hold a JSON object. {fix}")
+    _check_meta_types(meta, path.stem, owner=str(path), fix=fix)
+    problem = _declared_arrays_problem(meta, arrays)
+    if problem:
+        raise RunStoreError(f"{path}: {problem}. {fix}")
     fmt = meta.get("format") if isinstance(meta, dict) else None
     if isinstance(fmt, bool) or not isinstance(fmt, int) or fmt < 2:
         raise RunStoreError(f"{path}: meta.json has no valid format version ({fmt!r}).")
@@ -264,7 +277,43 @@ def load_model_file(path):
     opened = _open(Run(meta=meta, trace=trace, arrays=arrays))
     if opened.model is None:
         raise RunStoreError(f"{path}: {opened.problem}")
+    if opened.split is not None:
+        _check_predicts(opened, path, fix)
     return opened.model, opened.split
+
+
+def _check_predicts(opened, path, fix: str) -> None:
+    """The rebuilt model evaluates on its own training ratings (arrays of the wrong shape
+    for the family surface here, as RunStoreError listing the arrays, not later on a
+    page)."""
+    train = opened.split.train
+    try:
+        opened.model.evaluate(train)  # every family's evaluate reads its fitted arrays
+    except (IndexError, ValueError, TypeError, AttributeError) as exc:
+        shapes = ", ".join(f"{k} {a.dtype} {tuple(a.shape)}"
+                           for k, a in opened.run.arrays.items() if not k.startswith("data_"))
+        raise RunStoreError(
+            f"{path}: its arrays do not make a {opened.run.family} model of its "
+            f"{train.n_users} users and {train.n_items} items ({type(exc).__name__}: {exc}); "
+            f"it holds {shapes}. {fix}") from None
+
+
+def _declared_arrays_problem(meta: dict, arrays: dict) -> str:
+    """What differs between the arrays meta.json declares and those stored ("" if none)."""
+    declared = meta.get("arrays")
+    if not declared:
+        return ""
+    for key, spec in declared.items():
+        if not (isinstance(spec, dict) and isinstance(spec.get("shape"), list)
+                and isinstance(spec.get("dtype"), str)):
+            return f"meta.json's 'arrays'.{key!r} is not {{'shape': [...], 'dtype': '...'}}"
+        if key not in arrays:
+            return f"arrays.npz lacks {key!r}, which meta.json declares"
+        a = arrays[key]
+        if list(a.shape) != spec["shape"] or a.dtype.str != spec["dtype"]:
+            return (f"array {key!r} is {a.dtype.str} {list(a.shape)} but meta.json declares "
+                    f"{spec['dtype']} {spec['shape']}")
+    return ""
 
 
 def _open_older_model_file(path):

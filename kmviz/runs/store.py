@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..exceptions import RunStoreBusyError, RunStoreError
 from ..families import family_of
-from ..trace import Trace, json_default
+from ..trace import Trace
 from .files import (
     PRIVATE_DIR_MODE,
     _DAMAGED_FIX,
@@ -36,7 +36,7 @@ from .files import (
     _write_bytes_synced,
     _zip,
 )
-from .export import write_folder, write_zip
+from .export import export_members, export_run
 from .format import (
     RUN_FORMAT,
     _kmviz_version,
@@ -45,12 +45,12 @@ from .format import (
     _read_meta,
     _split_out_of_params,
 )
+from .fields import _dataset_meta, _family_name, _flatten, _loads_list, check_tags
 from .index import _Index, _REINDEX_GRACE_S
 
 
 _CORE_COLUMNS = ["run_id", "created", "family", "label", "dataset", "fingerprint", "status",
                  "duration_s", "n_iter", "note"]
-
 
 def default_runs_dir() -> Path:
     """The store used when no path is given: ``$KMVIZ_RUNS_DIR`` or the user data dir."""
@@ -117,45 +117,6 @@ def _owner_check(run_id: str, meta: dict, owner, action: str) -> None:
             "--shared-runs` (KMVIZ_SHARED_RUNS=1).")
 
 
-def _family_name(model) -> str:
-    """The family's name: given as a string, or the registered family of an estimator
-    (:func:`kmviz.families.family_of`)."""
-    family = model if isinstance(model, str) else family_of(model).name
-    if not family or not _RUN_ID.match(family):
-        raise ValueError("model family must be a short name (letters, digits, '_', '.' or '-', "
-                         f"as a registered family's name); got {family!r}.")
-    return family
-
-
-def _dataset_meta(dataset) -> dict:
-    """Name, fingerprint and sizes of a Ratings; or just a name for a string."""
-    if isinstance(dataset, str):
-        return {"name": dataset, "fingerprint": None}
-    if isinstance(dataset, dict):
-        if "name" not in dataset:
-            raise ValueError("dataset given as a dict needs a 'name' key.")
-        return {"fingerprint": None, **dataset}
-    if hasattr(dataset, "fingerprint") and hasattr(dataset, "name"):
-        meta = {"name": str(dataset.name), "fingerprint": dataset.fingerprint()}
-        for key in ("source", "n_users", "n_items", "n_ratings", "r_min", "r_max", "implicit"):
-            if hasattr(dataset, key):
-                value = getattr(dataset, key)
-                meta[key] = value.item() if isinstance(value, np.generic) else value
-        return meta
-    raise ValueError(
-        f"dataset must be a Ratings, a name or a dict with 'name'; got {type(dataset).__name__}."
-    )
-
-
-def _flatten(prefix: str, value, out: dict) -> None:
-    """Scalars of a (nested) dict as ``a.b`` columns; lists and arrays are skipped."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
-    elif value is None or isinstance(value, (bool, int, float, str)):
-        out[prefix] = value
-
-
 class RunStore(_Index):
     """A directory of saved runs with a SQLite index.
 
@@ -184,6 +145,22 @@ class RunStore(_Index):
     def __repr__(self) -> str:
         return f"RunStore({str(self.path)!r})"
 
+    def _exists(self) -> bool:
+        """Whether there is a store here to read: an index, or run folders to index again.
+        Reading (list, show, load) a path without either creates nothing; the first save
+        creates the store."""
+        if self._ready or self.index_path.exists():
+            return True
+        if self.path.exists() and not self.path.is_dir():
+            raise RunStoreError(f"Cannot use the run store at {self.path}: it is a file, not "
+                                "a folder. Fix: point kmviz at a folder (--dir DIR or "
+                                "KMVIZ_RUNS_DIR).")
+        try:
+            return self.runs_dir.is_dir() and any(
+                not e.name.startswith(".") for e in self.runs_dir.iterdir())
+        except OSError:
+            return False
+
     # -------------------------------------------------------------------- save
     def _new_run_id(self, created: datetime) -> str:
         for _ in range(100):
@@ -195,7 +172,8 @@ class RunStore(_Index):
     def save(self, model, trace: Trace, arrays: dict, *, dataset, params: dict,
              metrics: dict, label: str | None = None, status: str | None = None,
              duration_s: float | None = None, note: str = "", split: dict | None = None,
-             provenance: dict | None = None, owner: str | None = None) -> str:
+             provenance: dict | None = None, owner: str | None = None,
+             tags=None, sweep: dict | None = None) -> str:
         """Save a fitted model's arrays, trace and settings as a new run.
 
         Parameters
@@ -230,6 +208,11 @@ class RunStore(_Index):
             Who may rename, note and delete the run when :meth:`update` and :meth:`delete`
             are given an ``owner`` (the app: the browser session's token; the CLI:
             ``"cli:<user>"``). Kept as ``meta["owner"]``.
+        tags : list of str, optional
+            Short words to filter runs by (``meta["tags"]``; no commas).
+        sweep : dict, optional
+            The sweep the run is a point of: ``{"id": ..., "point": i, "of": n, ...}``
+            (``meta["sweep"]``; :mod:`kmviz.sweep`).
 
         Returns
         -------
@@ -257,6 +240,11 @@ class RunStore(_Index):
         trace_json = trace.to_json()
         if duration_s is None and trace.rows:
             duration_s = trace.rows[-1].get("wall_s")
+        tags = check_tags(tags)
+        if sweep is not None and not (isinstance(sweep, dict) and sweep.get("id")):
+            raise ValueError("sweep must be a dict with an 'id'; got "
+                             f"{type(sweep).__name__}.")
+        sweep = None if sweep is None else json.loads(_to_json("sweep", sweep))
         created = _now_utc()
 
         conn = self._connect()
@@ -270,6 +258,8 @@ class RunStore(_Index):
                 "label": str(label) if label else f"{family} on {ds['name']}",
                 "note": str(note or ""),
                 "owner": None if owner is None else str(owner),
+                "tags": tags,
+                "sweep": sweep,
                 "dataset": ds,
                 "split": json.loads(_to_json("split", split or {})),
                 "provenance": json.loads(_to_json("provenance", provenance or {})),
@@ -331,6 +321,8 @@ class RunStore(_Index):
         the two) are indexed again once they are a few minutes old (see :meth:`repair`).
         When another process holds the index's lock, healing waits for the next listing.
         """
+        if not self._exists():
+            return pd.DataFrame({c: pd.Series(dtype=object) for c in _CORE_COLUMNS})
         try:
             self._sweep()
             self._reindex(_REINDEX_GRACE_S)
@@ -340,7 +332,7 @@ class RunStore(_Index):
         try:
             rows = conn.execute(
                 "SELECT run_id, created, family, label, dataset, fingerprint, status, "
-                "duration_s, n_iter, note, params, metrics, format FROM runs "
+                "duration_s, n_iter, note, params, metrics, format, sweep, tags FROM runs "
                 "ORDER BY created DESC, run_id DESC"
             ).fetchall()
         finally:
@@ -348,6 +340,9 @@ class RunStore(_Index):
         records = []
         for row in rows:
             rec = dict(zip(_CORE_COLUMNS, row[:10]))
+            rec["sweep"] = row[13]
+            tags = _loads_list(row[14])
+            rec["tags"] = ", ".join(str(t) for t in tags)
             params, metrics = _loads_or_empty(row[10]), _loads_or_empty(row[11])
             if row[12] == 1:
                 params, _ = _split_out_of_params(params)
@@ -368,6 +363,8 @@ class RunStore(_Index):
 
     def ids(self) -> list[str]:
         """Run ids in the index, newest first."""
+        if not self._exists():
+            return []
         conn = self._connect()
         try:
             rows = conn.execute(
@@ -389,11 +386,14 @@ class RunStore(_Index):
                 f"{run_id!r} is not a run id (ids look like 20260101-120000-1a2b3c4d). "
                 f"List the runs with `kmviz runs list --dir {self.path}` or RunStore.list()."
             )
-        conn = self._connect()
-        try:
-            found = conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        finally:
-            conn.close()
+        found = None
+        if self._exists():
+            conn = self._connect()
+            try:
+                found = conn.execute("SELECT 1 FROM runs WHERE run_id = ?",
+                                     (run_id,)).fetchone()
+            finally:
+                conn.close()
         folder = self.runs_dir / run_id
         if found is None or not folder.is_dir():
             raise RunStoreError(
@@ -437,6 +437,16 @@ class RunStore(_Index):
             raise RunStoreError(
                 f"Run {run_id!r} is incomplete: arrays.npz lacks {', '.join(missing)}.")
         return Run(meta=meta, trace=trace, arrays=arrays)
+
+    def load_trace(self, run_id: str) -> Trace:
+        """A run's trace alone (its arrays are not read): for figures across many runs."""
+        folder = self._folder(run_id)
+        raw = _read_json_bytes(folder / "trace.json", run_id)
+        try:
+            return Trace.from_json(raw)
+        except RunStoreError as exc:
+            raise RunStoreError(f"Run {run_id!r}: trace.json: {exc} "
+                                f"{_DAMAGED_FIX.replace('ID', run_id)}") from None
 
     # -------------------------------------------------------------------- edit
     def update(self, run_id: str, *, label: str | None = None, note: str | None = None,
@@ -510,24 +520,8 @@ class RunStore(_Index):
         _remove_tree(trash)  # a folder that is a link: the link goes, its target stays
 
     # -------------------------------------------------------------------- export
-    def _export_members(self, run_id: str) -> dict:
-        """File name -> bytes of an export: trace CSV and JSON, arrays NPZ, meta JSON."""
-        run = self.load(run_id)  # validates the run before anything is written
-        folder = self.runs_dir / run_id
-        trace_csv = run.trace.to_frame().to_csv(index=False)
-        members = {
-            "meta.json": json.dumps(run.meta, indent=2, default=json_default).encode("utf-8"),
-            "trace.json": (folder / "trace.json").read_bytes(),
-            "trace.csv": trace_csv.encode("utf-8"),
-            "arrays.npz": (folder / "arrays.npz").read_bytes(),
-        }
-        if run.trace.events:
-            members["events.csv"] = pd.DataFrame.from_records(
-                run.trace.events).to_csv(index=False).encode("utf-8")
-        return members
-
     def export(self, run_id: str, dest, *, overwrite: bool = False) -> Path:
-        """Write a run's files for use outside kmviz.
+        """Write a run's files for use outside kmviz (and for :func:`import_run_zip`).
 
         Parameters
         ----------
@@ -537,6 +531,8 @@ class RunStore(_Index):
             anything else is a directory, in which a folder ``<run_id>/`` is created.
             Either way the files are ``meta.json``, ``trace.json``, ``trace.csv`` (one row
             per iteration), ``arrays.npz`` and, if the trace has events, ``events.csv``.
+            The export keeps the store's owner-only modes (folders 0700, files 0600: the
+            arrays hold the training data), and is never written inside the store.
         overwrite : bool, default=False
             Replace an existing zip or export folder instead of failing.
 
@@ -549,30 +545,22 @@ class RunStore(_Index):
         ------
         RunStoreError
             The destination exists (without ``overwrite``), is a symbolic link (an export
-            never writes or deletes through a link), or cannot be written (a file where a
-            folder should be, no permission ...).
+            never writes or deletes through a link), lies inside the store, or cannot be
+            written (a file where a folder should be, no permission ...).
         """
-        dest = Path(dest).expanduser()
-        members = self._export_members(run_id)
-        try:
-            if dest.suffix.lower() == ".zip":
-                return write_zip(dest, _zip(run_id, members), overwrite=overwrite)
-            return write_folder(dest / run_id, members, overwrite=overwrite)
-        except OSError as exc:
-            raise RunStoreError(
-                f"Could not export run {run_id!r} to {dest}: {exc.strerror or exc}"
-                f"{f' ({exc.filename})' if exc.filename else ''}. Choose a destination in a "
-                "folder you can write to.") from None
+        return export_run(self, run_id, dest, overwrite=overwrite)
 
     def export_bytes(self, run_id: str) -> bytes:
         """The zip archive of :meth:`export` as bytes (for a download button)."""
-        return _zip(run_id, self._export_members(run_id))
+        return _zip(run_id, export_members(self, run_id))
 
     # -------------------------------------------------------------------- maintenance
     def repair(self, *, grace_s: float = 60.0) -> dict:
         """Clean up after crashes and re-index complete runs that lost their index row.
 
-        A process killed after renaming its run folder into place but before inserting the
+        A rename or note killed mid-write leaves ``meta.json.tmp-<pid>`` in the run's
+        folder; those of ended processes (or older than a day) are removed. A process
+        killed after renaming its run folder into place but before inserting the
         index row leaves a complete, invisible run. This re-inserts rows for such folders
         once they are older than ``grace_s`` seconds (younger ones may belong to a save in
         progress in another process).
@@ -582,6 +570,9 @@ class RunStore(_Index):
         dict
             ``{"reindexed": [...run ids], "unreadable": [...folder names]}``.
         """
+        if not self._exists():
+            return {"reindexed": [], "unreadable": []}
         self._sweep()
+        self._sweep_meta_tmp()
         reindexed, unreadable = self._reindex(grace_s)
         return {"reindexed": reindexed, "unreadable": unreadable}

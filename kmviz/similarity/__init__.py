@@ -16,7 +16,7 @@ modules at start-up) does not import Numba.
 from importlib import import_module
 
 _EXPORTS = {
-    "AllPairsProblem": "allpairs", "ObservedPairs": "allpairs",
+    "AllPairsProblem": "allpairs", "ObservedPairs": ".pairs",
     "constant_imputation": "allpairs", "SimilarityLearning": "estimator",
     "relative_objective_difference": "estimator", "SOLVERS": "solvers",
     "IdentityTower": "towers", "LinearTower": "towers", "MLPTower": "towers",

@@ -53,7 +53,7 @@ SEC_PER_PAIR_K = 2e-9
 #: Evaluation points whose per-pair X, c a block keeps on its worker.
 CACHE_POINTS = 3
 
-# worker side: (fit key, block) -> OrderedDict point -> (X, c) of the block's pairs
+# worker side: (fit key, block) -> OrderedDict point -> (X, c, L+ rows) of the block's pairs
 _STATE: dict = {}
 _LOCK = threading.Lock()      # worker threads of one process share _STATE
 
@@ -74,14 +74,15 @@ def _own_other(block, sh, lo, hi, A, B):
 
 
 def _terms(block, sh, j, pid, lo, hi):
-    """The block's per-pair X and c at point ``pid`` (cached, else computed) and its L+
-    rows when computed here (None from the cache)."""
+    """The block's per-pair X and c at point ``pid`` and its L+ rows: cached, else
+    computed (and cached). A value call runs again on a worker that already ran it when
+    the call is retried after another worker was lost: its rows come from the cache."""
     with _LOCK:
         cache = _STATE.get((sh["key"], j))
         hit = None if cache is None else cache.get(pid)
         if hit is not None:
             cache.move_to_end(pid)
-            return hit, None
+            return hit[:2], hit[2]
     _, ptr, idx, labels, own_w, own_t, other_w, other_t = block
     E, F = _own_other(block, sh, lo, hi, sh["P"], sh["Q"])
     nnz = idx.shape[0]
@@ -94,7 +95,7 @@ def _terms(block, sh, j, pid, lo, hi):
                       sh["code"], yhat, dplus, cplus, rows)
     with _LOCK:
         cache = _STATE.setdefault((sh["key"], j), OrderedDict())
-        cache[pid] = (dplus, cplus)
+        cache[pid] = (dplus, cplus, rows)
         while len(cache) > CACHE_POINTS:
             cache.popitem(last=False)
     return (dplus, cplus), rows
@@ -145,12 +146,12 @@ def block_task(block, shared, extra):
 
 # ----------------------------------------------------------------------------- client side
 def _warm():
-    from .warmup import compile_kernels
+    """Compile the kernels the block tasks call, here, before they go to the workers: the
+    family's warm-up, found through the registry (its module is a nested fit, which must
+    not be imported by the fit code it warms)."""
+    from .. import families
 
-    compile_kernels()
-    one = np.ones((1, 1))
-    _gn_items_seq(np.array([0, 1]), np.array([0]), np.ones(1), one, one, one, one,
-                  np.empty((1, 1)))
+    families.get("similarity").compile_kernels(cluster=True)
 
 
 def make_blocks(pairs, a, b, Pt, Qt, user_ranges, item_ranges):

@@ -37,64 +37,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..pairs import ObservedPairs, _f64
 from . import _kernels as K
+
+#: Re-exported: the pairs live in kmviz.pairs (shared with OCMF).
+__all__ = ["AllPairsProblem", "Evaluation", "ObservedPairs", "PHASES", "constant_imputation"]
 
 #: Phase names timed by :class:`AllPairsProblem` (the paper's cost terms (15), (28), (40)).
 PHASES = ("tower_forward", "gramians", "observed_pairs", "vjp", "jvp", "dense_terms")
-
-
-def _f64(a):
-    return np.ascontiguousarray(a, dtype=np.float64)
-
-
-class ObservedPairs:
-    """O as index arrays in row-major order (CSR) with a column-major permutation.
-
-    ``rows, cols, labels`` are sorted by row then column; column j's pairs are
-    ``col_ptr[j]:col_ptr[j + 1]`` with rows ``col_rows`` and row-major positions ``col_perm``.
-    """
-
-    def __init__(self, rows, cols, n_rows, n_cols, labels=None):
-        rows = np.asarray(rows, dtype=np.int64).ravel()
-        cols = np.asarray(cols, dtype=np.int64).ravel()
-        if rows.shape != cols.shape:
-            raise ValueError(f"rows and cols differ in length ({rows.size}, {cols.size}).")
-        self.n_rows, self.n_cols = int(n_rows), int(n_cols)
-        if rows.size and (rows.min() < 0 or rows.max() >= self.n_rows or cols.min() < 0
-                          or cols.max() >= self.n_cols):
-            raise ValueError(f"pair indices must lie in [0, {n_rows}) x [0, {n_cols}).")
-        labels = np.ones(rows.size) if labels is None else _f64(labels).ravel()
-        if labels.shape != rows.shape:
-            raise ValueError(f"labels has {labels.size} entries for {rows.size} pairs.")
-        order = np.lexsort((cols, rows))
-        rows, cols, labels = rows[order], cols[order], labels[order]
-        if rows.size > 1:
-            dup = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])
-            if dup.any():
-                t = int(np.flatnonzero(dup)[0])
-                raise ValueError(f"pair ({rows[t]}, {cols[t]}) occurs more than once.")
-        self.nnz = int(rows.size)
-        self.rows, self.cols, self.labels = (np.ascontiguousarray(rows),
-                                             np.ascontiguousarray(cols),
-                                             np.ascontiguousarray(labels))
-        self.row_ptr = np.zeros(self.n_rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(rows, minlength=self.n_rows), out=self.row_ptr[1:])
-        perm = np.lexsort((rows, cols))
-        self.col_ptr = np.zeros(self.n_cols + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cols, minlength=self.n_cols), out=self.col_ptr[1:])
-        self.col_rows = np.ascontiguousarray(rows[perm])
-        self.col_perm = np.ascontiguousarray(perm.astype(np.int64))
-
-    def row_counts(self):
-        return np.diff(self.row_ptr)
-
-    def col_counts(self):
-        return np.diff(self.col_ptr)
-
-    def subset(self, index):
-        """The pairs at row-major positions ``index`` (same shape)."""
-        return ObservedPairs(self.rows[index], self.cols[index], self.n_rows, self.n_cols,
-                             self.labels[index])
 
 
 def constant_imputation(value, m, n):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import replace
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -22,10 +21,14 @@ from ..exceptions import DataError, EmptyDataError
 from ..parallel import active_backend
 from ..serving import FactorServing
 from ..trace import Trace
-from .allpairs import AllPairsProblem, ObservedPairs, constant_imputation
-from .inputs import IDS, SIDE_FEATURES, TOWER_PRESETS, TowerParam, build_tower, side_features
+from ..pairs import ObservedPairs
+from ._state import FitState
+from .allpairs import AllPairsProblem, constant_imputation
+from .inputs import (IDS, SIDE_FEATURES, TOWER_PRESETS, TowerParam, build_tower,
+                     check_towers, side_features)
 from .solvers import (MONOTONE, PRECONDITIONER_LABELS, PRECONDITIONERS, SOLVER_LABELS,
-                      SOLVERS, Settings, solver_module)
+                      REGISTRY, SOLVERS, Settings)
+from .solvers.stochastic import MIN_SAMPLE_RATIO
 from .towers import ACTIVATIONS
 
 LOSSES = ("logistic", "squared")
@@ -95,7 +98,7 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
         shared weights against its one-hot id rows; "none" is the paper's plain CG. On
         MovieLens 100K with mlp:64,64 towers "diag" got within 10% of the best objective
         3.8x sooner but then settled about 2% higher than plain CG
-        (``bench/similarity_solvers.py``), so it is not the default.
+        (``bench/similarity/similarity_solvers.py``), so it is not the default.
     max_line_search : int, default=30
         Backtracking trials per iteration; when none decreases the objective enough, the
         step is rejected and the fit ends.
@@ -206,12 +209,13 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
                                  advanced=True,
                                  when={"solver": ("newton", "gd", "gd-diag")},
                                  help="Backtracking trials per iteration at most."),
-        "sample_ratio": Param(float, low=0, high=1, closed="right", label="sample ratio ρ",
+        "sample_ratio": Param(float, low=MIN_SAMPLE_RATIO, high=1, label="sample ratio ρ",
                               advanced=True,
                               when={"solver": ("sogram", "sampling", "sogram-diag",
                                                "sampling-diag")},
                               help="Fraction of O (SOGram) or of users and items "
-                                   "(Sampling) per stochastic step (paper: 0.01)."),
+                                   "(Sampling) per stochastic step (paper: 0.01); an "
+                                   "iteration is ⌈1/ρ⌉ steps, so ρ ≥ 1e-4."),
         "gram_alpha": Param(float, low=0, high=1, closed="right", label="SOGram α",
                             advanced=True, when={"solver": ("sogram", "sogram-diag")},
                             help="Averaging weight of SOGram's Gramian estimates (0.1)."),
@@ -298,12 +302,13 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
         -------
         self
         """
-        return super().fit(interactions, callback=callback, validation=validation,
+        return super().fit(interactions, callback=_stop_aware(callback),
+                           validation=validation,
                            user_features=user_features, item_features=item_features,
                            imputed_factors=imputed_factors)
 
     def _solver_name(self, prm, state):
-        return f"similarity.{prm['solver']}"
+        return REGISTRY[prm["solver"]].name(state)
 
     @contextmanager
     def _fit_context(self, prm):
@@ -332,29 +337,22 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
                            end_message=f"all {policy.max_iter} iterations done")
         return replace(policy, monotone=True)
 
-    def _memory_estimate(self, prm, data, *, user_features=None, item_features=None,
-                         **inputs):
-        from .._memory import F8, data_sizes, feature_width
-        from .towers import parse_tower
+    def _memory_estimate(self, prm, data, **inputs):
+        # every large allocation, the k x k Gramians included (kmviz.similarity.bounds)
+        from .bounds import memory_parts
 
-        m, n, s = data_sizes(data)
-        k, side, weights, acts = prm["k"], prm["side_features"], 0, 0
-        for spec, rows, given, who in ((prm["user_tower"], m, user_features, "user"),
-                                       (prm["item_tower"], n, item_features, "item")):
-            kind, hidden = parse_tower(spec) if isinstance(spec, str) else ("object", ())
-            width = rows + feature_width(given, data, who, side in (who, "both"))
-            sizes = (width, *hidden, k) if kind != "identity" else (rows, k)
-            weights += sum(a * b for a, b in zip(sizes, sizes[1:]))
-            acts += rows * sum(sizes[1:])
-        return {f"tower weights and the solver's vectors (k={k}, towers "
-                f"{prm['user_tower']!r}, {prm['item_tower']!r})": 12 * F8 * weights,
-                f"tower outputs and activations of {m} users and {n} items": 4 * F8 * acts,
-                f"the {s} observed pairs": 6 * F8 * s}
+        return memory_parts(prm, data, **inputs)
 
     def _fit_start(self, data, prm, *, validation=None, user_features=None,
                    item_features=None, imputed_factors=None):
         self._check_interactions(data)
         m, n = int(data.n_users), int(data.n_items)
+        if imputed_factors is not None:  # checked before anything else is built
+            from .bounds import check_imputed_factors
+
+            Pt, Qt = check_imputed_factors(imputed_factors, m, n)
+        else:
+            Pt, Qt = constant_imputation(prm["imputed"], m, n)
         events = []
         users, items = self._positives(data, prm["threshold"])
         if users.size == 0:
@@ -375,10 +373,6 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
                             events)
         fv, V = build_tower(prm["item_tower"], n, Fv, known_v, prm["item_ids"], "item", prm,
                             events)
-        if imputed_factors is not None:
-            Pt, Qt = (np.asarray(x, dtype=np.float64) for x in imputed_factors)
-        else:
-            Pt, Qt = constant_imputation(prm["imputed"], m, n)
         args = (pairs, fu, fv, U, V, prm["loss"], prm["omega"], prm["lambda_theta"], None,
                 None, Pt, Qt)
         backend = active_backend()
@@ -391,28 +385,28 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
             problem = self._dist_problem = DistAllPairsProblem(backend, *args)
         rng = check_random_state(self.random_state)
         theta = problem.init(rng)
+        check_towers(problem, theta, prm["k"])
         settings = Settings(max_line_search=prm["max_line_search"], max_cg=prm["max_cg"],
                             xi=prm["cg_tol"], mu=prm["adagrad_mu"], rho=prm["sample_ratio"],
                             alpha=prm["gram_alpha"], learning_rate=prm["learning_rate"],
                             diag=prm["solver"].endswith("-diag"),
                             preconditioner=prm["preconditioner"])
-        module = solver_module(prm["solver"])
+        st = FitState(prm=prm, method=prm["solver"], rng=rng, tol=prm["tol"],
+                      owner=type(self).__name__, events=events, problem=problem,
+                      theta=theta, settings=settings, m=m, n=n, pairs=pairs)
         try:
-            solver_state = module.start(problem, theta, settings, rng, name=prm["solver"])
+            REGISTRY[st.method].start(st, rng)
         except BaseException:
             self._close_dist()
             raise
-        ev = getattr(solver_state, "evaluation", None)
-        start = problem.objective(ev) if ev is not None else \
-            solver_state.objective_row["objective"]
-        return SimpleNamespace(prm=prm, problem=problem, module=module, solver=solver_state,
-                               events=events, m=m, n=n, pairs=pairs, previous=start)
+        ev = getattr(st.solver_state, "evaluation", None)
+        st.previous = problem.objective(ev) if ev is not None else \
+            st.solver_state.objective_row["objective"]
+        return st
 
     # ------------------------------------------------------------------ one iteration
     def _fit_step(self, st, trace, it):
-        for kind, message in st.events:
-            trace.event(kind, message)
-        st.events = []
+        st.flush(trace)
         problem = st.problem
         problem.timer = {}
         dist = getattr(problem, "take_phases", None)      # on a cluster (kmviz.similarity._dist)
@@ -421,7 +415,7 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
             if problem.scatter_seconds:                   # the one-off scatter of O
                 trace.add_time("scatter_data", problem.scatter_seconds)
                 problem.scatter_seconds = None
-        step = st.module.step(problem, st.solver)
+        step = REGISTRY[st.method].step(st, trace, it)
         for name, seconds in {**problem.timer, **(dist() if dist else {})}.items():
             trace.add_time(name, seconds)
         values = dict(step.values)
@@ -444,9 +438,10 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
     # ------------------------------------------------------------------ publish
     def _fit_publish(self, st, n_iter, trace):
         problem = st.problem
-        theta = np.array(st.module.publish(st.solver), dtype=np.float64)
-        ev = getattr(st.solver, "evaluation", None)
-        if ev is not None and ev.theta is st.module.publish(st.solver):
+        published = REGISTRY[st.method].publish(st)["theta"]
+        theta = np.array(published, dtype=np.float64)
+        ev = getattr(st.solver_state, "evaluation", None)
+        if ev is not None and ev.theta is published:
             P, Q = ev.P, ev.Q          # the line search already embedded theta
         else:
             tu, tv = problem.split(theta)
@@ -531,6 +526,20 @@ class SimilarityLearning(FactorServing, IterativeEstimator):
         """A fitted model from :meth:`_fitted_arrays` (and its params) without refitting."""
         trace = trace if trace is not None else Trace(solver="similarity.newton")
         return cls._from_fitted_arrays(arrays, dict(params or {}), trace)
+
+
+def _stop_aware(callback):
+    """``callback``, also saying stop once :func:`kmviz._jobs.stop_requested` (the solvers
+    end an iteration early on that request; this ends the fit after its row)."""
+    from .._jobs import stop_requested
+
+    def wrapped(row):
+        keep = callback(row) if callback is not None else None
+        if keep is not False and stop_requested():
+            return False
+        return keep
+
+    return wrapped
 
 
 def relative_objective_difference(objectives, best=None) -> np.ndarray:

@@ -7,6 +7,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..viz._theme import value_axis
+
 #: One colour per solver, the same on every figure.
 SOLVER_COLORS = {"newton": "#d62728", "gd": "#1f77b4", "gd-diag": "#17becf",
                  "sogram": "#2ca02c", "sampling": "#ff7f0e", "sogram-diag": "#98df8a",
@@ -29,7 +31,8 @@ def solver_comparison_figure(frame) -> go.Figure:
         fig.add_trace(go.Scatter(x=part["time_s"], y=part["validation_map_at_5"], name=label,
                                  mode="lines+markers", legendgroup=solver, showlegend=False,
                                  line=dict(color=color), marker=dict(size=4)), row=1, col=2)
-    fig.update_yaxes(type="log", exponentformat="power", row=1, col=1)
+    fig.update_yaxes(title_text="(L − L*) / L*", row=1, col=1, **value_axis(log=True))
+    fig.update_yaxes(title_text="MAP@5", row=1, col=2, **value_axis())
     fig.update_xaxes(title_text="optimization time (s)")
     fig.update_layout(height=430, legend=dict(orientation="h", y=-0.25), margin=dict(t=40))
     return fig

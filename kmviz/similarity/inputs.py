@@ -85,7 +85,9 @@ def build_tower(spec, n_rows, F, known, ids, who, prm, events):
     """(tower, input) of one side: an identity tower takes no input; the others take
     ``[one-hot ids | features]`` with the id columns ``ids`` asks for."""
     k = prm["k"]
-    if isinstance(spec, str) and parse_tower(spec)[0] == "identity":
+    identity = parse_tower(spec)[0] == "identity" if isinstance(spec, str) else \
+        getattr(spec, "kind", None) == "identity"   # an IdentityTower object takes no input
+    if identity:
         if F is not None:
             events.append(("warning", f"the {who} tower is an identity (embedding "
                                       f"table): the {who} features are not used"))
@@ -99,3 +101,34 @@ def build_tower(spec, n_rows, F, known, ids, who, prm, events):
     X = tower_input(n_rows, F if has_features else None, ids=rows)
     tower = make_tower(spec, n_rows, X.shape[1], k, prm["activation"], prm["init_scale"])
     return tower, X
+
+
+def check_towers(problem, theta, k):
+    """The towers of ``problem`` agree with the data: ``init`` gives theta of the towers'
+    ``n_params`` entries, and ``forward`` one row of width ``k`` per user (item). A tower
+    object given as ``user_tower`` / ``item_tower`` that does not is refused by name
+    (:class:`InvalidParameterError`), before any solver runs."""
+    theta = np.asarray(theta)
+    if theta.ndim != 1 or theta.size != problem.n_params:
+        raise InvalidParameterError(
+            f"the towers' init gave theta of shape {theta.shape}, but their n_params add up "
+            f"to {problem.n_params}; a tower's init(rng) must return n_params numbers.")
+    tu, tv = problem.split(theta)
+    for tower, part, X, rows, who in ((problem.fu, tu, problem.U, problem.pairs.n_rows,
+                                       "user"),
+                                      (problem.fv, tv, problem.V, problem.pairs.n_cols,
+                                       "item")):
+        name = f"{who}_tower ({type(tower).__name__})"
+        if part.size != int(tower.n_params):
+            raise InvalidParameterError(f"{name}: init gave {part.size} numbers for "
+                                        f"n_params={tower.n_params}.")
+        try:
+            shape = np.shape(tower.forward(part, X))
+        except (ValueError, IndexError, TypeError) as exc:
+            raise InvalidParameterError(f"{name} cannot embed the {rows} {who}s: {exc}") \
+                from None
+        if shape != (rows, k):
+            raise InvalidParameterError(
+                f"{name} gives embeddings of shape {shape} for {rows} {who}s; expected "
+                f"({rows}, {k}): one row of width k per {who} (an identity tower needs "
+                f"n_rows={rows}).")

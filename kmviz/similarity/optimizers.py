@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .._jobs import BackgroundJob
+from .._jobs import BackgroundJob, stop_when
 from ..exceptions import NumericalError
 from .estimator import SimilarityLearning, relative_objective_difference
 from .solvers import SOLVER_LABELS, SOLVERS
@@ -139,7 +139,8 @@ def compare_solvers(train, validation, solvers=SOLVERS, params=None, *, time_lim
             return not stopped()
 
         try:
-            model.fit(train, validation=validation, callback=callback, **fit_inputs)
+            with stop_when(stop):  # the solvers' inner steps see it too
+                model.fit(train, validation=validation, callback=callback, **fit_inputs)
             trace = model.trace_
             if stopped():
                 notes[solver] = "stopped"

@@ -9,7 +9,7 @@ from ..data.catalogue import (
 )
 
 #: Catalogue dataset name -> the settings measured on it (chosen on validation parts only:
-#: ``python bench/small_set_settings.py``). With identity towers the objective is one-class
+#: ``python bench/data/small_set_settings.py``). With identity towers the objective is one-class
 #: MF's with rho = omega / 2, a_bar = imputed and lambda_w = lambda_h = lambda_theta / 2.
 SUGGESTIONS = {
     "planted-km": Suggestion(
@@ -18,7 +18,7 @@ SUGGESTIONS = {
         note="About 3 training positives a user: the defaults shrink every user to the "
              "common taste. Of Ỹ in {-1, 0} x ω in {1/4, 1/8} x λ in {8, 2}, Ỹ = 0, "
              "ω = 1/8 and λ = 2 had the best validation p@5 over three seeds of the set: "
-             "1.18 x popularity's (the defaults 0.96 x), `python bench/small_set_settings.py "
+             "1.18 x popularity's (the defaults 0.96 x), `python bench/data/small_set_settings.py "
              "--cells planted-km/similarity`."),
     "planted-lowrank": Suggestion(
         params={"imputed": 0.0, "user_tower": "linear", "item_tower": "linear",
@@ -27,7 +27,7 @@ SUGGESTIONS = {
         note="The factors are linear in the side features: linear towers, users from their "
              "features alone, items from id and features. Best of the inputs x Ỹ grid on "
              "validation over three seeds of the set: p@5 2.90 x popularity's (the "
-             "defaults 0.99 x), `python bench/small_set_settings.py --cells "
+             "defaults 0.99 x), `python bench/data/small_set_settings.py --cells "
              "planted-lowrank/similarity`."),
     "gapminder": Suggestion(
         params={"imputed": 0.0, "omega": 0.5, "item_tower": "linear",
@@ -38,7 +38,7 @@ SUGGESTIONS = {
              "strong ranking. A linear item tower over the year (with Ỹ = 0, ω = 1/2) was "
              "the best of inputs x Ỹ x ω on the validation parts of three other random "
              "splits: p@5 1.03 x popularity's (the defaults 1.01 x), `python "
-             "bench/small_set_settings.py --cells gapminder/similarity`."),
+             "bench/data/small_set_settings.py --cells gapminder/similarity`."),
 }
 
 

@@ -61,11 +61,20 @@ def tower_input(n_rows, features=None, ids=True):
     if ids is True:
         blocks.append(sp.identity(n_rows, format="csr", dtype=np.float64))
     elif ids is not False and ids is not None:
-        rows = np.asarray(ids, dtype=np.int64)
+        rows = np.asarray(ids)
+        if rows.ndim != 1 or (rows.size and not np.issubdtype(rows.dtype, np.integer)):
+            raise ValueError("ids must be True, False or a 1-D array of row indices; got "
+                             f"shape {rows.shape}, dtype {rows.dtype}.")
+        rows = rows.astype(np.int64)
+        if rows.size and (rows.min() < 0 or rows.max() >= n_rows):
+            raise ValueError(f"ids are row indices in 0..{n_rows - 1}; got "
+                             f"{int(rows.min())}..{int(rows.max())}.")
         blocks.append(sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
                                     shape=(n_rows, rows.size)))
     if features is not None:
         F = features if sp.issparse(features) else np.asarray(features, dtype=np.float64)
+        if F.ndim != 2:
+            raise ValueError(f"features must be 2-D (rows x features); got shape {F.shape}.")
         if F.shape[0] != n_rows:
             raise ValueError(f"features have {F.shape[0]} rows for {n_rows} entities.")
         blocks.append(sp.csr_matrix(F, dtype=np.float64))
@@ -79,6 +88,33 @@ def take_rows(X, index):
     a dense or CSR matrix otherwise."""
     index = np.asarray(index, dtype=np.int64)
     return index if X is None else X[index]
+
+
+_KIND = {"mlp": "MLP"}  # a tower kind in messages
+
+
+def _theta(tower, theta, what="theta"):
+    """``theta`` as a float64 vector of the tower's ``n_params`` entries, or a ValueError
+    saying how long it must be."""
+    arr = np.asarray(theta, dtype=np.float64)
+    if arr.ndim != 1 or arr.size != tower.n_params:
+        kind = _KIND.get(tower.kind, tower.kind)
+        raise ValueError(f"{what} of this {kind} tower must be a vector of {tower.n_params} "
+                         f"numbers (its n_params); got shape {arr.shape}.")
+    return arr
+
+
+def _input(tower, X):
+    """A 2-D input (dense or CSR) with the tower's ``d_in`` columns, or a ValueError."""
+    shape, kind = getattr(X, "shape", None), _KIND.get(tower.kind, tower.kind)
+    if X is None or shape is None or len(shape) != 2:
+        got = "none" if X is None else f"shape {shape if shape is not None else type(X)}"
+        raise ValueError(f"this {kind} tower takes a 2-D input (rows x {tower.d_in} "
+                         f"columns); got {got}.")
+    if shape[1] != tower.d_in:
+        raise ValueError(f"this {kind} tower takes {tower.d_in} input columns; got "
+                         f"{shape[1]}.")
+    return X
 
 
 def _matmul(X, W):
@@ -138,8 +174,18 @@ class IdentityTower:
         return rng.normal(0.0, self.init_scale, size=self.n_params)
 
     def forward(self, theta, X=None, cache=None):
-        table = theta.reshape(self.n_rows, self.k)
-        return table if X is None else table[X]
+        table = _theta(self, theta).reshape(self.n_rows, self.k)
+        return table if X is None else table[self._ids(X)]
+
+    def _ids(self, X):
+        ids = np.asarray(X)
+        if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError("an identity tower's input is None (every row) or a 1-D array of "
+                             f"row ids; got {type(X).__name__} of shape {ids.shape}.")
+        if ids.size and (ids.min() < 0 or ids.max() >= self.n_rows):
+            raise ValueError(f"row ids of this identity tower lie in 0..{self.n_rows - 1}; "
+                             f"got {int(ids.min())}..{int(ids.max())}.")
+        return ids
 
     def vjp(self, theta, X, cache, M):
         M = np.asarray(M, dtype=np.float64)
@@ -150,8 +196,8 @@ class IdentityTower:
         return out.ravel()
 
     def jvp(self, theta, X, cache, d):
-        table = d.reshape(self.n_rows, self.k)
-        return table if X is None else table[X]
+        table = _theta(self, d, "d").reshape(self.n_rows, self.k)
+        return table if X is None else table[self._ids(X)]
 
     def layers(self, theta):
         return [("table", theta.reshape(self.n_rows, self.k), None)]
@@ -173,19 +219,17 @@ class LinearTower:
         return rng.normal(0.0, self.init_scale, size=self.n_params)
 
     def _check(self, X):
-        if X is None or X.shape[1] != self.d_in:
-            got = None if X is None else X.shape[1]
-            raise ValueError(f"this linear tower takes {self.d_in} input columns; got {got}.")
+        return _input(self, X)
 
     def forward(self, theta, X, cache=None):
         self._check(X)
-        return _matmul(X, theta.reshape(self.d_in, self.k))
+        return _matmul(X, _theta(self, theta).reshape(self.d_in, self.k))
 
     def vjp(self, theta, X, cache, M):
         return _rmatmul(X, M).ravel()
 
     def jvp(self, theta, X, cache, d):
-        return _matmul(X, d.reshape(self.d_in, self.k))
+        return _matmul(_input(self, X), _theta(self, d, "d").reshape(self.d_in, self.k))
 
     def layers(self, theta):
         return [("linear", theta.reshape(self.d_in, self.k), None)]
@@ -242,10 +286,8 @@ class MLPTower:
                 for l, (W, bias) in enumerate(self.unpack(theta))]
 
     def forward(self, theta, X, cache=None):
-        if X is None or X.shape[1] != self.d_in:
-            got = None if X is None else X.shape[1]
-            raise ValueError(f"this MLP tower takes {self.d_in} input columns; got {got}.")
-        params = self.unpack(theta)
+        _input(self, X)
+        params = self.unpack(_theta(self, theta))
         A = X
         Zs, As = [], []
         for l, (W, b) in enumerate(params):
@@ -286,7 +328,7 @@ class MLPTower:
     def jvp(self, theta, X, cache, d):
         cache = self._cache(theta, X, cache)
         params = self.unpack(theta)
-        dparams = self.unpack(np.asarray(d, dtype=np.float64))
+        dparams = self.unpack(_theta(self, d, "d"))
         dZ = None
         for l, ((W, _), (dW, db)) in enumerate(zip(params, dparams)):
             inp = X if l == 0 else cache["A"][l - 1]

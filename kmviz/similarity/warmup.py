@@ -26,5 +26,22 @@ def compile_kernels() -> float:
     return time.perf_counter() - start
 
 
+def compile_cluster_kernels() -> float:
+    """:func:`compile_kernels`, then the item-side Gauss-Newton kernel only the block tasks
+    call (:mod:`kmviz.similarity._dist`); what a :mod:`kmviz.parallel` backend runs in the
+    client process before the blocks go to the workers (``Family.compile_kernels(
+    cluster=True)``)."""
+    import numpy as np
+
+    from ._dist import _gn_items_seq
+
+    start = time.perf_counter()
+    compile_kernels()
+    one = np.ones((1, 1))
+    _gn_items_seq(np.array([0, 1]), np.array([0]), np.ones(1), one, one, one, one,
+                  np.empty((1, 1)))
+    return time.perf_counter() - start
+
+
 if __name__ == "__main__":
     print(f"kmviz: similarity kernels ready in {compile_kernels():.1f} s")

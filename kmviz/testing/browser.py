@@ -1,6 +1,6 @@
 """A real browser on a real server: ``streamlit run app.py`` on a free port, driven by Debian's
 Chromium through Playwright. One harness for the browser tests (``tests/browser``) and the app
-timing benchmark (``bench/app_timing.py``).
+timing benchmark (``bench/app/app_timing.py``).
 
 Playwright is a test dependency (``pip install -e ".[test]"``): it is imported inside the
 functions that drive a page, so importing this module needs the standard library only. The
@@ -168,8 +168,12 @@ def settle(page, timeout_ms: int = 60_000) -> None:
     """Wait until the script run has finished (Streamlit's running indicator is gone)."""
     from playwright.sync_api import expect
 
-    page.wait_for_timeout(300)
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout_ms)
+    status = page.locator('[data-testid="stStatusWidget"]')
+    try:  # a busy server starts the run late: give the indicator a second to show
+        status.first.wait_for(state="attached", timeout=1_000)
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError: the run was quick
+        pass
+    expect(status).to_have_count(0, timeout=timeout_ms)
 
 
 def set_number(page, label: str, value) -> None:

@@ -3,7 +3,7 @@
 ``st.cache_data`` keeps a pickled copy of every value it caches and gives each caller its
 own unpickled copy, so a served dataset cost three copies (the cache's, and one in each
 session that loaded it): about 55 MB each for a 20,000-user planted set of 2.4M ratings
-(bench/session_memory.py). A loaded :class:`~kmviz.data.Ratings` is immutable (its arrays
+(bench/app/session_memory.py). A loaded :class:`~kmviz.data.Ratings` is immutable (its arrays
 are read-only), so sessions can share one object instead: :class:`SharedDatasets` hands
 every caller with the same key the same object while any session still holds it (a weak
 reference), and keeps the most recent ones alive (strong references) only up to

@@ -19,6 +19,7 @@ from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
 from kmviz.exceptions import DataError
 
 from .datacache import SharedDatasets
+from .dataformats import format_options
 from .errors import describe_exception, is_streamlit_control
 from .forms import generator_options, reading_options
 from .memory import release_memory
@@ -36,7 +37,7 @@ MAX_UPLOAD_MB = 50
 #: --data-dir DIR`` sets it); with none, Local path is not offered.
 DATA_DIRS_ENV = "KMVIZ_DATA_DIRS"
 #: File types the loaders read (ratings/u.data style text, CSV/TSV, Matrix Market, zip).
-UPLOAD_TYPES = ["csv", "tsv", "txt", "dat", "data", "mtx", "zip", "gz"]
+UPLOAD_TYPES = ["csv", "tsv", "txt", "dat", "data", "mtx", "zip", "gz", "basket"]
 
 
 def _load(source, **options):
@@ -311,9 +312,12 @@ def _read_request(kind: str) -> dict:
             raise ValueError("No file chosen: pick a ratings file above, then press Load "
                              "upload.")
         req.update(file_name=up.name, size=up.size, content=up.getvalue(),
-                   options=reading_options(prefix=UPLOAD_KEY))
+                   options={**reading_options(prefix=UPLOAD_KEY),
+                            **format_options(prefix=UPLOAD_KEY)})
     elif kind == "path":
-        req.update(path=state.get(PATH_KEY) or "", options=reading_options(prefix=PATH_KEY))
+        req.update(path=state.get(PATH_KEY) or "",
+                   options={**reading_options(prefix=PATH_KEY),
+                            **format_options(prefix=PATH_KEY)})
     else:
         raise ValueError(f"Unknown data source {kind!r}.")
     return req
@@ -369,16 +373,20 @@ def load_clicked(kind: str) -> None:
         marker["what"] = _request_words(req)
         ratings, spec = _load_request(req)
         split, settings, note = _split_for(ratings, req["split"])
-        box["load"] = ("ok", (ratings, {**spec, "split": settings}, split, note))
+        result = ("ok", (ratings, {**spec, "split": settings}, split, note))
+        box["load"] = result
         release_memory()  # a generator's or parser's temporaries: give their pages back
     except Exception as exc:  # noqa: BLE001 - shown on the Data page, never a crash elsewhere
         if is_streamlit_control(exc):
             raise
-        box["load"] = ("error", describe_exception(exc, "loading the dataset"))
+        result = ("error", describe_exception(exc, "loading the dataset"))
+        box["load"] = result
     finally:
         if box.get("loading") is marker:  # plain dict operations: never stopped here
             box.pop("loading", None)
-    loaded = box["load"][0] == "ok"
+    # this run's own result: another run of the session (a page switch while it loaded) may
+    # have applied and removed box["load"] already
+    loaded = result[0] == "ok"
     apply_pending_load()
     if loaded:
         st.toast(f"Loaded {md_escape(ratings.name)}: {size_phrase(ratings)}, "

@@ -169,6 +169,14 @@ def reset_form(family, defaults: dict) -> None:
     st.session_state[f"kmviz_params_{family.name}"] = dict(defaults)
 
 
+def load_form(family, values: dict, origin: dict) -> None:
+    """Put ``values`` in ``family``'s form as the settings for the data ``origin``
+    (``{"key": fingerprint, "name": dataset name}``), so that the form keeps them instead
+    of starting from the data's defaults (a link's settings, :mod:`kmviz.ui.address`)."""
+    reset_form(family, values)
+    st.session_state[_origin_key(family)] = dict(origin)
+
+
 def start_from_defaults(family, defaults: dict, origin: dict) -> str | None:
     """Make ``family``'s form start from ``defaults`` when the data changed since it was
     last filled (``origin``: ``{"key": fingerprint, "name": dataset name}``): settings are

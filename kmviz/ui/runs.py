@@ -12,13 +12,15 @@ import streamlit as st
 
 from kmviz import families
 from kmviz.runs import RunStore, open_run
+from kmviz.tabular_export import table_bytes
 
 from .state import NOT_YOURS, RunRecord, owns
 from .text import metric_label
 
 #: Columns of the runs table after the name, its family and the headline metrics, in
 #: display order.
-TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "note", "run_id"]
+TAIL_COLUMNS = ["dataset", "status", "n_iter", "duration_s", "created", "sweep", "tags",
+                "note", "run_id"]
 #: Headline metrics the table shows per family (the rest are in Compare).
 TABLE_METRICS = 3
 
@@ -44,13 +46,33 @@ def headline_columns(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def _same(values) -> bool:
+    return len({_fmt(v) for v in values}) <= 1
+
+
+def differing_settings(df: pd.DataFrame) -> list[str]:
+    """The declared settings of the runs' families whose values differ among the rows of
+    ``df`` (in declaration order); a setting only some runs have counts as differing."""
+    out = []
+    present = set(df["family"]) if "family" in df else set()
+    for fam in families.all_families():
+        if fam.name not in present:
+            continue
+        for p in fam.constraints():
+            if p in df.columns and p not in out and not _same(df[p]):
+                out.append(p)
+    return out
+
+
 def table(df: pd.DataFrame) -> pd.DataFrame:
     """The runs table: name, family and the families' headline metrics first (visible
-    without scrolling), then data, status, iterations, time, when, note; the run id last.
-    The Runs page shows one per family (:func:`family_tables`), so every metric column is
-    the run's own."""
+    without scrolling), then the settings that differ among these runs, then data,
+    status, iterations, time, when, sweep, tags, note; the run id last. The Runs page
+    shows one per family (:func:`family_tables`), so every metric column is the run's
+    own."""
     cols = ["label"] + (["family"] if "family" in df else []) + headline_columns(df)
-    cols += [c for c in TAIL_COLUMNS if c in df]
+    cols += [c for c in differing_settings(df) if c not in cols]
+    cols += [c for c in TAIL_COLUMNS if c in df and c not in cols]
     out = df[cols].copy()
     if "created" in out and len(out):
         out["created"] = pd.to_datetime(out["created"], utc=True).dt.tz_localize(None)
@@ -100,8 +122,10 @@ def _fmt(x) -> str:
     return "" if x is None else str(x)
 
 
-def compare(df: pd.DataFrame, run_ids) -> tuple[pd.DataFrame, list[str], bool]:
-    """Selected runs side by side (one column per run): metrics, then settings.
+def compare(df: pd.DataFrame, run_ids, *, all_settings: bool = False
+            ) -> tuple[pd.DataFrame, list[str], bool]:
+    """Selected runs side by side (one column per run): metrics, then the settings that
+    differ between them (every setting with ``all_settings``).
 
     Returns the table (rows whose values differ between the runs are marked with "≠" in the
     first column), the names of the differing settings, and whether the runs come from
@@ -118,6 +142,9 @@ def compare(df: pd.DataFrame, run_ids) -> tuple[pd.DataFrame, list[str], bool]:
     values = sub[rows].T
     values.columns = [f"{sub.loc[r, 'label']} · {r[-8:]}" for r in sub.index]
     differ = [r for r in rows if len({_fmt(v) for v in values.loc[r]}) > 1]
+    if not all_settings and len(run_ids) > 1:
+        keep = [r for r in rows if r not in settings or r in differ]
+        values, rows = values.loc[keep], keep
     shown = values.map(_fmt)
     shown.insert(0, "differs", ["≠" if r in differ else "" for r in rows])
     datasets_differ = "fingerprint" in sub and sub["fingerprint"].nunique(dropna=False) > 1
@@ -125,7 +152,7 @@ def compare(df: pd.DataFrame, run_ids) -> tuple[pd.DataFrame, list[str], bool]:
 
 
 def trace_csv(trace) -> str:
-    return trace.to_frame().to_csv(index=False)
+    return table_bytes(trace.to_frame(), "csv").decode("utf-8")
 
 
 def arrays_npz(arrays: dict) -> bytes:
@@ -168,3 +195,46 @@ def record_from_saved(run_id: str, store: RunStore | None = None) -> RunRecord:
         fingerprint=str(run.dataset.get("fingerprint") or ""), metrics=dict(run.metrics),
         stop_reason=str(run.meta.get("status", "")), created=created, reopened=True,
         problem=opened.problem)
+
+
+def default_compare(df: pd.DataFrame, run_id) -> list:
+    """The runs Compare starts with: ``run_id`` and the newest other run of its family
+    (``df`` is newest first), so a default comparison never mixes families."""
+    if run_id is None or run_id not in set(df["run_id"]):
+        return list(df["run_id"][:2])
+    family = df.set_index("run_id").loc[run_id, "family"]
+    same = [r for r in df.loc[df["family"] == family, "run_id"] if r != run_id]
+    return [run_id] + same[:1]
+
+
+#: The filters of the Runs page: (column of the listing, label).
+FILTERS = (("family", "Family"), ("dataset", "Dataset"), ("sweep", "Sweep"), ("tags", "Tag"))
+
+
+def filter_options(df: pd.DataFrame, column: str) -> list:
+    """The values a filter offers: those in ``df`` (tags split at commas), in order seen."""
+    if column not in df:
+        return []
+    out = []
+    for value in df[column]:
+        if value is None or value != value or value == "":
+            continue
+        for v in (str(value).split(", ") if column == "tags" else [value]):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def apply_filters(df: pd.DataFrame, chosen: dict) -> pd.DataFrame:
+    """The rows of ``df`` matching every non-empty choice (``{column: [values]}``): a run
+    matches a column's choice if its value (one of its tags) is among the values."""
+    keep = pd.Series(True, index=df.index)
+    for column, values in chosen.items():
+        if not values or column not in df:
+            continue
+        if column == "tags":
+            wanted = set(values)
+            keep &= df[column].map(lambda t: bool(wanted & set(str(t or "").split(", "))))
+        else:
+            keep &= df[column].isin(list(values))
+    return df[keep]

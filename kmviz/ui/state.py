@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from kmviz._hosts import is_loopback
 from kmviz.data.splits import Split  # noqa: F401 (re-exported for the pages)
+
+from .scheduler import scheduler, set_job_owner
 
 
 class StateKeys:
@@ -60,8 +63,39 @@ def init_state() -> None:
     for key, default in INIT_STATES.items():
         if key not in st.session_state:
             st.session_state[key] = copy.deepcopy(default)
-    session_owner()
+    owner = session_owner()
     remember_browser()
+    note_session(owner)
+
+
+def session_id() -> str | None:
+    """This script run's Streamlit session id (one per tab), None outside a server."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+    except Exception:  # noqa: BLE001 - no script run context
+        return None
+    return getattr(ctx, "session_id", None) if ctx is not None else None
+
+
+def fit_owner() -> str | None:
+    """The owner the fit queue counts and watches this session's fits under: this
+    browser's token on a served app, None on a private one (no per-browser rules)."""
+    return None if private_app() else session_owner()
+
+
+def note_session(owner: str | None = None) -> None:
+    """Tell the fit queue this tab of the browser is alive (every script run), so its
+    fits are not taken for orphans (:meth:`kmviz.ui.scheduler.FitScheduler.sweep`)."""
+    if private_app():
+        return
+    scheduler().note_session(owner or session_owner(), session_id())
+
+
+# jobs through the fit queue's gate (refits, solver comparisons) are watched under the
+# browser that makes them
+set_job_owner(lambda: (fit_owner(), session_id()))
 
 
 #: Operator switch (``kmviz app --shared-runs``): every session may manage every run.
@@ -79,8 +113,8 @@ def private_app() -> bool:
     and of ``streamlit run app.py`` here): the person at the keyboard is the only user, so
     every run in the run store is theirs, whoever saved it (any tab, an earlier server, the
     CLI)."""
-    address = str(st.get_option("server.address") or "").strip("[]")
-    return address in LOOPBACK_ADDRESSES or address.startswith("127.")
+    # any loopback spelling: 127.0.0.0/8, ::1 (also [::1], 0:0:0:0:0:0:0:1), ::ffff:127.x
+    return is_loopback(st.get_option("server.address"))
 
 
 def owner_from_secret(secret: str) -> str:
@@ -116,13 +150,38 @@ def session_owner() -> str:
     return token
 
 
+#: How long a new tab waits after offering its secret before it checks which secret the
+#: browser kept (two tabs opened at once may both offer one; the last write wins).
+ADOPT_AFTER_MS = 250
+
+
 def remember_browser() -> None:
-    """Set the owner cookie in a browser that came without one (once per session)."""
+    """In a browser that came without the owner cookie (once per session): set it to this
+    session's new secret unless another tab has set one meanwhile, and if the browser keeps
+    another tab's secret, reload this tab so its session takes that one. So two tabs a new
+    browser opens at once end with one owner, on their first render, before either can
+    save a run."""
     secret = st.session_state.pop(StateKeys.NEW_BROWSER_SECRET, None)
     if secret is None:
         return
-    st.html(f"<script>document.cookie = '{OWNER_COOKIE}={secret}; path=/; "
-            "max-age=31536000; SameSite=Strict';</script>", unsafe_allow_javascript=True)
+    st.html(_adopt_script(secret), unsafe_allow_javascript=True)
+
+
+def _adopt_script(secret: str) -> str:
+    """The script of :func:`remember_browser` (``secret``: 32 hex characters)."""
+    if len(secret) != _SECRET_LENGTH or any(c not in "0123456789abcdef" for c in secret):
+        raise ValueError("a browser secret is 32 lower-case hex characters")
+    return ("<script>(function () {"
+            f"var name = '{OWNER_COOKIE}', mine = '{secret}';"
+            "function kept() { var m = document.cookie.match("
+            f"/(?:^|;\\s*){OWNER_COOKIE}=([0-9a-f]{{{_SECRET_LENGTH}}})(?:;|$)/);"
+            " return m ? m[1] : null; }"
+            "if (!kept()) { document.cookie = name + '=' + mine + "
+            "'; path=/; max-age=31536000; SameSite=Strict'; }"
+            "setTimeout(function () { var now = kept();"
+            " if (now && now !== mine) { window.top.location.reload(); } }, "
+            f"{ADOPT_AFTER_MS});"
+            "})();</script>")
 
 
 def shared_runs() -> bool:
@@ -173,6 +232,7 @@ class RunRecord:
     reopened: bool = False         # True for a run opened from the run store
     problem: str = ""
     saved: bool = True             # False when the run store could not keep it
+    replay_iteration: int | None = None   # set on a copy showing an earlier iteration
 
 
 def session_runs() -> dict:

@@ -26,6 +26,7 @@ import streamlit as st
 
 from kmviz import families
 from kmviz._jobs import BackgroundJob
+from kmviz.history import History, recording, save_history
 from kmviz._memory import check_fit_memory
 from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
@@ -34,8 +35,8 @@ from kmviz.trace import Trace
 from .datasets import load_in_progress
 from .errors import user_errors
 from .forms import form_params
-from .scheduler import fit_threads, scheduler
-from .state import RunRecord, StateKeys, session_owner
+from .scheduler import OwnerFitLimitError, fit_threads, scheduler
+from .state import RunRecord, StateKeys, fit_owner, session_id, session_owner
 from .text import md_escape
 from .warmup import WarmUp
 
@@ -66,8 +67,12 @@ class TrainingJob(BackgroundJob):
     def __init__(self, family: str, params: dict, split, *, dataset_name: str,
                  fingerprint: str, label: str | None = None, save: bool = True,
                  ratings=None, spec: dict | None = None, owner: str | None = None,
-                 warm_up: WarmUp | None = None, request_id: str | None = None):
+                 warm_up: WarmUp | None = None, request_id: str | None = None,
+                 model=None):
         self.family = family
+        # the estimator start_job built and checked; fitted by _run as it is (None: built
+        # from params in _run, for a job made without the page's checks)
+        self.model = model
         self.warm_up = warm_up  # the fit waits for this family's kernels first (if given)
         self.request_id = request_id  # the Train click that started it
         self.params = dict(params)
@@ -79,7 +84,8 @@ class TrainingJob(BackgroundJob):
         self.owner = owner  # the session's token, recorded in the saved run
         self.label = label or families.get(family).label(params, dataset_name)
         try:  # the progress bar's length; a bad setting fails later, in the fit, with its message
-            self._planned = int(families.get(family).make(params).planned_iterations(
+            planner = model if model is not None else families.get(family).make(params)
+            self._planned = int(planner.planned_iterations(
                 split.train if split is not None else None))
         except Exception:  # noqa: BLE001
             self._planned = int(self.params.get("max_iter", 1) or 1)
@@ -132,6 +138,12 @@ class TrainingJob(BackgroundJob):
         self._set(status="stopped", message="Stopped before training started.",
                   finished=time.time())
 
+    def cancel_gone(self) -> None:
+        """Stop, because every tab of the browser that started it is closed (the fit
+        queue's watcher; a running fit ends at its next inner step and is saved)."""
+        log.info("cancelling a fit: every tab of its browser is closed")
+        self.stop()
+
     def _run(self) -> None:
         try:
             if self.warm_up is not None and not self.warm_up.ready(self.family):
@@ -146,9 +158,11 @@ class TrainingJob(BackgroundJob):
                     self._stopped_before_start()
                     return
                 self._set(status="running", fit_started=time.time())
-                model = families.get(self.family).make(self.params)
+                model = self.model if self.model is not None else \
+                    families.get(self.family).make(self.params)
                 backend_from_env()   # the operator's `kmviz app --dask` cluster, if any
-                with fit_threads(fits.threads_per_fit()):   # its share of Numba's threads
+                with fit_threads(fits.threads_per_fit()), recording(History()):
+                    # its share of Numba's threads; every iteration kept for the replay
                     model.fit(self.split.train, callback=self._callback,
                               validation=self.split.validation)
             stopped = self.stop_event.is_set() or model.trace_.stop_reason == "callback"
@@ -156,6 +170,7 @@ class TrainingJob(BackgroundJob):
             metrics["wall_s"] = float(model.trace_.rows[-1]["wall_s"]) if model.trace_.rows \
                 else 0.0
             run_id = self._save(model, metrics)
+            self._save_history(run_id, model)
             self.result = RunRecord(
                 run_id=run_id, label=self.label,
                 family=self.family, params=model.get_params(), trace=model.trace_,
@@ -188,6 +203,18 @@ class TrainingJob(BackgroundJob):
             log.exception("saving the run failed")
             self.save_error = f"The run could not be saved to the run store: {exc}"
             return f"session-{int(time.time() * 1000)}"
+
+    def _save_history(self, run_id: str, model) -> None:
+        """Keep the fit's iterations with the saved run (the pages' replay); a failure
+        leaves the run without a replay, said on the pages, and never loses the run."""
+        history = getattr(model, "history_", None)
+        if history is None or not self.save or self.save_error or not len(history):
+            return
+        try:
+            save_history(run_id, history, store=RunStore())
+        except (ValueError, OSError) as exc:  # RunStoreError is a ValueError
+            log.warning("saving the history of run %s failed: %s", run_id, exc)
+            history.note = f"The replay was not saved with the run: {exc}"
 
     # -- live view -----------------------------------------------------------------------
     def live_trace(self):
@@ -250,18 +277,22 @@ def background_warm_up() -> WarmUp:
 
 def start_job(family: str, params: dict, *, request_id: str | None = None) -> TrainingJob:
     """Validate the settings, then start a background fit owned by this session (it waits
-    for its family's kernels if they are still compiling)."""
+    for its family's kernels if they are still compiling). The estimator is built once,
+    here: the job fits this very model (its progress bar's length comes from it too)."""
     model = families.get(family).make(params)
     checked = model._validate_params()  # bad settings fail here, on the page
     ratings = st.session_state[StateKeys.DATASET]
     split = st.session_state[StateKeys.SPLIT]
     # a fit over the per-fit memory limit is refused here too, before it takes a place in
-    # the queue (the fit checks again when it starts)
+    # the queue (the fit's entry checks again when it starts: the memory free then counts)
     check_fit_memory(model, checked, split.train)
     job = TrainingJob(family, params, split, dataset_name=ratings.name,
                       fingerprint=ratings.fingerprint(), ratings=ratings,
                       spec=st.session_state.get(StateKeys.DATASET_SPEC), owner=session_owner(),
-                      warm_up=warm_up(), request_id=request_id)
+                      warm_up=warm_up(), request_id=request_id, model=model)
+    # a served app: at most N running-or-queued fits per browser (OwnerFitLimitError),
+    # and the fit is cancelled once every tab of the browser is gone
+    scheduler().admit(job, fit_owner(), session_id())
     st.session_state[StateKeys.JOB] = job
     return job.start()
 
@@ -325,7 +356,10 @@ def start_requested_job() -> None:
         st.warning(load_refusal(loading), icon=":material/hourglass_top:")
     else:
         with user_errors("starting the training"):
-            start_job(request["family"], request["params"], request_id=request["id"])
+            try:
+                start_job(request["family"], request["params"], request_id=request["id"])
+            except OwnerFitLimitError as exc:  # not a bad setting: say why and what to do
+                st.warning(str(exc), icon=":material/hourglass_top:")
     st.session_state[StateKeys.TRAIN_REQUEST] = None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pandas as pd
 import streamlit as st
@@ -126,6 +127,25 @@ def open_saved_run(run_id: str):
     return record
 
 
+_BENCH = r"`[^`]*bench/[^`]*`"
+#: Developer text that a page does not show: the benchmark commands and machine loads in
+#: the catalogue's notes (they stay in the code and bench/README.md, for developers).
+_DEVELOPER_TEXT = [
+    (rf"\s*by {_BENCH}", ""), (rf";\s*{_BENCH}[^.;]*", ""), (rf"\s*\({_BENCH}\)", ""),
+    (rf",\s*{_BENCH}", ""), (rf"\s*{_BENCH}\.?", ""),
+    (r",?\s*but took [^.;()]*? at load \d+", ""), (r",?\s*\bat load \d+", ""),
+]
+
+
+def page_note(text: str) -> str:
+    """A catalogue note as a page shows it: without benchmark commands or machine loads."""
+    out = str(text or "")
+    for pattern, repl in _DEVELOPER_TEXT:
+        out = re.sub(pattern, repl, out)
+    out = re.sub(r"\s+([.,;)])", r"\1", out)
+    return re.sub(r"\s{2,}", " ", out).strip()
+
+
 def _setting_text(spec, value) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
@@ -154,7 +174,7 @@ def suggestion_panel(family) -> dict | None:
         f"{_setting_text(constraints.get(k), v)}" for k, v in suggestion.params.items())
     with st.container(border=True):
         st.markdown(f"**Settings measured on this dataset:** {settings}.")
-        st.caption(suggestion.note)  # written in the catalogue, not user text
+        st.caption(page_note(suggestion.note))  # written in the catalogue, not user text
         st.button("Use these settings", key=f"kmviz_suggest_button_{family.name}",
                   icon=":material/tune:", on_click=st.session_state.__setitem__,
                   args=(key, True))
@@ -269,7 +289,7 @@ STATUS_TEXT = {"compiling": "Compiling the kernels", "queued": "Queued",
 #: Seconds between two refreshes of the progress panel while a fit waits or runs: each
 #: tick reruns only the panel's fragment (bar, queue line, Stop), and once a second is
 #: enough for fits whose iterations take seconds. $KMVIZ_PROGRESS_EVERY_S changes it
-#: (bench/load_test.py --tick-cost measures the cost of a tick with it).
+#: (bench/app/load_test.py --tick-cost measures the cost of a tick with it).
 PROGRESS_EVERY_S = float(os.environ.get("KMVIZ_PROGRESS_EVERY_S") or 1.0)
 
 
@@ -323,6 +343,13 @@ def progress_panel() -> None:
             _failed(snap)
         elif status == "stopped":
             st.warning(md_escape(snap["message"]), icon=":material/stop_circle:")
+        elif finished_short(job_now):  # one message: not green beside "stopped before ..."
+            st.info(md_escape(snap["message"]) + " It stopped at its iteration limit, before "
+                    "its stopping criterion was met: the result below says what to change.",
+                    icon=":material/pause_circle:")
+        elif _warned(job_now):  # not green above a warning that the result is poor
+            st.info(md_escape(snap["message"]) + " The fit raised a warning: read it with "
+                    "the result below.", icon=":material/info:")
         else:
             st.success(md_escape(snap["message"]), icon=":material/check_circle:")
         if snap["save_error"]:
@@ -337,6 +364,12 @@ def progress_panel() -> None:
     # heading drawn after it (seen as a finished fit whose "Result:" heading was missing).
     with st.container():
         _panel()
+
+
+def finished_short(job) -> bool:
+    """Whether a finished fit ended at its iteration budget (not by its criterion)."""
+    result = getattr(job, "result", None)
+    return result is not None and str(getattr(result, "stop_reason", "")) == "max_iter"
 
 
 def _failed(snap) -> None:
@@ -473,3 +506,10 @@ def trace_picker(*, multi: bool, key: str, family: str | None = None, live: bool
         except Exception as exc:  # noqa: BLE001
             show_exception(exc, f"loading run {rid}")
     return out, chosen
+
+
+def _warned(job) -> bool:
+    """Whether a finished fit's trace holds a warning (no convergence, no better than the
+    mean, divergence ...): its status is then not shown as a success."""
+    trace = getattr(getattr(job, "result", None), "trace", None)
+    return any(e.get("kind") == "warning" for e in (getattr(trace, "events", None) or []))

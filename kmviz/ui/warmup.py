@@ -329,3 +329,56 @@ class WarmUp:
                     self._cond.notify_all()
         finally:
             self.done.set()
+
+
+# --------------------------------------------------------------------- `kmviz warmup`
+def warm_all(families, *, out=None, compile: Callable | None = None,
+             poll_s: float = 1.0) -> dict:
+    """Compile every family's kernels into Numba's disk cache ahead of time (``kmviz
+    warmup``, before a class), one family at a time in child processes, printing progress
+    to ``out`` (a text stream; None: print nothing). ``families`` are (name, title, warm-up
+    module) triples. Returns name -> (outcome, seconds, error)."""
+    import functools
+
+    def say(text: str) -> None:
+        if out is not None:
+            print(text, file=out, flush=True)
+
+    todo = [(n, t, m) for n, t, m in families if m]
+    compile = compile or functools.partial(compile_in_child, load=False)
+    warm = WarmUp(todo, compile=compile).start()
+    titles = {n: t for n, t, _ in todo}
+    announced, reported, started = set(), set(), time.monotonic()
+    say(f"Compiling the Numba kernels of {len(todo)} model families into Numba's cache "
+        "(later starts of the app and of `kmviz train` load them in seconds).")
+    while True:
+        finished = warm.done.wait(poll_s)
+        with warm._cond:
+            current = warm._order.current
+            history = list(warm.history)
+        for name, outcome in history:
+            if name in reported or outcome == INTERRUPTED:
+                continue
+            reported.add(name)
+            seconds = warm.seconds.get(name, 0.0)
+            if outcome == READY:
+                say(f"    {titles[name]}: ready in {seconds:.0f} s")
+            else:
+                say(f"    {titles[name]}: FAILED ({warm.errors.get(name, '')}); a fit of "
+                    "it compiles its kernels itself, so its first iteration takes longer")
+        if current and current not in announced and current not in reported:
+            announced.add(current)
+            cached = " (found in the cache: loading)" if warm._cached.get(current) else ""
+            say(f"[{len(reported) + 1}/{len(todo)}] {titles[current]}: compiling{cached} ...")
+        if finished:
+            break
+    result = {n: (warm._order.state.get(n), warm.seconds.get(n, 0.0), warm.errors.get(n, ""))
+              for n, _, _ in todo}
+    failed = [titles[n] for n, (state, _, _) in result.items() if state == FAILED]
+    total = time.monotonic() - started
+    if failed:
+        say(f"Done in {total:.0f} s, but {', '.join(failed)} failed (see above).")
+    else:
+        say(f"Done in {total:.0f} s: every family's kernels are compiled. Start the app "
+            "with `kmviz app`.")
+    return result

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._theme import LINE_COLORS, color, column_label, distinct_colors, empty_figure, \
-    method_line, plain, styled
+    method_line, plain, styled, value_axis
 
 #: Generic panel and axis titles of the usual trace metrics: column -> (title, y axis).
 DEFAULT_METRICS = {
@@ -184,7 +184,9 @@ def convergence_figure(traces: Mapping, *, metrics=None, labels=None, baselines=
         # the metrics are >= 0: keep a flat zero line (a converged noiseless fit) from
         # getting a symmetric axis around 0
         fig.update_yaxes(title_text=titles[metric][1], type="log" if log_y else "linear",
-                         rangemode="normal" if log_y else "nonnegative", row=1, col=col)
+                         rangemode="normal" if log_y else "nonnegative", row=1, col=col,
+                         # 25,473 or 10⁻⁴, never "0.2e+7" or "100µ"
+                         **{k: v for k, v in value_axis(log_y).items() if k != "type"})
     # whole iterations only (no 1.5), few enough to stay level and apart in a narrow panel
     fig.update_xaxes(tick0=0, dtick=iteration_dtick(x1 - x0, len(shown)), tickangle=0)
     fig = styled(fig, title=title, height=450)
@@ -203,8 +205,8 @@ MAX_MARKERS = 40
 
 
 def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
-                    subtitle: str = "", phase_colors: Mapping[str, str] | None = None
-                    ) -> go.Figure:
+                    subtitle: str = "", phase_colors: Mapping[str, str] | None = None,
+                    x: str = "iteration") -> go.Figure:
     """Optimality gap h(u_i) - h(u*) per dual iteration, log scale, phases as marker colours.
 
     Each method is a line with its own colour, dash and width (the legend names it; a later,
@@ -223,7 +225,14 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
     phase_colors : mapping phase -> colour, optional
         Colours of the phases, in legend order (for KM,
         :data:`kmviz.km.telemetry.PHASE_COLORS`); other phases get distinct palette colours.
+    x : {"iteration", "n_evd"}
+        The horizontal axis: the dual iteration, or the EVDs computed so far (where two
+        methods with the same iterates differ: Alg. 1 against Alg. 2).
     """
+    if x not in ("iteration", "n_evd"):
+        raise ValueError(f"x must be 'iteration' or 'n_evd'; got {x!r}.")
+    if x == "n_evd" and not all("n_evd" in df for df in trajectories.values()):
+        x = "iteration"  # a trajectory without EVD counts: iterations for all
     full = f"{plain(title)}<br><sup>{plain(subtitle)}</sup>" if subtitle else plain(title)
     if not trajectories or all(len(df) == 0 for df in trajectories.values()):
         return empty_figure(full, "No dual iterations to show.")
@@ -240,14 +249,16 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
     for k, (label, df) in enumerate(trajectories.items()):
         label = plain(label)
         gap = np.maximum(df["gap"].to_numpy(dtype=float), 1e-16)
-        it = df["iteration"].to_numpy()
+        it = df[x].to_numpy()
         extra = [c for c in ("h", "step", "n_evd") if c in df]
         has_phase = "phase" in df
         phases = df["phase"].astype(str).to_numpy() if has_phase else None
         cols = ([phases.astype(object)] if has_phase else []) + [
             df[c].to_numpy().astype(object) for c in extra]
         custom = np.column_stack(cols) if cols else None
-        hover = f"<b>{label}</b><br>dual iteration %{{x}}<br>gap %{{y:.3e}}"
+        hover = (f"<b>{label}</b><br>"
+                 + ("EVDs so far" if x == "n_evd" else "dual iteration")
+                 + " %{x}<br>gap %{y:.3e}")
         if has_phase:
             hover += "<br>phase %{customdata[0]}"
         for j, c in enumerate(extra, start=int(has_phase)):
@@ -278,7 +289,7 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
             x=[None], y=[None], mode="markers", name=f"phase {phase}", legend="legend2",
             legendgroup=f"phase {phase}", hoverinfo="skip",
             marker=dict(color=colours[phase], size=9, symbol="square")))
-    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_yaxes(**value_axis(log=True))
     # The legends go below the plot, one method per line (long names never wrap under the
     # phase key), the phase key under them. Plotly places legends in fractions of the plot's
     # height, so the layout is worked out in pixels: a fixed plot height, the x axis's
@@ -288,12 +299,13 @@ def dual_gap_figure(trajectories: Mapping[str, pd.DataFrame], *, title: str,
     methods = LEGEND_ROW_PX * (n + 1)  # a title row and one row per method
     phases = LEGEND_ROW_PX * 2 + 10     # a title row and one row of phases (wraps: margin)
     bottom = axis + methods + LEGEND_GAP_PX + phases + 20
-    fig = styled(fig, title=full, x="dual GD iteration i",
+    fig = styled(fig, title=full,
+                 x="EVDs computed so far" if x == "n_evd" else "dual GD iteration i",
                  y="optimality gap h(uᵢ) − h(u*)", height=top + DUAL_PLOT_PX + bottom)
     fig.update_layout(
         legend=dict(title=dict(text="method (line)"), orientation="v", yanchor="top",
                     y=-axis / DUAL_PLOT_PX, x=0.0, tracegroupgap=0),
-        legend2=dict(title=dict(text="phase (marker colour)"), orientation="h",
+        legend2=dict(title=dict(text="phase (marker colour)", side="top"), orientation="h",
                      yanchor="top", y=-(axis + methods + LEGEND_GAP_PX) / DUAL_PLOT_PX,
                      x=0.0, itemclick=False, itemdoubleclick=False),
         margin=dict(t=top, b=bottom))

@@ -116,6 +116,31 @@ def only_run(at):
     return next(iter(runs.values()))
 
 
+def wait_for_relations(at, timeout: float = 600):
+    """Waits for the Implications page's relation-mining job of this session to end, then
+    runs the page again (it then shows the table); returns the job."""
+    jobs = at.session_state["impl_rel_jobs"]
+    job = next(iter(jobs.values()))
+    end = time.time() + timeout
+    while not job.done and time.time() < end:
+        time.sleep(0.5)
+    assert job.done and job.error is None, job.error
+    at.run()
+    return job
+
+
+def wait_page_job(at, key: str, timeout: float = 300):
+    """Waits for the page job ``key`` (:mod:`kmviz.ui.page_jobs`) of this session to end,
+    then runs the page again (it then draws the result); returns the job."""
+    job = at.session_state["page_jobs"][key]
+    end = time.time() + timeout
+    while not job.done and time.time() < end:
+        time.sleep(0.1)
+    assert job.done, f"page job {key} still {job.status} after {timeout} s"
+    at.run()
+    return job
+
+
 def metrics(at) -> dict:
     return {m.label: m.value for m in at.metric}
 

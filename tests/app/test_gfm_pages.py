@@ -10,7 +10,7 @@ from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
 from .apphelpers import (CONVERGENCE, goto, load_builtin, new_session, pick_family,
-                         plain_text, plotly_specs, submit_train, texts)
+                         plain_text, plotly_specs, submit_train, texts, wait_page_job)
 
 RECOVERY = "app_pages/gfm_recovery.py"
 INTERACTIONS = "app_pages/gfm_interactions.py"
@@ -80,11 +80,14 @@ def test_onepass_divergence_on_ratings_is_explained():
 def test_recovery_page_fits_a_preset_and_draws_the_phase_diagram():
     at = goto(new_session(), RECOVERY)
     assert not at.error
-    assert at.info and "press Fit" in at.info[0].value  # no run needed, nothing drawn yet
+    # no run needed: the page opens on the default problem, fitted on the first visit
+    wait_page_job(at, "gfm_recovery_result")
+    assert any("fitted rate" in t.get("name", "") for s in plotly_specs(at) for t in s["data"])
     at.selectbox(key="gfm_rec_preset").set_value("phase_retrieval")
     at.slider(key="gfm_rec_d").set_value(30)
     at.slider(key="gfm_rec_batches").set_value(8)
     at.button[0].click().run()
+    wait_page_job(at, "gfm_recovery_result")
     assert not at.exception and not at.error, [e.value for e in at.error]
     specs = plotly_specs(at)
     names = [t.get("name", "") for s in specs for t in s["data"]]
@@ -98,6 +101,7 @@ def test_recovery_page_fits_a_preset_and_draws_the_phase_diagram():
     at.multiselect(key="gfm_phase_ks").set_value([1, 2])
     at.slider(key="gfm_phase_seeds").set_value(1)
     [b for b in at.button if b.label == "Compute the phase diagram"][0].click().run()
+    wait_page_job(at, "gfm_recovery_phase")
     assert not at.exception and not at.error, [e.value for e in at.error]
     phase = [s for s in plotly_specs(at) if "batch size n / (k d)" in str(s["layout"])]
     assert phase, "no phase diagram"

@@ -15,7 +15,7 @@ from kmviz.runs import RunStore, save_run
 from kmviz.ui.state import StateKeys
 
 from .apphelpers import DATA, TRAIN, goto, new_session, plotly_specs, texts, train_button, \
-    wait_job
+    wait_job, wait_page_job
 
 COMPLETION = "app_pages/kmc_completion.py"
 NYSTROM = "app_pages/kmc_nystrom.py"
@@ -34,17 +34,25 @@ def _titles(at) -> list[str]:
     return out
 
 
-@pytest.fixture()
-def gapminder_run(monkeypatch):
-    """A KKMCEX run on Gapminder life expectancy saved in the test's run store (shared, so
-    that the app's sessions may open its data)."""
-    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")
+@pytest.fixture(scope="module")
+def _gapminder_fit():
+    """A KKMCEX fit on Gapminder life expectancy, made once for the module (7-9 s on a busy
+    box); the pages open it from each test's own run store, never this object."""
     data = load_gapminder()
     split = make_split(data, val_size=0.1, test_size=0.2, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         model = KernelMatrixCompletion(center=True, mu=0.01, max_iter=60).fit(
             split.train, validation=split.validation)
+    return data, split, model
+
+
+@pytest.fixture()
+def gapminder_run(monkeypatch, _gapminder_fit):
+    """That fit saved in the test's run store (shared, so that the app's sessions may open
+    its data)."""
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")
+    data, split, model = _gapminder_fit
     return save_run(model, split, dataset=data, label="gapminder kkmcex", store=RunStore())
 
 
@@ -121,10 +129,13 @@ def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     assert {"part", "entries", "nmse", "mean_predictor_nmse"} <= set(table.columns)
     test_all = table[(table["part"] == "test") & (table["entries"] == "all")]
     assert float(test_all["nmse"].iloc[0]) < float(test_all["mean_predictor_nmse"].iloc[0])
+    shown = " ".join(texts(at))          # no "0 rows and 0 columns have no training value"
+    assert "no cold start" in shown and "0 rows and 0 columns" not in shown
 
     # cold start on request: whole countries hidden, marked on the maps, scored apart
     at.number_input(key="kmc_hide_rows").set_value(6)
     at.button(key="kmc_cold_refit").click().run()
+    wait_page_job(at, "kmc_cold")  # a page job: queued with the fits, Stop-able
     _no_errors(at)
     assert any("6 rows hidden" in t for t in texts(at))
     table = at.dataframe[0].value
@@ -133,11 +144,14 @@ def test_completion_page_on_a_saved_gapminder_run(gapminder_run):
     assert int(cold["unpredictable"].iloc[0]) == 0  # the region graph reaches them
     truth = next(s for s in plotly_specs(at)
                  if s["layout"]["title"]["text"].startswith("Truth"))
-    assert len(truth["layout"]["shapes"]) >= 6  # the hidden rows are framed
+    framed = sum(int(round(s["y1"] - s["y0"])) for s in truth["layout"]["shapes"]
+                 if s["x0"] == -0.5 and s["x1"] > s["x0"] + 1)
+    assert framed >= 6  # the hidden rows are framed (one frame per run of them)
 
     # the fraction-observed curves on request
     at.multiselect(key="kmc_methods").set_value(["kkmcex", "rrmcex"])
     at.button(key="kmc_curve").click().run(timeout=300)
+    wait_page_job(at, "kmc_curves")
     _no_errors(at)
     curve = [s for s in plotly_specs(at) if any(
         "Held-out NMSE" in a.get("text", "") for a in s["layout"].get("annotations", []))]
@@ -175,10 +189,14 @@ def test_gapminder_with_whole_countries_held_out_shows_cold_start():
     assert table.loc["test", "nmse"] < table.loc["test", "mean_predictor_nmse"]
     truth = next(s for s in plotly_specs(at)
                  if s["layout"]["title"]["text"].startswith("Truth"))
-    n_cold = len(truth["layout"]["shapes"])  # a quarter of the 80 rows shown, at least
-    assert n_cold >= 20
-    ticks = truth["layout"]["yaxis"]["ticktext"]
-    assert sum(t.startswith("❄") for t in ticks) == n_cold
+    # one frame per run of cold-start rows; a quarter of the 80 rows shown, at least
+    cold = set()
+    for shape in truth["layout"]["shapes"]:
+        cold |= set(range(int(shape["y0"] + 0.5), int(shape["y1"] + 0.5)))
+    assert len(cold) >= 20
+    yaxis = truth["layout"]["yaxis"]
+    for pos, text in zip(yaxis["tickvals"], yaxis["ticktext"]):
+        assert text.startswith("❄") == (pos in cold)
 
 
 @pytest.mark.slow
@@ -218,3 +236,40 @@ def test_convergence_shows_a_kmc_runs_validation_nmse_against_the_mean(gapminder
     assert any("Validation NMSE" in p for p in panels), panels
     assert any(t.get("name") == MEAN_PREDICTOR for t in spec["data"]), \
         [t.get("name") for t in spec["data"]]
+
+
+@pytest.mark.slow
+def test_nystrom_opens_on_a_kernel_that_is_not_flat(monkeypatch):
+    """A run without side information has the identity plus the constant on both sides:
+    every score alike. The page opens on the mixture instead and says why; the run's
+    kernels stay in the list."""
+    from kmviz import families
+    from kmviz.data import load
+    from kmviz.kmc import nystrom_view as nv
+
+    monkeypatch.setenv("KMVIZ_SHARED_RUNS", "1")
+    fam = families.get("kmc")
+    data = load("planted-km", n_users=40, n_items=25)
+    split = make_split(data, val_size=0.1, test_size=0.2, seed=0)
+    params = {**fam.dataset_defaults(data, "planted-km").params, "max_iter": 20}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = fam.make(params).fit(split.train)
+    save_run(model, split, dataset=data, label="planted kmc", store=RunStore())
+    at = goto(new_session(), NYSTROM)
+    _no_errors(at)
+    source = at.selectbox(key="kmc_ny_source")
+    assert source.value == "mixture"
+    assert "the run's row kernel" in source.options  # (the options as the picker shows them)
+    note = " ".join(i.value for i in at.info).replace("\\", "")
+    assert "the run's row kernel gives all its rows one score" in note
+    assert "identity plus the all-ones" in note
+    # the scores shown are not flat
+    largest = float(next(m.value for m in at.metric if m.label == "largest score"))
+    median = float(next(m.value for m in at.metric if m.label == "median score"))
+    assert largest > (1 + nv.FLAT_SPREAD) * median
+    # a pick of the run's kernel is kept, and the note goes
+    source.set_value("row_kernel").run()
+    _no_errors(at)
+    assert at.selectbox(key="kmc_ny_source").value == "row_kernel"
+    assert not any("gives all its rows one score" in i.value for i in at.info)

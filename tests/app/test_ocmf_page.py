@@ -6,7 +6,8 @@ import pytest
 from kmviz.runs import RunStore
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import goto, new_session, pick_family, plotly_specs, submit_train
+from .apphelpers import (goto, new_session, pick_family, plotly_specs, submit_train,
+                         wait_page_job)
 
 OCMF_PAGE = "app_pages/ocmf.py"
 
@@ -37,6 +38,7 @@ def test_train_ocmf_from_the_train_page_and_explore_it():
     at.multiselect(key="ocmf_rhos").set_value([1.0])
     at.multiselect(key="ocmf_lambdas").set_value([4.0])
     at.button(key="ocmf_grid").click().run()
+    wait_page_job(at, "ocmf_grid_job")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any(c.proto.spec and "validation p@5" in c.proto.spec for c in at.get("plotly_chart"))
     # the grid stays when another user is picked, with ρ and λ as powers of 2

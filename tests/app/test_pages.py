@@ -19,7 +19,7 @@ from tests.app.apphelpers import (CONVERGENCE, DATA, KM_DUAL, KM_IMPLICATIONS, K
                                   KM_PAGES, KM_PHASES, RUNS, TIMEOUT, TRAIN, button,
                                   cli_train, goto, pick_family,
                                   load_planted, metrics, new_session, only_run, plain_text,
-                                  plotly_specs, submit_train, train, wait_job)
+                                  plotly_specs, submit_train, train, wait_for_relations, wait_job)
 
 
 @pytest.fixture()
@@ -128,7 +128,10 @@ def test_train_shows_result_and_saves_the_run(trained):
     assert listing.loc[run.run_id, "validation_nrmse"] == pytest.approx(
         run.metrics["validation_nrmse"])
     assert listing.loc[run.run_id, "bqp_solver"] == "enhanced"
-    assert any("Finished 3 iteration" in s.value for s in at.success)
+    # tol = 0: it ends at its iteration limit, said once and not in green
+    assert any("Finished 3 iteration" in s.value and "iteration limit" in s.value
+               for s in at.info)
+    assert not any("Finished" in s.value for s in at.success)
     assert [s.value for s in at.subheader if s.value.startswith("Result")] == [
         f"Result: {md_escape(run.label)}"]
     # links to Convergence and to each KM Explore page
@@ -277,11 +280,13 @@ def test_implications_page(trained):
     assert m["groups of equivalent items"] == f"{counts['groups']:,}"
     assert m["hubs"] == f"{counts['hubs']:,}"
     table = _impl_table(at)
-    assert {"support", "co_support", "confidence", "confidence_lo", "base_rate", "lift",
-            "p_value", "heldout_confidence", "heldout_lift", "implied_by", "hub"} <= set(
-        table.columns)
+    assert {"support", "co_support", "n_known", "confidence", "confidence_lower",
+            "classic_confidence", "base_rate", "lift", "p_value", "heldout_confidence",
+            "heldout_lift", "implied_by", "hub"} <= set(table.columns)
+    assert list(table["co_support"]) == list(frame["co_support"][:len(table)])
     assert list(table["antecedent"]) == list(frame["antecedent"][:len(table)])
     assert any("Lift" in c.value and "base rate" in c.value for c in at.caption)
+    assert any("classic_confidence" in c.value and "all" in c.value for c in at.caption)
     assert any("Liked means rated 0\\.75 or more" in c.value for c in at.caption)
     table_vi = [d.value for d in at.dataframe if "n_rated" in d.value.columns][0]
     assert {"item", "user", "n_rated", "n_liked", "accuracy"} <= set(table_vi.columns)
@@ -289,7 +294,8 @@ def test_implications_page(trained):
     truth = [d.value for d in at.dataframe if "recall" in d.value.columns][0]
     assert truth["method"].str.contains("Kolmogorov").any()
     assert truth["method"].str.contains("association rules").any()
-    assert len(at.get("download_button")) == 1
+    assert len([b for b in at.get("download_button")  # CSV and Parquet of the model's
+                if "-impl_" in b.proto.id]) == 2  # table (the relations' have rel_ keys)
     assert any(s["data"] and any(t.get("name") == "item groups (same support)"
                                  for t in s["data"]) for s in plotly_specs(at))
 
@@ -444,6 +450,7 @@ def test_saved_run_reopens_on_every_explore_page_in_a_new_session(trained, monke
     first = only_run(trained)
     lanczos = metrics(goto(trained, KM_LANCZOS))
     impl = goto(trained, KM_IMPLICATIONS)
+    wait_for_relations(impl)  # its table is saved with the run, and reopens with it
     words = [md.value for md in impl.markdown if "likes" in md.value]
     influence = metrics(impl)
     dual = goto(trained, KM_DUAL).dataframe[0].value
@@ -574,11 +581,14 @@ def test_rerun_of_non_catalogue_data_uses_the_split_saved_with_the_run(tmp_path,
 @pytest.mark.slow
 def test_implications_minimum_ratings_filter(trained):
     at = goto(trained, KM_IMPLICATIONS)
-    assert at.number_input(key="impl_min_ratings").value == 1  # small data: show every item
+    from kmviz.ui.families.km_implications import min_ratings_key
+
+    key = min_ratings_key(only_run(at))      # one widget per run
+    assert at.number_input(key=key).value == 1  # small data: show every item
     train_part = only_run(at).split.train
     counts = train_part.item_counts()
     cut = int(np.median(counts)) + 1
-    at.number_input(key="impl_min_ratings").set_value(cut).run()
+    at.number_input(key=key).set_value(cut).run()
     assert not at.exception and not at.error
     hidden = int((counts < cut).sum())
     assert f"{hidden:,} hidden with fewer than {cut} training ratings" in " ".join(
@@ -590,7 +600,7 @@ def test_implications_minimum_ratings_filter(trained):
     assert offered == shown
     table = _impl_table(at)
     assert set(table["antecedent"]) <= shown and set(table["consequent"]) <= shown
-    at.number_input(key="impl_min_ratings").set_value(10_000).run()
+    at.number_input(key=key).set_value(10_000).run()
     assert not at.exception and "lower the minimum" in at.info[0].value
 
 

@@ -392,10 +392,12 @@ def test_compile_message_names_the_family_what_comes_before_and_after():
     assert compile_message(dict(base, state=READY)) == "The Numba kernels of gFM are compiled."
 
 
-def test_while_a_fit_waits_the_last_result_is_headed_as_the_previous_one(
+def test_while_a_fit_waits_the_page_shows_only_its_own_familys_result(
         fake_server_warm_up):
-    """A finished gFM run, then an OCMF fit waiting for its kernels: the gFM result under
-    the OCMF form says it is the previous one, until the new fit ends."""
+    """A finished gFM run, then an OCMF fit waiting for its kernels: the OCMF form shows
+    neither the gFM result nor its "Done" (issue 33: status and results belong to the
+    family they describe), and its own result once the fit ends; back on gFM, the gFM
+    result is there again."""
     warm, fake = fake_server_warm_up
     at = load_builtin(new_session(), "planted-lowrank", n_users=40, n_items=30)
     at = pick_family(at, "gfm")
@@ -412,12 +414,17 @@ def test_while_a_fit_waits_the_last_result_is_headed_as_the_previous_one(
     job = at.session_state[StateKeys.JOB]
     assert job.family == "ocmf" and not job.done
     heads = [s.value for s in at.subheader]
-    assert not [h for h in heads if h.startswith("Result:")], heads
-    assert [h for h in heads if h.startswith("Previous result:") and "gFM" in h], heads
+    assert not [h for h in heads if "gFM" in h], heads
+    assert not [s.value for s in at.success if "Finished" in s.value]
     fake.let("mod.ocmf")
     wait_job(at)
     heads = [s.value for s in at.subheader]
     assert [h for h in heads if h.startswith("Result:") and "OCMF" in h], heads
+    assert not [h for h in heads if "gFM" in h], heads
+    at.selectbox(key="train_family").set_value("gfm").run()
+    heads = [s.value for s in at.subheader]
+    assert [h for h in heads if h.startswith("Result:") and "gFM" in h], heads
+    assert not [h for h in heads if "OCMF" in h], heads
 
 
 def test_warm_up_compiles_run_in_process_while_a_cluster_backend_is_active():

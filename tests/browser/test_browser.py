@@ -1,5 +1,6 @@
 """Real browser: `streamlit run app.py` driven by Debian's Chromium through Playwright."""
 
+import re
 import time
 from pathlib import Path
 
@@ -117,12 +118,12 @@ def test_fresh_server_train_then_implications_without_data_step(server):
         nav(page, "Implications")
         expect(page.get_by_text("Implication graph", exact=True)).to_be_visible()
         expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
-        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 2",
-                               timeout=120_000)
-        graph = page.locator(".js-plotly-plot").nth(1)
-        n_nodes = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
-                                 "'item groups (same support)')")
-        assert n_nodes >= 0, "the implication graph has no node trace"
+        # the page draws scatters of the relation tables first; the graph is the chart
+        # with the node trace
+        has_graph = ("() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => "
+                     "(gd.data || []).some(t => t.name === 'item groups (same support)'))")
+        page.wait_for_function(has_graph, timeout=300_000)
+        assert page.evaluate(has_graph), "the implication graph has no node trace"
         expect(page.get_by_text("Showing").first).to_be_visible()
         settle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
@@ -158,7 +159,10 @@ def test_data_train_implications_runs(server):
         assert page.locator(".js-plotly-plot").count() >= 2
         expect(page.get_by_text("Everyone who likes").first).to_be_visible()
         expect(page.get_by_text("Showing all 20 items.")).to_be_visible()
-        expect(page.get_by_role("button", name="Download the implications (CSV)")
+        # the relation miner runs on its own first: once its table is in, the page below it
+        # (the graph) stops moving down; a click before that lands where the node was
+        expect(page.get_by_text("Saved with the run").first).to_be_visible()
+        expect(page.get_by_role("button", name=re.compile(r"^CSV \([\d,]+ rows\)")).first
                ).to_be_visible()
         settle(page)
         page.screenshot(path=str(ARTIFACTS / "04-implications.png"), full_page=True)
@@ -166,7 +170,12 @@ def test_data_train_implications_runs(server):
         # Clicking a node of the graph selects its item in the picker
         picker = page.get_by_label("item", exact=True).first
         before = picker.input_value() if picker.count() else ""
-        graph = page.locator(".js-plotly-plot").nth(1)
+        # the graph is the chart with the node trace (the relation tables' scatters come first)
+        at = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].findIndex("
+                           "gd => (gd.data || []).some(t => t.name === "
+                           "'item groups (same support)'))")
+        assert at >= 0, "the implication graph has no node trace"
+        graph = page.locator(".js-plotly-plot").nth(at)
         k = graph.evaluate("gd => gd.data.findIndex(t => t.name === "
                            "'item groups (same support)')")
         points = graph.locator("g.scatterlayer g.trace").nth(k).locator("path.point")
@@ -178,6 +187,7 @@ def test_data_train_implications_runs(server):
                 target = j
                 break
         assert target is not None, "every node is the selected one"
+        graph.scroll_into_view_if_needed()
         box = points.nth(target).bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         # the click reruns the page, which sets the picker: wait for that, not a fixed 1.5 s
@@ -205,7 +215,7 @@ def test_data_train_implications_runs(server):
         # Runs: the saved run and its comparison chart
         nav(page, "Runs")
         expect(page.get_by_text("Runs to compare")).to_be_visible()
-        expect(page.get_by_text("Save name and note")).to_be_visible()
+        expect(page.get_by_text("Save name and note").first).to_be_visible()
         expect(page.locator(".js-plotly-plot").first).to_be_visible()
         expect(page.get_by_role("button", name="Re-run this configuration")).to_be_visible()
         settle(page)
@@ -414,7 +424,7 @@ def test_train_pressed_while_switching_family_starts_a_fit(server):
         page.get_by_role("option", name="Generalized factorization machine (gFM)").click()
         page.get_by_role("button", name="Train", exact=True).click()  # no settling
         expect(page.locator('[data-testid="stProgress"]').or_(page.get_by_text("Result:"))
-               .first).to_be_visible(timeout=60_000)
+               .first).to_be_visible(timeout=180_000)
         expect(page.get_by_role("heading", name=re.compile("^Result: (KM|gFM) "))
                ).to_be_visible(timeout=COLD_COMPILE_MS)
         settle(page)

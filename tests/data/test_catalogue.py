@@ -103,7 +103,7 @@ def test_every_suggestion_names_a_family_valid_settings_and_loader_options():
 
     seen = 0
     for entry in data.list_datasets():
-        for family, suggestion in entry.suggested.items():
+        for family, suggestion in families.dataset_suggestions(entry.name).items():
             estimator = families.get(family).make(suggestion.params)
             validate_params(estimator)  # raises on an out-of-range or unknown setting
             assert set(suggestion.options) <= set(entry.parameters), entry.name
@@ -123,7 +123,7 @@ def test_suggested_settings_hold_only_for_the_options_they_were_measured_with():
 
 def test_gapminder_kmc_suggestion_beats_the_defaults_on_validation():
     """What the suggestion says, on the validation part it was chosen on (the test part is
-    left to bench/kmc_gapminder.py): far below the defaults' error and each country's mean."""
+    left to bench/kmc/kmc_gapminder.py): far below the defaults' error and each country's mean."""
     import warnings
 
     from kmviz import families
@@ -149,7 +149,7 @@ def test_gapminder_kmc_suggestion_beats_the_defaults_on_validation():
 @pytest.mark.slow
 def test_movielens_small_ocmf_suggestion_beats_the_defaults_and_popularity_on_validation():
     """The one-class MF suggestion on the validation part it was chosen on (the test part is
-    left to bench/ocmf_suggested.py): above the defaults with the same positive threshold,
+    left to bench/ocmf/ocmf_suggested.py): above the defaults with the same positive threshold,
     and far above ranking by popularity."""
     from kmviz import families, metrics
     from kmviz.ocmf import popularity_scores

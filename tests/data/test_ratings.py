@@ -247,3 +247,13 @@ def test_from_arrays_sorted_input_takes_no_copy_of_the_callers_arrays():
     np.testing.assert_array_equal(r.values, shuffled.values)
     np.testing.assert_array_equal(r.users, shuffled.users)
     assert r.fingerprint() == shuffled.fingerprint()
+
+
+def test_text_ids_label_themselves_and_numbers_get_the_kind():
+    from kmviz.data import Ratings
+
+    r = Ratings(users=np.array([0, 1]), items=np.array([0, 1]), values=np.array([4.0, 5.0]), n_users=2, n_items=2, r_min=1.0, r_max=5.0,
+                item_ids=np.array(["Espresso", "42"], dtype=object),
+                user_ids=np.array(["ann", "7"], dtype=object))
+    assert r.item_label(0) == "Espresso" and r.item_label(1) == "item 42"
+    assert r.user_label(0) == "ann" and r.user_label(1) == "user 7"

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from kmviz.exceptions import InvalidParameterError
-from kmviz.km import kernels as K
+from kmviz.km import _kernels as K
 from kmviz.km import _reference as R
-from kmviz.km import baselines, bqp
+from kmviz.km import baselines
+from kmviz.km import solvers as bqp
 
 from tests.km.instances import km_instance
 
@@ -100,7 +101,7 @@ def test_sdr_reuses_its_problem_across_items_and_sizes():
     # the SDP is built once per size with A as a parameter: each item must get its own
     # optimum (checked against a fresh cvxpy problem), also when sizes alternate
     cp = pytest.importorskip("cvxpy")
-    from kmviz.km import kernels as K
+    from kmviz.km import _kernels as K
 
     for D, seed in [(6, 1), (4, 2), (6, 3), (6, 4)]:
         S, v = km_instance(D, seed)

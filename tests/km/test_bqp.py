@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from kmviz.exceptions import InvalidParameterError
-from kmviz.km import kernels as K
-from kmviz.km.kernels import newton_hessian as KH
+from kmviz.km import _kernels as K
+from kmviz.km._kernels import newton_hessian as KH
 from kmviz.km import _reference as R
-from kmviz.km import bqp
+from kmviz.km import solvers as bqp
 
 from tests.km.instances import km_instance
 
@@ -129,7 +129,7 @@ def test_warm_start_from_the_optimum_stops_fast():
 def test_warm_start_above_small_n_reaches_the_cold_optimum(shift):
     # n > SMALL_N: a warm start takes the Weyl test's lambda_max(-A) from a Gershgorin bound
     # instead of an EVD; the shifted starts go from near u* to C(u0) negative definite
-    from kmviz.km._eigen import SMALL_N
+    from kmviz.km._kernels.eigen import SMALL_N
 
     D = SMALL_N + 6
     S, v = km_instance(D, 21)
@@ -359,7 +359,7 @@ def test_dual_options_fix_each_fields_type():
     a = K.dual_options(100, 1e-6, np.int32(50), K.FAST, K.EVD_EXACT, initial_step=1, a=2)
     b = K.dual_options(100.0, 1e-6, 50, K.FAST, K.EVD_EXACT, initial_step=True, a=2.0)
     assert a == b
-    types = [float, float, int, int, int, int, float, bool, float, float, int, bool]
+    types = [float, float, int, int, int, int, float, bool, float, float, int, bool, bool]
     assert [type(x) for x in a] == [type(x) for x in b] == types
     assert numba.typeof(a) == numba.typeof(b)
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from kmviz.km import _eigen as E
-from kmviz.km import kernels as K
-from kmviz.km.kernels import newton_hessian as KH
-from kmviz.km import bqp
+from kmviz.km._kernels import eigen as E
+from kmviz.km import _kernels as K
+from kmviz.km._kernels import newton_hessian as KH
+from kmviz.km import solvers as bqp
 
 from tests.km.instances import km_instance, random_symmetric
 

@@ -10,8 +10,8 @@ from kmviz.data import Ratings
 from kmviz.data.synthetic import make_planted_km
 from kmviz.exceptions import EmptyDataError, InvalidParameterError, NotFittedError
 from kmviz.km import KolmogorovModel
-from kmviz.km._simplex import FW_VARIANTS, fw_users
-from kmviz.km.bqp import solve_bqp_batch
+from kmviz.km._kernels.simplex import FW_VARIANTS, fw_users
+from kmviz.km.solvers import solve_bqp_batch
 from kmviz.km.interpret import implied_by_liking, implies, support_matrix
 
 pytestmark = pytest.mark.filterwarnings("ignore::kmviz.exceptions.ConvergenceWarning")
@@ -355,7 +355,7 @@ def test_item_problem_matches_the_fits_build(mu_psi):
     # The fit builds every item's (S_i, v_i) with build_item_stats over the CSC arrays of the
     # training probabilities; item_problem must give exactly that item's slice (mu shift
     # included) at the fitted theta, on a 1-5 star scale so the mapping matters.
-    from kmviz.km._simplex import build_item_stats
+    from kmviz.km._kernels.simplex import build_item_stats
     from kmviz.km.estimator import _compressed, to_probability
 
     ratings, _ = make_planted_km(30, 12, 4, observed=0.5, scale="stars", random_state=3)

@@ -6,8 +6,8 @@ from numba import njit
 from numba.core.dispatcher import Dispatcher
 
 from kmviz._jit import JIT
-from kmviz.km import kernels as K
-from kmviz.km.kernels import newton
+from kmviz.km import _kernels as K
+from kmviz.km._kernels import newton
 
 
 def _ssn_eval_args(evd):

@@ -1,5 +1,5 @@
 """Import structure of ``kmviz.km`` (its subpackage ``kernels`` included): the test twins stay
-out of production, and ``bqp`` and ``baselines`` do not import each other.
+out of production, and ``solvers`` (the BQP solvers) and ``baselines`` do not import each other.
 
 The modules are parsed with ``ast`` (not imported), so imports inside functions count too.
 """
@@ -68,11 +68,11 @@ def _km_imports(name):
 
 
 def test_parser_sees_the_package():
-    assert {f"{PKG}.lanczos", f"{PKG}.bqp", f"{PKG}.baselines", REFERENCE} <= set(MODULES)
-    assert f"{PKG}.kernels" in _km_imports(f"{PKG}.lanczos")
-    assert f"{PKG}.kernels.newton" in MODULES
+    assert {f"{PKG}.lanczos", f"{PKG}.solvers", f"{PKG}.baselines", REFERENCE} <= set(MODULES)
+    assert f"{PKG}._kernels" in _km_imports(f"{PKG}.lanczos")
+    assert f"{PKG}._kernels.newton" in MODULES
     # relative imports inside the subpackage resolve against it
-    assert {f"{PKG}.kernels.dual", f"{PKG}._eigen"} <= _km_imports(f"{PKG}.kernels.newton")
+    assert {f"{PKG}._kernels.dual", f"{PKG}._kernels.eigen"} <= _km_imports(f"{PKG}._kernels.newton")
 
 
 def test_resolver_handles_every_import_form(tmp_path):
@@ -86,8 +86,8 @@ def test_resolver_handles_every_import_form(tmp_path):
         "    from .. import exceptions\n")
     got = _imported_modules(src)
     assert REFERENCE in got and "kmviz.exceptions" in got
-    src.write_text("def f():\n    from .bqp import BQPResult\n")
-    assert f"{PKG}.bqp" in _imported_modules(src)  # function-level imports count
+    src.write_text("def f():\n    from .solvers import BQPResult\n")
+    assert f"{PKG}.solvers" in _imported_modules(src)  # function-level imports count
 
 
 @pytest.mark.parametrize("name", sorted(set(MODULES) - {REFERENCE}))
@@ -105,7 +105,7 @@ def test_reference_is_independent_of_the_code_it_checks():
 
 
 def test_bqp_and_baselines_do_not_import_each_other():
-    bqp, base = f"{PKG}.bqp", f"{PKG}.baselines"
+    bqp, base = f"{PKG}.solvers", f"{PKG}.baselines"
     both = bqp in _km_imports(base) and base in _km_imports(bqp)
     assert not both, "bqp and baselines import each other"
     # the direction chosen: bqp dispatches to the baselines, which only see lower modules

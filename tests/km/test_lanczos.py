@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from kmviz.km import kernels as K
+from kmviz.km import _kernels as K
 from kmviz.km import _reference as R
-from kmviz.km import bqp
+from kmviz.km import solvers as bqp
 from kmviz.km.lanczos import lanczos, lanczos_diagnostics
 
 from tests.km.instances import km_instance, random_symmetric

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from kmviz.km import _simplex
-from kmviz.km._simplex import (
+from kmviz.km._kernels import simplex as _simplex
+from kmviz.km._kernels.simplex import (
     FW_VARIANTS,
     _build_item_stats_reference,
     _fw_reference,

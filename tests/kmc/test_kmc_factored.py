@@ -12,7 +12,7 @@ import pytest
 
 from kmviz.data import Ratings
 from kmviz.exceptions import ConvergenceWarning
-from kmviz.kmc import KernelMatrixCompletion, kernels as kn, krr
+from kmviz.kmc import KernelMatrixCompletion, krr, rkhs as kn
 
 
 def _sides(N, L, seed=0):

@@ -9,7 +9,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from kmviz.exceptions import DataValueError, InvalidParameterError
-from kmviz.kmc import kernels as kn
+from kmviz.kmc import rkhs as kn
 
 
 def _path_graph(n):

@@ -11,7 +11,7 @@ import pytest
 
 from kmviz.data import Ratings
 from kmviz.exceptions import ConvergenceWarning, DataValueError, InvalidParameterError
-from kmviz.kmc import KernelMatrixCompletion, kernels as kn, krr, make_kernel_mc, nmse
+from kmviz.kmc import KernelMatrixCompletion, krr, make_kernel_mc, nmse, rkhs as kn
 from kmviz.kmc.synthetic import observe
 
 

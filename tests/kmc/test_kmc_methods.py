@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kmviz.exceptions import ConvergenceWarning, DataValueError
-from kmviz.kmc import KernelMatrixCompletion, factorization as fz, kernels as kn, nmse
+from kmviz.kmc import KernelMatrixCompletion, factorization as fz, nmse, rkhs as kn
 from kmviz.kmc.synthetic import make_graph_lowrank, make_kernel_mc
 
 
@@ -195,7 +195,7 @@ def test_laplacian_regularized_pg_uses_the_inverse_lipschitz_step():
 def test_warmup_compiles_every_kernel(kernel_calls):
     from numba.core.registry import CPUDispatcher
 
-    from kmviz.kmc import _numba, warmup
+    from kmviz.kmc import _kernels as _numba, warmup
 
     warmup.compile_kernels()
     kernels = {name: k for name, k in vars(_numba).items()

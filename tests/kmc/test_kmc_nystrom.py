@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kmviz.exceptions import DataValueError, InvalidParameterError, NotFittedError
-from kmviz.kmc import kernels as kn, nystrom as ny
+from kmviz.kmc import rkhs as kn, nystrom as ny
 from kmviz.kmc.synthetic import gaussian_mixture
 
 

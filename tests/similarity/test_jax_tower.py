@@ -1,4 +1,5 @@
-"""The optional JAX adapter (skipped when JAX is not installed)."""
+"""The optional JAX adapter (JAX is in the test extra, so this runs in CI; it is skipped
+only where JAX is not installed)."""
 
 import numpy as np
 import pytest

@@ -73,6 +73,7 @@ def test_line_search_solvers_are_monotone(name):
     assert all(b <= a + 1e-12 for a, b in zip(objs, objs[1:]))
 
 
+@pytest.mark.slow  # 20,000 draws; test_unbiased_exact.py checks it exactly
 def test_sampling_gradient_is_unbiased():
     prob, theta = tiny_problem("logistic", "identity", m=6, n=5, weights=True, prior=True)
     full = prob.gradient(prob.evaluate(theta))
@@ -82,6 +83,7 @@ def test_sampling_gradient_is_unbiased():
     assert np.linalg.norm(est - full) / np.linalg.norm(full) < 0.03
 
 
+@pytest.mark.slow  # 20,000 draws; test_unbiased_exact.py checks it exactly
 def test_sogram_estimate_without_averaging_is_unbiased():
     prob, theta = tiny_problem("logistic", "mlp_tanh", m=6, n=5, weights=True, prior=True,
                                cover=True)

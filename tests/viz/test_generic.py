@@ -47,7 +47,7 @@ def test_theme_holds_no_km_names_and_telemetry_has_them():
 
 
 def test_telemetry_phases_match_the_solver():
-    from kmviz.km import bqp
+    from kmviz.km import solvers as bqp
 
     assert tuple(bqp.PHASES) == telemetry.PHASES
 
@@ -230,3 +230,22 @@ def test_dual_gap_default_phase_colours_and_no_phase_column():
                             title="t")
     assert [tr.mode for tr in plain.data] == ["lines"]
     assert "gap" in plain.data[0].hovertemplate
+
+
+def test_dual_gap_on_the_evd_axis_parts_the_same_iterates():
+    """Alg. 1 computes an EVD every iteration, Alg. 2 fewer: on the EVD axis the same
+    iterates end at different x, and the axis says what it counts."""
+    traj = _coinciding()
+    a, b = traj.values()
+    a["n_evd"] = np.arange(1, 101)
+    b["n_evd"] = np.minimum(np.arange(1, 101), 40)
+    fig = dual_gap_figure(traj, title="Fig. 1", x="n_evd")
+    ends = [max(tr.x) for tr in fig.data if tr.mode == "lines"]
+    assert ends == [100, 40]
+    assert fig.layout.xaxis.title.text == "EVDs computed so far"
+    assert all("EVDs so far" in tr.hovertemplate for tr in fig.data if tr.mode == "lines")
+    # without EVD counts the iterations are the axis
+    plain = dual_gap_figure(_coinciding(), title="Fig. 1", x="n_evd")
+    assert plain.layout.xaxis.title.text == "dual GD iteration i"
+    with pytest.raises(ValueError, match="x must be"):
+        dual_gap_figure(_coinciding(), title="Fig. 1", x="time")

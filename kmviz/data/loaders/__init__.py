@@ -21,20 +21,29 @@ The package has one module per step; its public names are all re-exported here:
 
 - :mod:`.checks`: the size limit, encodings, the checked pass over a file;
 - :mod:`.tables`: chunked parsing of delimited text into id and value columns;
-- :mod:`.movielens`, :mod:`.delimited`, :mod:`.matrix_market`: the readers of each format;
-- :mod:`.archives`: gzip files and zip archives of any of these;
-- :mod:`.dispatch`: :func:`detect_format` and :func:`load_path`, which picks the reader.
+- :mod:`.movielens`, :mod:`.delimited`, :mod:`.matrix_market`, :mod:`.basket` (a line of
+  items per user), :mod:`.wide` (a users x items table): the readers of each format;
+- :mod:`.layout`: which of triplets, baskets and tables a delimited text file holds;
+- :mod:`.archives`: unpacking gzip files and zip archives safely (no reader imported);
+- :mod:`.bounds`: the memory a parse needs and what an archive may expand to;
+- :mod:`.dispatch`: :func:`detect_format` and :func:`load_path`, which picks the reader,
+  and :func:`load_gzip` / :func:`load_zip`, which load what an archive holds.
+
+The modules import one another in one direction only (checks, tables, layout and bounds
+at the bottom; the readers and archives above them; dispatch on top).
 """
 
-from .archives import load_gzip, load_zip
+from .basket import load_basket
 from .checks import DEFAULT_MAX_MB, MAX_MB_ENV, check_file, max_upload_bytes, read_text
 from .delimited import ITEM_NAMES, USER_NAMES, VALUE_NAMES, load_delimited
-from .dispatch import detect_format, load_path
+from .dispatch import FORMATS, detect_format, load_gzip, load_path, load_zip
 from .matrix_market import load_matrix_market
 from .movielens import ML100K_GENRES, load_movielens_100k, load_movielens_csv, load_movielens_dat
+from .wide import load_table
 
 __all__ = [
     "DEFAULT_MAX_MB",
+    "FORMATS",
     "ITEM_NAMES",
     "MAX_MB_ENV",
     "ML100K_GENRES",
@@ -42,6 +51,7 @@ __all__ = [
     "VALUE_NAMES",
     "check_file",
     "detect_format",
+    "load_basket",
     "load_delimited",
     "load_gzip",
     "load_matrix_market",
@@ -49,6 +59,7 @@ __all__ = [
     "load_movielens_csv",
     "load_movielens_dat",
     "load_path",
+    "load_table",
     "load_zip",
     "max_upload_bytes",
     "read_text",

@@ -1,7 +1,9 @@
-"""gzip files and zip archives of any supported format: sizes declared inside an archive
-are checked against the expansion limit before anything is extracted, the bytes written are
-counted while streaming (over nested archives together), and errors name the archive and
-the member."""
+"""Unpacking gzip files and zip archives safely (:func:`gunzipped`, :func:`unzipped`):
+sizes declared inside an archive are checked against the expansion limit before anything
+is extracted, the bytes written are counted while streaming (over nested archives
+together), and errors name the archive and the member. Loading what they hold is the
+dispatcher's (:func:`kmviz.data.loaders.load_zip`, :func:`~kmviz.data.loaders.load_gzip`):
+this module imports no reader."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from ...exceptions import DataError, FileFormatError, FileTooLargeError
 from ..ratings import Ratings
+from .bounds import ExpansionGuard
 from .checks import (
     MAX_EXPANDED_ENV,
     MAX_MB_ENV,
@@ -43,8 +46,10 @@ _BUDGET = contextvars.ContextVar("kmviz_archive_budget", default=None)
 class _Budget:
     """Bytes an archive and the archives inside it may still expand to."""
 
-    def __init__(self, limit: int, path: Path):
+    def __init__(self, limit: int, path: Path, max_ratio=None):
         self.limit, self.used, self.path = limit, 0, path
+        # the ratio to the outermost archive and the memory of the parse, as bytes come
+        self.guard = ExpansionGuard(path.stat().st_size, max_ratio)
 
     def refusal(self, problem: str, path: Path) -> FileTooLargeError:
         return FileTooLargeError(
@@ -56,20 +61,27 @@ class _Budget:
     def add(self, n: int, path: Path, verb: str) -> None:
         """Count ``n`` more bytes written while unpacking ``path``."""
         self.used += n
+        nested = "" if path == self.path else f" (inside {self.path.name})"
         if self.used > self.limit:
-            nested = "" if path == self.path else f" (inside {self.path.name})"
             raise self.refusal(f"{verb} more than {_format_size(self.limit)}{nested}, the "
                                "limit on what an archive expands to", path)
+        problem = self.guard.problem(self.used)
+        if problem is not None:
+            raise FileTooLargeError(
+                f"the archive{nested} {problem}", path=path,
+                expected="an archive of a data file of a size this machine can load",
+                fix="load a smaller sample; if the data is this repetitive (a very sparse "
+                    "0/1 table), pass max_expansion_ratio= or give it as a basket file")
 
 
 @contextlib.contextmanager
-def _budget(path: Path, max_bytes, max_expanded):
+def _budget(path: Path, max_bytes, max_expanded, max_ratio=None):
     """The shared expansion budget: made by the outermost archive, reused inside it."""
     current = _BUDGET.get()
     if current is not None:
         yield current
         return
-    budget = _Budget(max_expanded_bytes(max_bytes, max_expanded), path)
+    budget = _Budget(max_expanded_bytes(max_bytes, max_expanded), path, max_ratio)
     token = _BUDGET.set(budget)
     try:
         yield budget
@@ -105,47 +117,60 @@ def _relocate(e: DataError, tmp: str, shown: str, single: Path | None = None) ->
     return type(e)(e.problem, path=inner, line=e.line, expected=e.expected, fix=e.fix)
 
 
-def load_gzip(path, *, max_bytes=None, max_expanded_bytes=None, **options) -> Ratings:
-    """Decompress a gzip file (``ratings.csv.gz``, ``x.mtx.gz`` ...) and load what it holds.
+class Unpacked:
+    """What an archive was unpacked to: ``target`` (the data file or MovieLens folder to
+    load), ``limit`` (the size limit of that file: the archive's expansion budget) and
+    ``tmp`` (the temporary folder, removed when the block ends)."""
 
-    The uncompressed bytes are capped by ``max_expanded_bytes`` (counted while
-    decompressing, so a forged or misleading header does not help); they go to a temporary
-    file, removed afterwards, whose format is detected from the name without ``.gz``.
+    def __init__(self, target: Path, limit: int, tmp: str, single: bool):
+        self.target, self.limit, self.tmp, self.single = target, limit, tmp, single
 
-    Parameters
-    ----------
-    path : str or Path
-    max_bytes : int, optional
-        Limit for the compressed file (and for the text loaded from it).
-    max_expanded_bytes : int, optional
-        Limit for its uncompressed size, nested archives included; default
-        :data:`~kmviz.data.loaders.checks.EXPANSION_FACTOR` times the file size limit
-        (``$KMVIZ_MAX_EXPANDED_MB`` if set).
-    **options
-        Passed to the loader chosen for the contents (see :func:`load_path`).
+    def finish(self, ratings: Ratings, path: Path) -> Ratings:
+        """``ratings`` loaded from :attr:`target`, named after the archive ``path``, not
+        the temporary folder."""
+        if self.single and ratings.name == self.target.name:
+            ratings.name = path.name
+        else:
+            ratings.name = str(ratings.name).replace(Path(self.tmp).name, path.stem)
+        ratings.source = str(path)
+        return ratings
 
-    Returns
-    -------
-    Ratings
-    """
-    from .dispatch import load_path  # the dispatcher reads archives: imported on use
 
+@contextlib.contextmanager
+def gunzipped(path, *, max_bytes=None, max_expanded_bytes=None, max_expansion_ratio=None):
+    """Decompress a gzip file into a temporary folder and yield an :class:`Unpacked`; a
+    :class:`~kmviz.exceptions.DataError` raised in the block that names the temporary file
+    is raised again naming the archive. The limits are those of
+    :func:`kmviz.data.loaders.load_gzip`."""
     path = check_file(path, max_bytes=max_bytes)
     inner = path.name[:-3] if path.name.lower().endswith(".gz") else path.name + ".txt"
-    with _nested(path), _budget(path, max_bytes, max_expanded_bytes) as budget, \
+    with _nested(path), _budget(path, max_bytes, max_expanded_bytes,
+                                max_expansion_ratio) as budget, \
             tempfile.TemporaryDirectory(prefix="kmviz-gz-") as tmp:
         target = Path(tmp) / (inner or "data")
         _gunzip(path, target, budget)
         try:
-            ratings = load_path(target, max_bytes=budget.limit, **options)
+            yield Unpacked(target, budget.limit, tmp, single=True)
         except DataError as e:
             raise _relocate(e, tmp, str(path), single=target) from None
-    if ratings.name == target.name:
-        ratings.name = path.name
-    else:
-        ratings.name = str(ratings.name).replace(Path(tmp).name, path.stem)
-    ratings.source = str(path)
-    return ratings
+
+
+@contextlib.contextmanager
+def unzipped(path, *, max_bytes=None, max_expanded_bytes=None, max_expansion_ratio=None):
+    """Extract a zip archive safely into a temporary folder and yield an :class:`Unpacked`
+    whose target is its MovieLens folder or single data file; errors as in
+    :func:`gunzipped`. The checks and limits are those of
+    :func:`kmviz.data.loaders.load_zip`."""
+    path = check_file(path, max_bytes=max_bytes)
+    with _nested(path), _budget(path, max_bytes, max_expanded_bytes,
+                                max_expansion_ratio) as budget, \
+            tempfile.TemporaryDirectory(prefix="kmviz-zip-") as tmp:
+        _extract(path, Path(tmp), budget)
+        target = _pick_zip_target(Path(tmp), path)
+        try:
+            yield Unpacked(target, budget.limit, tmp, single=False)
+        except DataError as e:
+            raise _relocate(e, tmp, str(path)) from None
 
 
 def _gunzip(path: Path, target: Path, budget: _Budget) -> None:
@@ -161,49 +186,6 @@ def _gunzip(path: Path, target: Path, budget: _Budget) -> None:
                               expected="a complete .gz file",
                               fix="compress the file again (gzip FILE), or upload it "
                                   "uncompressed") from None
-
-
-def load_zip(path, *, max_bytes=None, max_expanded_bytes=None, **options) -> Ratings:
-    """Extract a zip (MovieLens directory or one data file) safely, then load what it holds.
-
-    Before anything is extracted, the archive is refused if a member has an absolute path,
-    ``..`` components or is a symbolic link, is encrypted, has a name longer than 255 bytes,
-    is both a file and a folder (``d`` beside ``d/r.csv``) or appears twice, or if the
-    declared sizes exceed the limit; extraction then counts the bytes actually written, so
-    forged size fields do not help, and a damaged member (bad CRC, truncated data) is
-    reported by name. The temporary directory is removed afterwards.
-
-    Parameters
-    ----------
-    path : str or Path
-    max_bytes : int, optional
-        Limit for the archive (and for each file loaded from it).
-    max_expanded_bytes : int, optional
-        Limit for its total uncompressed size, nested archives included; default
-        :data:`~kmviz.data.loaders.checks.EXPANSION_FACTOR` times the file size limit
-        (``$KMVIZ_MAX_EXPANDED_MB`` if set).
-    **options
-        Passed to the loader chosen for the contents (see :func:`load_path`).
-
-    Returns
-    -------
-    Ratings
-    """
-    from .dispatch import load_path  # the dispatcher reads archives: imported on use
-
-    path = check_file(path, max_bytes=max_bytes)
-    with _nested(path), _budget(path, max_bytes, max_expanded_bytes) as budget, \
-            tempfile.TemporaryDirectory(prefix="kmviz-zip-") as tmp:
-        _extract(path, Path(tmp), budget)
-        target = _pick_zip_target(Path(tmp), path)
-        try:
-            ratings = load_path(target, max_bytes=budget.limit, **options)
-        except DataError as e:
-            raise _relocate(e, tmp, str(path)) from None
-    # files at the archive's top level: name the data after the archive, not the temp folder
-    ratings.name = str(ratings.name).replace(Path(tmp).name, path.stem)
-    ratings.source = str(path)
-    return ratings
 
 
 _ZIP_FIX = "re-create the archive from the data folder (for example with zip -r), " \
@@ -284,6 +266,13 @@ def _check_members(members, dest: Path, path: Path, budget: _Budget) -> list:
             f" (with {_format_size(budget.used)} unpacked from {budget.path.name} before it)"
         raise budget.refusal(f"the archive would extract to {_format_size(declared)}{nested}, "
                              f"over the limit of {_format_size(budget.limit)}", path)
+    problem = budget.guard.problem(budget.used + declared)
+    if problem is not None:  # the sizes the archive declares: refused before extracting
+        raise FileTooLargeError(
+            f"the archive declares that it {problem}", path=path,
+            expected="an archive of a data file of a size this machine can load",
+            fix="load a smaller sample; if the data is this repetitive (a very sparse 0/1 "
+                "table), pass max_expansion_ratio= or give it as a basket file")
     return targets
 
 

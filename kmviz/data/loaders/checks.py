@@ -8,6 +8,7 @@ import codecs
 import io
 import itertools
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -108,6 +109,31 @@ def _too_large(what: str, size: int, limit: int, path) -> FileTooLargeError:
         fix=f"pass a larger max_bytes= or set {MAX_MB_ENV}, or use a smaller sample")
 
 
+def file_kind(path) -> str | None:
+    """What ``path`` is when it exists but is neither a regular file nor a directory (a
+    named pipe, a socket, a device), in words; None otherwise. Never opens the path: opening
+    a named pipe waits for a writer."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    for test, words in ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return words
+    return None
+
+
+def refuse_special_file(path) -> None:
+    """Raise :class:`FileFormatError` at once if ``path`` is a named pipe, socket or device
+    (:func:`file_kind`): reading one could wait forever or never end."""
+    kind = file_kind(path)
+    if kind is not None:
+        raise FileFormatError(f"is {kind}, not a regular file", path=path,
+                              expected="a data file (or a folder of them)",
+                              fix="save the data to a file and load that file")
+
+
 def check_file(path, *, max_bytes=None) -> Path:
     """Check that ``path`` is an existing, non-empty file under the size limit, before reading.
 
@@ -129,6 +155,7 @@ def check_file(path, *, max_bytes=None) -> Path:
     if not path.exists():
         raise MissingFileError("file not found", path=path, expected="an existing file",
                                fix="check the path and the working directory")
+    refuse_special_file(path)
     if not path.is_file():
         raise FileFormatError("is not a regular file", path=path, expected="a file")
     limit = max_upload_bytes(max_bytes)
@@ -230,7 +257,9 @@ class _ColonsReader(io.RawIOBase):
         super().close()
 
 
-def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
+def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None,
+          max_line=MAX_LINE_BYTES, record="one short record (user, item, value ...) per "
+                                         "line") -> _Text:
     """Check a text file in 1 MB blocks: size, binary content, decoding, not blank.
 
     NUL bytes mean binary content (a spreadsheet, an archive, an image) and are reported
@@ -261,7 +290,7 @@ def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
                 piece, carry = data[:cut], data[cut:]
             else:
                 piece, carry = carry, b""
-            _check_line_lengths(piece, carry, newlines, path)
+            _check_line_lengths(piece, carry, newlines, path, max_line, record)
             if first and piece.startswith(_BOM):
                 piece = piece[len(_BOM):]
             if piece:
@@ -290,26 +319,30 @@ def _scan(path, *, encoding="utf-8", fallback=None, max_bytes=None) -> _Text:
     return _Text(path, enc, os.path.getsize(path))
 
 
-def _check_line_lengths(piece: bytes, carry: bytes, newlines: int, path) -> None:
-    """Refuse a line longer than :data:`MAX_LINE_BYTES`: ``piece`` holds whole lines (the
-    first is line ``newlines + 1``), ``carry`` the start of an unfinished one after them."""
-    if len(piece) > MAX_LINE_BYTES:
+def _check_line_lengths(piece: bytes, carry: bytes, newlines: int, path,
+                        limit: int = MAX_LINE_BYTES, record: str = "") -> None:
+    """Refuse a line longer than ``limit`` bytes (:data:`MAX_LINE_BYTES`): ``piece`` holds
+    whole lines (the first is line ``newlines + 1``), ``carry`` the start of an unfinished
+    one after them; ``record`` says what a line should hold."""
+    if len(piece) > limit:
         ends = np.flatnonzero(np.frombuffer(piece, dtype=np.uint8) == 10)
         starts = np.concatenate(([0], ends[:-1] + 1)) if ends.size else np.zeros(1, np.int64)
         stops = ends if ends.size else np.array([len(piece)])
-        long = np.flatnonzero(stops - starts > MAX_LINE_BYTES)
+        long = np.flatnonzero(stops - starts > limit)
         if long.size:
             k = int(long[0])
-            _long_line(path, newlines + k + 1, int(stops[k] - starts[k]))
-    if len(carry) > MAX_LINE_BYTES:
-        _long_line(path, newlines + piece.count(b"\n") + 1, len(carry), more=True)
+            _long_line(path, newlines + k + 1, int(stops[k] - starts[k]), limit, record)
+    if len(carry) > limit:
+        _long_line(path, newlines + piece.count(b"\n") + 1, len(carry), limit, record,
+                   more=True)
 
 
-def _long_line(path, line: int, length: int, more: bool = False):
+def _long_line(path, line: int, length: int, limit: int = MAX_LINE_BYTES, record: str = "",
+               more: bool = False):
     raise FileFormatError(
         f"the line is {'more than ' if more else ''}{length:,} bytes long, over the limit "
-        f"of {MAX_LINE_BYTES:,} bytes per line", path=path, line=line,
-        expected="one short record (user, item, value ...) per line",
+        f"of {limit:,} bytes per line", path=path, line=line,
+        expected=record or "one short record (user, item, value ...) per line",
         fix="check that this is a ratings table with one record per line (not a file "
             "without line breaks), and shorten or remove that line")
 
@@ -330,6 +363,8 @@ def read_text(path, *, encoding="utf-8", max_bytes=None) -> str:
 
 
 def _is_gzip(path: Path) -> bool:
+    if file_kind(path) is not None:  # never opened: refused by check_file
+        return False
     try:
         with open(path, "rb") as f:
             return f.read(2) == _GZIP_MAGIC

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...exceptions import DataValueError, FileFormatError, InvalidParameterError
 from ..ratings import Ratings
-from .archives import load_gzip
+from .archives import gunzipped
 from .checks import _is_gzip, _scan
 from .tables import _describe_sep, _parse, _split
 
@@ -74,10 +74,13 @@ def load_delimited(path, *, delimiter=None, header=None, user_col=None, item_col
     """
     path = Path(path)
     if _is_gzip(path):
-        return load_gzip(path, delimiter=delimiter, header=header, user_col=user_col,
-                         item_col=item_col, value_col=value_col, implicit=implicit,
-                         r_min=r_min, r_max=r_max, duplicates=duplicates, encoding=encoding,
-                         max_bytes=max_bytes, name=name)
+        with gunzipped(path, max_bytes=max_bytes) as unpacked:
+            ratings = load_delimited(
+                unpacked.target, delimiter=delimiter, header=header, user_col=user_col,
+                item_col=item_col, value_col=value_col, implicit=implicit, r_min=r_min,
+                r_max=r_max, duplicates=duplicates, encoding=encoding,
+                max_bytes=unpacked.limit, name=name)
+        return unpacked.finish(ratings, path)
     src = _scan(path, encoding=encoding, max_bytes=max_bytes)
     sample = src.nonblank(0, 50)
     sep = _choose_delimiter(sample, path, delimiter)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...exceptions import DataValueError, EmptyDataError, FileFormatError
 from ..ratings import Ratings
-from .archives import load_gzip
+from .archives import gunzipped
 from .checks import _Text, _is_gzip, _scan
 from .tables import _Parsed, _parse
 
@@ -48,8 +48,10 @@ def load_matrix_market(path, *, r_min=None, r_max=None, implicit=None,
     """
     path = Path(path)
     if _is_gzip(path):
-        return load_gzip(path, r_min=r_min, r_max=r_max, implicit=implicit,
-                         max_bytes=max_bytes)
+        with gunzipped(path, max_bytes=max_bytes) as unpacked:
+            ratings = load_matrix_market(unpacked.target, r_min=r_min, r_max=r_max,
+                                         implicit=implicit, max_bytes=unpacked.limit)
+        return unpacked.finish(ratings, path)
     src = _scan(path, max_bytes=max_bytes)
     fmt, field, symmetry, sizes, size_line, consumed = _mm_header(src)
     room = src.size - consumed

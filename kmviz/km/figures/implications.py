@@ -188,10 +188,16 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
     base, per = (10, 4) if len(nodes) <= 60 else (6, 1.5)  # smaller dots in crowded graphs
     sizes = [base + per * min(len(list(_attr(G.nodes[n], "members", default=[n]))), 8)
              for n in nodes]
+    labels = [_node_label(G.nodes[n], n) for n in nodes]
+    xr, yr = _graph_ranges(xs, ys, labels)
+    spots = (_label_spots(nodes, xs, ys, labels, sizes, xr, yr, selected) if show_labels
+             else [None] * len(nodes))
     fig.add_trace(go.Scatter(
-        x=xs, y=ys, mode="markers+text" if show_labels and len(nodes) <= 60 else "markers",
-        text=[_node_label(G.nodes[n], n) for n in nodes], textposition="top center",
-        textfont=dict(size=10), hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
+        x=xs, y=ys, mode="markers+text",
+        text=[t if spot else "" for t, spot in zip(labels, spots)],
+        textposition=[spot or "top center" for spot in spots],
+        textfont=dict(size=LABEL_FONT), hovertext=hover, meta={"placed_labels": True},
+        hovertemplate="%{hovertext}<extra></extra>",
         # the first member item of each node, so a click on a node names an item
         customdata=[int(list(_attr(G.nodes[n], "members", default=[n]))[0]) for n in nodes],
         name="item groups (same support)",
@@ -208,9 +214,86 @@ def implication_graph_figure(G: nx.DiGraph, *, selected=None, reduce: bool = Tru
             x=[pos[n][0] for n in group], y=[pos[n][1] for n in group], mode="markers",
             name=label, hoverinfo="skip",
             marker=dict(size=22, color="rgba(0,0,0,0)", line=dict(width=3, color=colour))))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(title_text="support size |supp(ψᵢ)| (number of the D events)", dtick=1)
-    return styled(fig, title=title, height=620)
+    fig.update_xaxes(visible=False, range=list(xr))
+    fig.update_yaxes(title_text="support size |supp(ψᵢ)| (number of the D events)", dtick=1,
+                     range=list(yr))
+    hidden = sum(1 for spot in spots if spot is None) if show_labels else 0
+    if hidden:
+        fig.add_annotation(text=f"{hidden} of {len(nodes)} labels are left to the hover (they "
+                                "would overlap others)", showarrow=False, xref="paper",
+                           yref="paper", x=0.0, y=-0.04, xanchor="left", yanchor="top",
+                           font=dict(size=14, color="#555555"))
+    fig = styled(fig, title=title, height=GRAPH_HEIGHT)
+    fig.update_layout(margin=dict(GRAPH_MARGIN))
+    return fig
+
+
+#: The whole-lattice graph's height and margins (pixels) and the plot width its labels are
+#: laid out for: the narrowest plot area it gets in the app's main column at a laptop's
+#: width (the colour bar takes the rest); a wider window only spreads the labels further.
+GRAPH_HEIGHT, GRAPH_MARGIN = 620, dict(l=60, r=20, t=60, b=50)
+LABEL_PLOT_WIDTH = 720
+LABEL_FONT = 14  # the theme's smallest text; kept in presentation (laid out for it)
+
+
+def _plot_height() -> float:
+    return GRAPH_HEIGHT - GRAPH_MARGIN["t"] - GRAPH_MARGIN["b"]
+
+
+def _graph_ranges(xs, ys, labels):
+    """Axis ranges with room for the widest label at either end and a layer's labels above
+    the top layer and below the bottom one."""
+    from ...viz.labels import LINE_EM, text_width
+
+    widest = max((text_width(t, LABEL_FONT) for t in labels), default=0.0)
+    widest = min(widest, 0.45 * LABEL_PLOT_WIDTH)
+    lo, hi = (min(xs), max(xs)) if xs else (-0.5, 0.5)
+    span = max(hi - lo, 1e-9)
+    pad = span * widest / (2.0 * (LABEL_PLOT_WIDTH - widest)) + 0.02 * span
+    ylo, yhi = (min(ys), max(ys)) if ys else (0.0, 1.0)
+    layers = max(yhi - ylo, 1.0)
+    # a label's height (and a marker) above the top layer, in layers
+    ypad = layers * (LINE_EM * LABEL_FONT + 14) / _plot_height() + 0.15
+    return (lo - pad, hi + pad), (ylo - ypad, yhi + ypad)
+
+
+def _to_pixels(xs, ys, xr, yr):
+    import numpy as np
+
+    x = (np.asarray(xs, float) - xr[0]) / (xr[1] - xr[0]) * LABEL_PLOT_WIDTH
+    y = (np.asarray(ys, float) - yr[0]) / (yr[1] - yr[0]) * _plot_height()
+    return x, y
+
+
+def label_boxes(fig: go.Figure):
+    """The pixel boxes of the labels a graph figure prints (its node trace: the one with
+    ``customdata``), as laid out for :data:`LABEL_PLOT_WIDTH`: what the tests check."""
+    from ...viz.labels import LINE_EM, label_box, text_width
+
+    trace = next(t for t in fig.data if t.customdata is not None and t.text is not None)
+    xr, yr = fig.layout.xaxis.range, fig.layout.yaxis.range
+    x, y = _to_pixels(trace.x, trace.y, xr, yr)
+    sizes = trace.marker.size
+    boxes = []
+    for k, (text, spot) in enumerate(zip(trace.text, trace.textposition)):
+        if text:
+            boxes.append(label_box(x[k], y[k], text_width(text, LABEL_FONT),
+                                   LINE_EM * LABEL_FONT, sizes[k] / 2 + 1, spot))
+    return boxes
+
+
+def _label_spots(nodes, xs, ys, labels, sizes, xr, yr, selected):
+    """Which node labels fit without overlapping (kmviz.viz.labels.place_labels): the
+    selected node first, then the groups with more items, then higher layers."""
+    from ...viz.labels import Box, place_labels
+
+    x, y = _to_pixels(xs, ys, xr, yr)
+    radius = [s / 2 + 1 for s in sizes]
+    markers = [Box(x[k] - r, y[k] - r, x[k] + r, y[k] + r) for k, r in enumerate(radius)]
+    order = sorted(range(len(nodes)), key=lambda k: (nodes[k] != selected, -sizes[k], -ys[k],
+                                                     xs[k]))
+    return place_labels(x, y, labels, font_px=LABEL_FONT, radius=radius, order=order,
+                        bounds=Box(0.0, 0.0, LABEL_PLOT_WIDTH, _plot_height()), avoid=markers)
 
 
 # ----------------------------------------------------------------------------- ego graph
@@ -338,12 +421,14 @@ def ego_graph_figure(rows, center, *, hops: int = 1, max_nodes: int = EGO_MAX_NO
         if "heldout_confidence" in r and r.get("heldout_n", 0):
             held = (f"<br>held-out: {int(r['heldout_co_support'])} of {int(r['heldout_n'])} "
                     f"like it, lift {_fmt(r['heldout_lift'], '.2f')}")
+        evidence = (
+            f"training: {int(r.get('co_support', 0))} of {int(r.get('n_known', 0))} like it "
+            f"(confidence {_fmt(r.get('confidence'), '.0%')}), lift "
+            f"{_fmt(r.get('lift'), '.2f')}" if int(r.get("n_known", 0) or 0) else
+            "training: no fan of the first rated the second (nothing to check)")
         mtext.append(
             f"Everyone who likes <b>{plain(r['antecedent_name'])}</b><br>also likes "
-            f"<b>{plain(r['consequent_name'])}</b> (model)<br>training: "
-            f"{int(r.get('co_support', 0))} of {int(r.get('n_known', 0))} like it "
-            f"(confidence {_fmt(r.get('confidence'), '.0%')}), lift "
-            f"{_fmt(r.get('lift'), '.2f')}{held}")
+            f"<b>{plain(r['consequent_name'])}</b> (model)<br>{evidence}{held}")
     fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name="implication (hover)",
                              marker=dict(size=8, color="rgba(0,0,0,0)"), text=mtext,
                              hovertemplate="%{text}<extra></extra>", showlegend=False))
@@ -410,3 +495,53 @@ def stability_figure(held, *, name: str = "") -> go.Figure:
     sub = f" ({int(held.sum())} of {held.size})"
     return styled(fig, title=(_short(name, 70) + ": " if name else "") + title + sub,
                   x="refit", y="", height=200)
+
+
+# ----------------------------------------------------------------------------- scatter
+#: Most rules the support x confidence scatter draws (the best-ranked first).
+SCATTER_MAX_POINTS = 5000
+
+
+def relation_scatter_figure(table, *, highlight=(), max_points: int = SCATTER_MAX_POINTS
+                            ) -> go.Figure:
+    """Support x confidence of the rules, shaded by lift (arulesViz's default view).
+
+    ``table`` is a relation table (``co_support``: users who like both sides, the rule's
+    support in arules' terms; ``confidence``, ``lift``, ``antecedent_name``,
+    ``consequent_name``); each
+    point carries its row's index as ``customdata``, so a box or lasso selection names the
+    rows. ``highlight`` (row index values) are drawn ringed on top (the rows selected in
+    the table). At most ``max_points`` rows are drawn, the first ones of the table's order.
+    """
+    title = "Support × confidence of the rules, shaded by lift"
+    if table is None or len(table) == 0:
+        return empty_figure(title, "No rule passes the filters.")
+    shown = table.head(int(max_points))
+    x = shown["co_support"].to_numpy(dtype=float)
+    y = shown["confidence"].to_numpy(dtype=float)
+    lift = shown["lift"].to_numpy(dtype=float) if "lift" in shown else np.full(x.size, np.nan)
+    keys = shown.index.to_numpy()
+    names = [f"{_short(a, 50)} ⇒ {_short(c, 50)}" for a, c in
+             zip(shown["antecedent_name"], shown["consequent_name"])]
+    trace = go.Scattergl if len(shown) > 2000 else go.Scatter
+    fig = go.Figure(trace(
+        x=x, y=y, mode="markers", name="rules", customdata=keys, text=names,
+        marker=dict(size=8, color=np.nan_to_num(lift, nan=0.0), colorscale="Viridis",
+                    showscale=True, colorbar=dict(title="lift"), opacity=0.8,
+                    line=dict(width=0)),
+        hovertemplate=("%{text}<br>co-support %{x:,} users · confidence %{y:.2f}"
+                       "<br>lift %{marker.color:.2f}<extra></extra>")))
+    ring = np.isin(keys, np.asarray(list(highlight), dtype=keys.dtype)) if len(highlight) \
+        else np.zeros(keys.size, bool)
+    if ring.any():
+        fig.add_trace(go.Scatter(
+            x=x[ring], y=y[ring], mode="markers", name="selected in the table",
+            customdata=keys[ring], hoverinfo="skip",
+            marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=2.5,
+                                                                  color="#d62728"))))
+    if len(table) > len(shown):
+        title += f" (the first {len(shown):,} of {len(table):,} rows)"
+    fig.update_layout(dragmode="select", showlegend=bool(ring.any()))
+    fig.update_yaxes(range=[-0.03, 1.03])
+    return styled(fig, title=title, x="co-support (users who like both sides)",
+                  y="confidence", height=420)

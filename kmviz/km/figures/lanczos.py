@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ...viz._theme import color, empty_figure, styled
+from ...viz._theme import color, empty_figure, styled, value_axis
 
 #: Canonical columns of a Lanczos diagnostics frame and how they are drawn.
 CURVES = {
@@ -60,7 +60,7 @@ def lanczos_bounds_figure(diag: pd.DataFrame, *, delta: float | None = None,
     if m_chosen is not None:
         fig.add_vline(x=m_chosen, line=dict(color="#2ca02c", width=2, dash="dot"),
                       annotation_text=f"m chosen = {m_chosen}", annotation_position="top")
-    fig.update_yaxes(type="log", exponentformat="power")
+    fig.update_yaxes(**value_axis(log=True))
     fig.update_xaxes(dtick=1)
     return styled(fig, title=title, x="Lanczos iterations m", y="error / bound (log scale)",
                   height=460)

@@ -76,7 +76,7 @@ def _standardize(X):
 
 
 def _gaussian(X, gamma):
-    from ..kernels import gaussian_kernel
+    from ..rkhs import gaussian_kernel
 
     return gaussian_kernel(X, X, gamma=gamma)
 
@@ -149,12 +149,39 @@ def run_kernel_data(model, split, side="row", *, max_points=1500, random_state=0
         data.note = (note + f" Only {distinct} of the {len(idx)} kernel columns differ: "
                      "entities with the same column (under a group graph, all members of "
                      "one group) sit on one dot and share one score.").strip()
-    sig, Q = data.eigen()
-    top = np.argsort(sig)[::-1][:2]
-    data.coords = Q[:, top] * np.sqrt(sig[top])
-    if data.coords.shape[1] < 2:
-        data.coords = np.column_stack([data.coords, np.zeros(len(idx))])
+    data.eigen()
+    data.coords = kernel_pca2(K)
     return data
+
+
+def kernel_pca2(K) -> np.ndarray:
+    """The points' first two kernel principal components: the top two eigenpairs of the
+    centred kernel ``H K H`` (``H = I - 11^T / n``), ``sqrt(sigma_k) q_k``. Centring drops
+    what every point shares (an added all-ones kernel, a global term), which would otherwise
+    be the first component, the same for every point (an axis whose ticks all read 1)."""
+    K = np.asarray(K, dtype=np.float64)
+    n = K.shape[0]
+    if n == 0:
+        return np.zeros((0, 2))
+    row = K.mean(axis=1)
+    Kc = K - row[:, None] - row[None, :] + row.mean()
+    from scipy.linalg import eigh
+
+    k = min(2, n)  # only the top two eigenpairs: a fraction of a full decomposition
+    Kc = 0.5 * (Kc + Kc.T)
+    sig, Q = eigh(Kc, subset_by_index=[n - k, n - 1])
+    if sig.shape[0] < k:  # LAPACK's subset driver can return nothing on a degenerate
+        sig, Q = np.linalg.eigh(Kc)  # spectrum (the centred identity): the full one
+        sig, Q = sig[-k:], Q[:, -k:]
+    top = np.argsort(sig)[::-1]
+    coords = Q[:, top] * np.sqrt(np.clip(sig[top], 0.0, None))
+    # a sign convention, so that two draws of the same kernel look alike
+    signs = np.where(coords[np.argmax(np.abs(coords), axis=0), range(coords.shape[1])] < 0,
+                     -1.0, 1.0)
+    coords = coords * signs
+    if coords.shape[1] < 2:
+        coords = np.column_stack([coords, np.zeros((n, 2 - coords.shape[1]))])
+    return coords
 
 
 @dataclass
@@ -198,5 +225,5 @@ def kron_sample(model, *, max_side=400, random_state=0) -> KronSample:
                       n_rows=kernels[0].n, n_cols=kernels[1].n, note=note)
 
 
-__all__ = ["KernelData", "KronSample", "NYSTROM_SOURCES", "kron_sample", "points_data",
-           "run_kernel_data", "sklearn_available"]
+__all__ = ["KernelData", "KronSample", "NYSTROM_SOURCES", "kernel_pca2", "kron_sample",
+           "points_data", "run_kernel_data", "sklearn_available"]

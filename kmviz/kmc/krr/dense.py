@@ -15,11 +15,11 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from ..kernels import blas_threads, factor_threads
+from ..rkhs import blas_threads, factor_threads
 
 #: Observed entries per matrix cell below which :class:`KronGram` uses its sparse route (its
 #: O(s (N + L)) serial Numba kernel against the O(N L (N + L)) of two BLAS products). Measured
-#: by bench/kmc_timing.py on the shared 2-core box (two runs), best-of ratio dense / sparse:
+#: by bench/kmc/kmc_timing.py on the shared 2-core box (two runs), best-of ratio dense / sparse:
 #: 250 x 250: 7-600x at 1 %, 1.1-2x at 10 %, 0.6-0.8x at 25 %, 0.3-0.5x at 50 %; 500 x 500:
 #: 17-60x, 1.7-2.3x, 0.6-4x, 0.4-1x. The sparse kernel's times vary far less under load.
 SPARSE_DENSITY = 0.15
@@ -47,12 +47,12 @@ def kkmcex_gram(K_row, K_col, rows, cols, *, dtype=np.float64, lower_only=False,
 
     Row k is ``K_row[:, rows][rows[k]] * K_col[:, cols][cols[k]]``, the product of two
     contiguous rows of the gathered kernels (N x s and L x s), written by a Numba kernel
-    (:func:`kmviz.kmc._numba.kron_gram_fill`; a double ``np.take`` gather took 2 s at
+    (:func:`kmviz.kmc._kernels.kron_gram_fill`; a double ``np.take`` gather took 2 s at
     s = 6,250, this 0.05-0.15 s). ``lower_only`` fills only ``k' <= k`` (the rest is left
     uninitialized: what a lower Cholesky reads); ``dtype`` float32 halves memory and
     traffic.
     """
-    from .._numba import kron_gram_fill, kron_gram_fill_serial
+    from .._kernels import kron_gram_fill, kron_gram_fill_serial
 
     rows = np.ascontiguousarray(rows, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
@@ -282,7 +282,7 @@ class KronGram:
     ``matvec(v) = (K_row unvec(S^T v) K_col)[rows, cols]``; K_OO is never formed. Two routes:
     ``"dense"``, two BLAS products with the N x L matrix ``unvec(S^T v)``
     (``N^2 L + N L^2`` multiply-adds); ``"sparse"``, a Numba kernel that touches only the s
-    observed entries (``s (N + L)``; :func:`kmviz.kmc._numba.kron_gram_matvec`). ``"auto"``
+    observed entries (``s (N + L)``; :func:`kmviz.kmc._kernels.kron_gram_matvec`). ``"auto"``
     takes the sparse route below :data:`SPARSE_DENSITY` observed entries per cell. Memory is
     O(N L) either way. Repeated pairs (sampling with replacement) are summed in
     ``unvec(S^T v)``, as S^T does.
@@ -330,7 +330,7 @@ class KronGram:
     def matvec(self, v) -> np.ndarray:
         self.n_matvec += 1
         if self.route == "sparse":
-            from .._numba import kron_gram_matvec
+            from .._kernels import kron_gram_matvec
 
             out = np.empty(self.s)
             kron_gram_matvec(self.K_row, self.K_col, self.rows, self.cols, self._colptr,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from ..kernels import blas_threads, factor_threads
+from ..rkhs import blas_threads, factor_threads
 from .dense import CHUNK_VALUES
 
 

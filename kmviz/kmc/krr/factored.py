@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..kernels import factor_threads
+from ..rkhs import factor_threads
 from .dense import CHUNK_VALUES, _double_solve
 from .eigen import features_svd, kernel_eigen
 
@@ -132,8 +132,8 @@ class SideKernel:
         return np.ones(k), Q
 
     def linked(self, known, *, rtol=1e-12) -> np.ndarray:
-        """:func:`kmviz.kmc.kernels.linked` without forming the kernel."""
-        from ..kernels import linked
+        """:func:`kmviz.kmc.rkhs.linked` without forming the kernel."""
+        from ..rkhs import linked
 
         known = np.asarray(known, dtype=bool)
         if self.kind == "dense":
@@ -225,7 +225,7 @@ class FactoredKronGram:
 
     def _gamma_times(self, data, B):
         """``Gamma B`` (N x k)."""
-        from .._numba import csr_times_dense
+        from .._kernels import csr_times_dense
 
         out = np.empty((self.N, B.shape[1]))
         csr_times_dense(self._indptr, self._indices, data, np.ascontiguousarray(B), out)
@@ -233,7 +233,7 @@ class FactoredKronGram:
 
     def _gamma_t_times(self, data, A):
         """``Gamma^T A`` (L x k)."""
-        from .._numba import csr_times_dense
+        from .._kernels import csr_times_dense
 
         out = np.empty((self.L, A.shape[1]))
         csr_times_dense(self._t_indptr, self._t_indices,
@@ -266,7 +266,7 @@ class FactoredKronGram:
         return G, np.eye(self.L)
 
     def matvec(self, v) -> np.ndarray:
-        from .._numba import pair_rowdot
+        from .._kernels import pair_rowdot
 
         self.n_matvec += 1
         if self.route == "identity":

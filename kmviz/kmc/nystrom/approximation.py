@@ -17,7 +17,7 @@ from ..._base import BaseEstimator
 from ..._params import RANDOM_STATE, Param
 from ..._validation import check_random_state
 from ...exceptions import DataValueError, NotFittedError
-from ..kernels import (_features, blas_threads, check_kernel, factor_threads, gaussian_kernel,
+from ..rkhs import (_features, blas_threads, check_kernel, factor_threads, gaussian_kernel,
                        linear_kernel)
 from .landmarks import approximate_ridge_leverage_scores, recursive_rls_sample, sample_distinct
 from .ridge import default_alpha, default_alpha_of_kernel

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
-from ..kernels import blas_threads, factor_threads
+from ..rkhs import blas_threads, factor_threads
 
 
 def tail_alpha(eigenvalues, k) -> float:
@@ -61,7 +61,7 @@ def default_alpha(eigenvalues, m) -> float:
     ``tail_alpha(eigenvalues, k)`` with ``k = ceil(m / (2 ln m))``.
 
     Their lambda = (eigenvalue tail beyond k) / k comes with m = O(k log k) samples; their
-    code takes k = m / (4 ln m). Measured by bench/kmc_nystrom.py (mean trace error over 10
+    code takes k = m / (4 ln m). Measured by bench/kmc/kmc_nystrom.py (mean trace error over 10
     draws of m distinct landmarks relative to uniform's, same seeds; the mixture, Boston
     and digits; 3 widths x m in 20..200): k = m / 4 gains most where the scores are far
     from uniform but loses up to 13 % at m = 20, where it leaves the bulk of the data with

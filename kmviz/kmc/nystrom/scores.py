@@ -15,7 +15,7 @@ import scipy.linalg as sla
 
 from ..._validation import check_number, check_random_state
 from ...exceptions import DataValueError
-from ..kernels import blas_threads, check_kernel, factor_threads
+from ..rkhs import blas_threads, check_kernel, factor_threads
 
 
 def _alpha(alpha, owner="ridge_leverage_scores"):

@@ -1,12 +1,14 @@
 """The Kernel MC methods, one solver module each, behind one interface.
 
-Every module offers, for :class:`~kmviz.kmc.KernelMatrixCompletion`'s single dispatch
-(:data:`MODULES`, method -> module):
+Every module is a :class:`kmviz.solver.Solver` (the protocol every multi-solver family
+follows) registered in :data:`REGISTRY` (method -> module), which
+:class:`~kmviz.kmc.KernelMatrixCompletion` looks up once per fit. Each offers:
 
 ``start(st, rng)``
-    Set up the method's work arrays in the fit's state ``st`` (built by
-    :func:`kmviz.kmc.problem.start`: data, kernels, settings ``st.prm``). Sets
-    ``st.iterative`` for a method with more than one step.
+    Set up the method's work arrays in the fit's state ``st`` (a
+    :class:`kmviz.kmc._state.KMCState` built by :func:`kmviz.kmc._state.start`: data,
+    kernels, settings ``st.prm``). Sets ``st.iterative`` for a method with more than one
+    step.
 ``name(st) -> str``
     The trace's solver name (``"kmc.kkmcex.cg"``: KKMCEX's resolved solver).
 ``step(st, trace, iteration) -> Step``
@@ -25,7 +27,9 @@ from __future__ import annotations
 
 from . import als, kkmcex, online_rrmcex, pg, rrmcex, sgd
 
-MODULES = {"kkmcex": kkmcex, "rrmcex": rrmcex, "online_rrmcex": online_rrmcex, "als": als,
-           "sgd": sgd, "pg": pg}
+REGISTRY = {"kkmcex": kkmcex, "rrmcex": rrmcex, "online_rrmcex": online_rrmcex, "als": als,
+            "sgd": sgd, "pg": pg}
+#: The registry's older name.
+MODULES = REGISTRY
 
-__all__ = ["MODULES"]
+__all__ = ["MODULES", "REGISTRY"]

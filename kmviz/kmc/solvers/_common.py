@@ -21,7 +21,7 @@ def train_rmse(m, pred) -> float:
 
 def predict_factors(arrays, users, items) -> np.ndarray:
     """``row_factors[u] . col_factors[i]`` for each pair (offset not included)."""
-    from .._numba import pair_rowdot
+    from .._kernels import pair_rowdot
 
     out = np.empty(users.shape[0])
     pair_rowdot(np.ascontiguousarray(arrays["row_factors"], dtype=np.float64),
@@ -65,7 +65,7 @@ def invert_kernels(st):
     st.pending["invert"] = time.perf_counter() - t0
     for side, cond in (("row", cond_r), ("column", cond_c)):
         if cond > ILL_CONDITIONED:
-            st.events.append(
+            st.note(
                 f"the {side} kernel is ill-conditioned (cond >= {cond:.1e}): its inverse in "
                 f"(3.28) is dominated by rounding; consider jitter (e.g. 1e-4 times the "
                 f"largest kernel entry)")

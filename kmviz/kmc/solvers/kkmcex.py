@@ -43,7 +43,7 @@ def start(st, rng) -> None:
         st.row_kernel, st.col_kernel = rs.K, cs.K
     if st.factored:
         st.gram = krr.FactoredKronGram(rs, cs, st.rows, st.cols)
-        st.events.append(
+        st.note(
             f"factored kernels: ranks {rs.rank} x {cs.rank} ({rs.kind} x {cs.kind}); each "
             f"product of K_OO through the {st.gram.route} route")
     else:

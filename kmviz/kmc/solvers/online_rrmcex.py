@@ -25,7 +25,7 @@ name = rrmcex.name
 
 
 def start(st, rng) -> None:
-    from .._numba import online_rr_feature_norms
+    from .._kernels import online_rr_feature_norms
 
     rrmcex.start(st, rng)
     st.iterative = True
@@ -49,7 +49,7 @@ def start(st, rng) -> None:
 
 
 def step(st, trace, it) -> Step:
-    from .._numba import online_rr_block, online_rr_sse
+    from .._kernels import online_rr_block, online_rr_sse
 
     f = st.features
     lam = st.prm["mu"] / st.order.shape[0]  # per-sample share of mu ||xi||^2 in (3.62)

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from ..._base import Step
 from ...exceptions import InvalidParameterError
 from .. import factorization as fz
-from .. import kernels as kn
+from .. import rkhs as kn
 
 
 def start(st, rng) -> None:

@@ -33,7 +33,7 @@ def start(st, rng) -> None:
     st.features = krr.EigenFeatures(sr, Qr, sc, Qc, prm["n_components"])
     st.xi = np.zeros(st.features.d)
     if prm["n_components"] > st.features.d:
-        st.events.append(f"only {st.features.d} features exist (N L or the kernels' "
+        st.note(f"only {st.features.d} features exist (N L or the kernels' "
                          f"ranks); d = {st.features.d}")
 
 

@@ -1,6 +1,10 @@
 """The seven optimizers of the extreme-similarity paper (Sec. 4, 6.1.3, App. A), one module each.
 
-Every solver module has the same three functions over a state object:
+:data:`REGISTRY` (``solver=`` name -> :class:`ModuleSolver`) holds them as
+:class:`kmviz.solver.Solver` objects, the protocol every multi-solver family follows: the
+estimator calls ``start(state, rng)``, ``step(state, trace, iteration)`` and
+``publish(state)`` on its fit state (:class:`kmviz.similarity._state.FitState`). Each
+wraps a module whose three functions are the unchecked cores over the module's own state:
 
 - ``start(problem, theta, settings, rng) -> state``: the first evaluation and the solver's
   own set-up (a step size, AdaGrad's accumulator, SOGram's running Gramians);
@@ -52,6 +56,36 @@ class Settings:
     preconditioner: str = "none"  # Newton's CG: "none" or "diag" (Jacobi, ._precondition)
 
 
+class ModuleSolver:
+    """A solver module as a :class:`kmviz.solver.Solver` over the fit state: ``start`` runs
+    the module's ``start`` on ``state.problem`` from ``state.theta`` with
+    ``state.settings`` and keeps what it returns as ``state.solver_state``; ``step`` and
+    ``publish`` pass that on (``publish`` gives ``{"theta": ...}``)."""
+
+    def __init__(self, name):
+        self.key = name
+
+    @property
+    def module(self):
+        return solver_module(self.key)
+
+    def start(self, state, rng) -> None:
+        state.solver_state = self.module.start(state.problem, state.theta, state.settings,
+                                               rng, name=self.key)
+
+    def step(self, state, trace, iteration):
+        return self.module.step(state.problem, state.solver_state)
+
+    def publish(self, state) -> dict:
+        return {"theta": self.module.publish(state.solver_state)}
+
+    def name(self, state) -> str:
+        return f"similarity.{self.key}"
+
+    def __repr__(self):
+        return f"ModuleSolver({self.key!r})"
+
+
 def solver_module(name):
     """The module of a solver name; ``module.start(..., name=name)`` picks the variant."""
     from . import gd, newton, stochastic
@@ -63,3 +97,7 @@ def solver_module(name):
     if name in ("sogram", "sampling", "sogram-diag", "sampling-diag"):
         return stochastic
     raise ValueError(f"unknown solver {name!r}; choose one of {', '.join(SOLVERS)}.")
+
+
+#: ``solver=`` name -> its :class:`kmviz.solver.Solver`.
+REGISTRY = {name: ModuleSolver(name) for name in SOLVERS}

@@ -6,12 +6,18 @@ the Gramians) becomes the cache of the next iteration. If no trial is accepted w
 limit, the step is REJECTED: theta and its cache stay as they were. (Alg. 4 as printed
 would apply the last, never evaluated, halved delta and leave a cache that does not match
 theta: the pitfall named in the digest, Sec. 3.3.)
+
+A stop request (:func:`kmviz._jobs.stop_requested`) between trials ends the search
+unaccepted with ``interrupted`` set: the step is not taken, and the caller does not read it
+as "no decrease found".
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+
+from ..._jobs import stop_requested
 
 
 @dataclass
@@ -21,6 +27,7 @@ class LineSearchResult:
     trials: int
     accepted: bool
     seconds: float
+    interrupted: bool = False   # a stop request ended it before a trial was accepted
 
 
 def armijo(problem, ev, g, s, delta_init, eta, max_trials) -> LineSearchResult:
@@ -30,6 +37,9 @@ def armijo(problem, ev, g, s, delta_init, eta, max_trials) -> LineSearchResult:
     if not slope < 0:
         return LineSearchResult(ev, 0.0, 0, False, time.perf_counter() - t0)
     for trial in range(1, int(max_trials) + 1):
+        if trial > 1 and stop_requested():
+            return LineSearchResult(ev, 0.0, trial - 1, False, time.perf_counter() - t0,
+                                    interrupted=True)
         new = problem.evaluate(ev.theta + delta * s)
         if new.f_var <= ev.f_var + eta * delta * slope:
             return LineSearchResult(new, delta, trial, True, time.perf_counter() - t0)

@@ -52,6 +52,8 @@ def step(problem, st) -> Step:
               "step_size": ls.delta, "line_search_seconds": ls.seconds}
     if not ls.accepted:
         values.update(_objective_values(problem, ev))
+        if ls.interrupted:   # stopped mid-search: theta unchanged, the loop's stop ends it
+            return Step(values)
         return Step(values, converged=True,
                     reason=f"the line search found no decrease in {ls.trials} trial(s); the "
                            "step is rejected (theta and its cache unchanged)")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..._base import Step
+from ..._jobs import stop_requested
 from ._line_search import armijo, initial_step
 from . import PRECONDITIONERS
 from ._precondition import gauss_newton_diagonal
@@ -43,7 +44,8 @@ def conjugate_gradient(problem, ev, g, xi, max_cg, inverse_diagonal=None):
     """Alg. 3, preconditioned by ``M^-1 = diag(inverse_diagonal)`` when given (Jacobi PCG):
     (s, #CG, final relative residual ||r|| / ||g||). Either way it stops at
     ``||r|| <= xi ||g||`` (the paper's criterion, on the unpreconditioned residual) or
-    after ``max_cg`` steps."""
+    after ``max_cg`` steps, or after any step once a stop is requested
+    (:func:`kmviz._jobs.stop_requested`: the direction so far is still a descent one)."""
     r = -g
     z = r if inverse_diagonal is None else inverse_diagonal * r
     d = z.copy()
@@ -55,6 +57,8 @@ def conjugate_gradient(problem, ev, g, xi, max_cg, inverse_diagonal=None):
         return s, 0, 0.0
     n_cg = 0
     while n_cg < max_cg:
+        if n_cg and stop_requested():
+            break
         n_cg += 1
         Gd = problem.gnvp(ev, d)
         curvature = float(d @ Gd)
@@ -104,6 +108,8 @@ def step(problem, st) -> Step:
         values["precondition_seconds"] = precondition_seconds
     if not ls.accepted:
         values.update(_objective_values(problem, ev))
+        if ls.interrupted:   # stopped mid-search: theta unchanged, the loop's stop ends it
+            return Step(values)
         return Step(values, converged=True,
                     reason=f"the line search found no decrease in {ls.trials} trial(s); the "
                            "step is rejected (theta and its cache unchanged)")

@@ -52,6 +52,13 @@ def influence(run_id: str, psi: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- implications, rules
+def _cache_id(run) -> str:
+    """The cached views' key of ``run``: its id, with the iteration for a replayed copy
+    (:func:`kmviz.ui.replay.replay_run`), so an earlier iteration is mined on its own."""
+    t = getattr(run, "replay_iteration", None)
+    return run.run_id if t is None else f"{run.run_id}@iteration-{int(t)}"
+
+
 @st.cache_data(max_entries=8, show_spinner="Mining the implications ...")
 def _implications(run_id: str, liked, min_ratings: int, *, _run):
     train = _run.split.train
@@ -63,7 +70,7 @@ def _implications(run_id: str, liked, min_ratings: int, *, _run):
 def implications(run, liked, min_ratings: int):
     """:func:`kmviz.km.mine_implications` of the run (merged groups, held-out statistics
     from the run's held-out part) among the items with ``min_ratings`` training ratings."""
-    return _implications(run.run_id, liked, int(min_ratings), _run=run)
+    return _implications(_cache_id(run), liked, int(min_ratings), _run=run)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
@@ -76,7 +83,7 @@ def _item_implications(run_id: str, liked, min_ratings: int, item: int, *, _run)
 
 def item_implications(run, liked, min_ratings: int, item: int):
     """The item-level rows with ``item`` on one side, each pair with its own figures."""
-    return _item_implications(run.run_id, liked, int(min_ratings), int(item), _run=run)
+    return _item_implications(_cache_id(run), liked, int(min_ratings), int(item), _run=run)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -87,7 +94,7 @@ def _groups(run_id: str, liked, min_ratings: int, *, _run):
 
 
 def support_groups(run, liked, min_ratings: int) -> dict:
-    return _groups(run.run_id, liked, int(min_ratings), _run=run)
+    return _groups(_cache_id(run), liked, int(min_ratings), _run=run)
 
 
 @st.cache_data(max_entries=8, show_spinner="Computing the association rules ...")
@@ -119,7 +126,7 @@ def _recovery(run_id: str, liked, min_ratings: int, min_support: int, *, _run):
 
 def recovery(run, liked, min_ratings: int, min_support: int):
     """Precision / recall of the true implications on planted data, else None."""
-    return _recovery(run.run_id, liked, int(min_ratings), int(min_support), _run=run)
+    return _recovery(_cache_id(run), liked, int(min_ratings), int(min_support), _run=run)
 
 
 def clicked_item(selection_state) -> int | None:
@@ -191,11 +198,16 @@ class StabilityJob(BackgroundJob):
     refits take a place in the server's fit queue like any fit (:func:`scheduler.gate`)."""
 
     def __init__(self, run, liked, min_ratings: int, n_refits: int):
+        from kmviz.runs import RunStore
+
         super().__init__("kmviz-stability", gate=gate)
         self.total, self.done_n, self.result, self.error = int(n_refits), 0, None, None
         self.started = time.perf_counter()
         self.elapsed = 0.0
+        self.saved_note = ""  # what became of saving the table with the run
         self._inputs = (run, liked, min_ratings)
+        # the store is chosen here (the page's, from the environment), used by the thread
+        self._store = RunStore() if getattr(run, "saved", True) else None
 
     def _run(self) -> None:
         from kmviz.km.stability import stable_implications
@@ -215,8 +227,27 @@ class StabilityJob(BackgroundJob):
         except Exception as exc:  # shown on the page
             self.error = f"{type(exc).__name__}: {exc}"
         self.elapsed = time.perf_counter() - self.started
+        if self.result is not None and not self.error:
+            self._keep(run, liked, min_ratings)
         self._set(status="failed" if self.error else
                   "stopped" if self.stop_event.is_set() else "done")
+
+    def _keep(self, run, liked, min_ratings) -> None:
+        """Save the finished table with the run (so that it reopens with it), here in the
+        thread: it is kept even when the page was left before the refits ended."""
+        from kmviz.km.saved_tables import save_stability
+
+        if self.stop_event.is_set():
+            self.saved_note = "Stopped before the last refit: not saved with the run."
+        elif self._store is None:
+            self.saved_note = "Not saved: the run itself is not in the run store."
+        else:
+            try:
+                save_stability(run.run_id, self.result, liked=liked,
+                               min_ratings=min_ratings, store=self._store)
+                self.saved_note = "Saved with the run: it reopens with it."
+            except (ValueError, OSError) as exc:
+                self.saved_note = f"Not saved with the run: {exc}"
 
     def _progress(self, done: int, total: int) -> None:
         self.done_n = done
@@ -244,16 +275,27 @@ def stability_panel(run, liked, min_ratings: int):
                                  "without replacement) with its own seed and the run's "
                                  "settings."))
     job = jobs.get(key)
-    if c2.button("Compute stability", key="impl_stab_go", icon=":material/replay:",
+    saved = None if job is not None else saved_stability_table(run, liked, min_ratings)
+    if c2.button("Compute again" if saved is not None and saved.table is not None
+                 else "Compute stability", key="impl_stab_go", icon=":material/replay:",
                  disabled=job is not None and not job.finished):
         for other in jobs.values():  # one stability job per session: the newest
             other.stop()
+        st.session_state.get("impl_stability_saved", {}).pop(key, None)  # read anew later
         jobs[key] = job = StabilityJob(run, liked, min_ratings, B).start()
         st.rerun()  # the button shows disabled while the refits run
     c3.caption("Stability: the share of refits on resampled users in which an implication "
                "holds. Out-of-bag figures check each refit on the users it did not see.")
     if job is None:
-        return None
+        if saved is not None and saved.notice:
+            st.warning(saved.notice, icon=":material/warning:")
+        if saved is None or saved.table is None:
+            return None
+        when = saved.saved.created.replace("T", " ").replace("+00:00", " UTC")
+        st.caption(f"Saved with the run ({when}, "
+                   f"{int(saved.table.attrs.get('n_refits', 0))} refits): reopened as it was "
+                   "computed. Compute again to refit.")
+        return saved.table
 
     @st.fragment(run_every=0.5 if not job.finished else None)
     def _progress():
@@ -272,6 +314,8 @@ def stability_panel(run, liked, min_ratings: int):
             return
         if job.error:
             st.error(job.error, icon=":material/error:")
+        elif job.saved_note:
+            st.caption(job.saved_note)
         if not st.session_state.get(f"impl_stab_seen_{id(job)}"):
             st.session_state[f"impl_stab_seen_{id(job)}"] = True
             st.rerun(scope="app")
@@ -280,3 +324,38 @@ def stability_panel(run, liked, min_ratings: int):
         _progress()
     return job.result if job.finished else None
 
+
+
+def saved_stability_table(run, liked, min_ratings: int):
+    """The stability saved with the run for these settings
+    (:func:`kmviz.km.saved_tables.saved_stability`: the table, or None and a notice), read
+    once per session and setting; None for a run that is not in the store."""
+    from kmviz.km.saved_tables import saved_stability
+    from kmviz.runs import RunStore
+
+    if not getattr(run, "saved", True):
+        return None
+    cache = st.session_state.setdefault("impl_stability_saved", {})
+    key = _stability_key(run, liked, min_ratings)
+    if key not in cache:
+        cache[key] = saved_stability(run.run_id, liked=liked, min_ratings=min_ratings,
+                                     store=RunStore())
+    return cache[key]
+
+
+@st.cache_data(max_entries=16, show_spinner="Looking for an item where Figs. 1 and 2 differ ...")
+def _dual_teaching_item(run_id: str, gamma: float, *, _run):
+    from kmviz.km.teaching import dual_item
+    return dual_item(_run.model, _run.split.train, gamma)
+
+
+def opening_dual_item(run):
+    """The Dual GD page's first item for ``run`` (:func:`kmviz.km.teaching.dual_item`),
+    made the run's current item when none was picked yet; returns the choice (or None
+    when an item was picked already)."""
+    if (st.session_state.get(StateKeys.ITEM) or {}).get(run.run_id) is not None:
+        return None
+    choice = _dual_teaching_item(run.run_id, float(run.params.get("gamma", 100.0)), _run=run)
+    if choice.item is not None:
+        set_item(run, choice.item)
+    return choice

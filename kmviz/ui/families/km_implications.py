@@ -12,20 +12,16 @@ import streamlit as st
 from kmviz import rules as pair_rules
 from kmviz.km import analysis as an
 from kmviz.km import mining
-from kmviz.km import stability as stab
+from kmviz.km import relation_view as rv
 from kmviz.km.figures import ego_graph_figure, implication_graph_figure, influence_figure
-from kmviz.km.figures.implications import stability_figure
+from kmviz.km.teaching import graph_item
 
 from ..errors import user_errors
+from ..state import StateKeys
 from ..text import md_escape, pieces_markdown
 from . import km
+from .km_relation_table import relation_table
 
-#: The columns of the implications table, in order (those present are shown).
-SHOWN = ["rank", "stability", "oob_lift_lo", "antecedent_name", "consequent_name",
-         "equivalent", "antecedent_group_size",
-         "consequent_group_size", "support", "co_support", "confidence", "confidence_lo",
-         "base_rate", "lift", "p_value", "heldout_n", "heldout_confidence", "heldout_lift",
-         "implied_by", "hub", "antecedent", "consequent"]
 #: The columns of the association-rule tabs, in order.
 RULE_COLUMNS = ["rank", "antecedent_name", "consequent_name", "co_support", "confidence",
                 "lift", "heldout_confidence", "heldout_lift", "model_confidence",
@@ -35,11 +31,21 @@ RULE_COLUMNS = ["rank", "antecedent_name", "consequent_name", "co_support", "con
 def column_formats() -> dict:
     """The column configuration of the page's tables."""
     fmt = {c: st.column_config.NumberColumn(format="%.2f") for c in
-           ("confidence", "confidence_lo", "base_rate", "lift", "heldout_confidence",
-            "heldout_lift", "model_confidence", "stability", "oob_lift_lo")}
+           ("confidence", "confidence_lo", "confidence_lower", "classic_confidence",
+            "base_rate", "lift", "heldout_confidence", "heldout_lift", "model_confidence",
+            "stability", "oob_lift_lo")}
     fmt["p_value"] = st.column_config.NumberColumn(format="%.1e")
-    fmt["antecedent_name"] = st.column_config.TextColumn("if liked (j)")
-    fmt["consequent_name"] = st.column_config.TextColumn("then liked (i)")
+    fmt["antecedent_name"] = st.column_config.TextColumn(
+        "if liked (antecedent)", help="Every user who likes this (all of it, for a "
+                                      "multi-item rule) ...")
+    fmt["consequent_name"] = st.column_config.TextColumn(
+        "then liked (consequent)", help="... also likes this, under the model.")
+    fmt["classic_confidence"] = st.column_config.NumberColumn(
+        format="%.2f", help="Among all the antecedent's fans (raters of the consequent or "
+                            "not), the share who like the consequent.")
+    fmt["confidence"] = st.column_config.NumberColumn(
+        format="%.2f", help="Among the antecedent's fans who rated the consequent, the "
+                            "share who like it.")
     return fmt
 
 
@@ -49,7 +55,7 @@ def liked_controls(run, train, psi):
     c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="bottom")
     min_ratings = int(c1.number_input("minimum training ratings per item", min_value=1,
                                       step=1, value=an.default_min_ratings(train),
-                                      key="impl_min_ratings", help=an.MIN_RATINGS_HELP))
+                                      key=min_ratings_key(run), help=an.MIN_RATINGS_HELP))
     default_liked = an.default_liked(run.model, train)
     if default_liked == pair_rules.INTERACTED:
         liked = pair_rules.INTERACTED
@@ -74,80 +80,10 @@ def liked_controls(run, train, psi):
     return min_ratings, liked, keep, scores, summary
 
 
-def implications_table(run, frame, stable, held, train, liked, fmt):
-    """Filters, counts, the table, one implication across the refits and the CSV export.
-    Returns (frame, filters, top k) as filtered for the views below."""
-    counts = frame.attrs.get("counts", {})
-    st.subheader("Implications and their figures")
-    f1, f2, f3, f4, f5, f6 = st.columns(6, vertical_alignment="bottom")
-    f_support = int(f1.number_input("min co-support", min_value=0, value=0, step=1,
-                                    key="impl_f_support",
-                                    help="Users (training) who like both items."))
-    f_conf = float(f2.number_input("min confidence", min_value=0.0, max_value=1.0, value=0.0,
-                                   step=0.05, key="impl_f_conf",
-                                   help="Training share of j's fans (who rated i) who like i."))
-    f_lift = float(f3.number_input("min lift", min_value=0.0, value=0.0, step=0.1,
-                                   key="impl_f_lift"))
-    f_held = float(f4.number_input("min held-out confidence", min_value=0.0, max_value=1.0,
-                                   value=0.0, step=0.05, key="impl_f_heldout",
-                                   disabled=held is None,
-                                   help="Confidence on the held-out ratings; above 0, rows "
-                                        "without held-out data are hidden."))
-    f_top = int(f5.number_input("top k (0 = all)", min_value=0, value=100, step=10,
-                                key="impl_f_topk",
-                                help="The k best-ranked rows of each view: the table, the "
-                                     "sentences about the item and the graph."))
-    f_hubs = f6.checkbox("hide hubs", value=False, key="impl_f_hubs",
-                         help="Hubs: consequents implied by more than "
-                              f"{pair_rules.HUB_SHARE:.0%} of the items shown.")
-    if stable is not None:
-        s1, s2 = st.columns([1, 3], vertical_alignment="bottom")
-        f_stab = s1.number_input("min stability", 0.0, 1.0, 0.0, 0.05, key="impl_f_stab",
-                                 help="Share of the refits in which the implication held.")
-        by_stab = s2.radio("order", ["evidence: out-of-bag lift (lower bound) of the rows "
-                                     "with enough out-of-bag ratings",
-                                     "stability alone", "the model's ranking"],
-                           key="impl_sort", horizontal=True)
-        frame = stab.add_stability(frame, stable)
-        frame = frame[frame["stability"] >= f_stab]
-        if by_stab.startswith("evidence"):
-            frame = stab.sort_by_stability(frame, stable.attrs["min_oob_n"])
-        elif by_stab.startswith("stability"):
-            frame = stab.stability_order(frame)
-    filters = dict(min_support=f_support, min_confidence=f_conf, min_lift=f_lift,
-                   min_heldout_confidence=f_held if held is not None else None, hubs=not f_hubs)
-    table = mining.filter_implications(frame, top_k=f_top, **filters)
-    passing = len(mining.filter_implications(frame, **filters))
-    _count_metrics(counts, passing)
-    st.caption(
-        "**Lift** = confidence ÷ base rate: how many times likelier a user who likes j is to "
-        "like i than a typical user who rated i (1 = j tells nothing beyond i's popularity). "
-        "Rows are ranked by default with the supported ones (exact test, p ≤ 0.05) and "
-        "non-hubs first, by the lower 95% bound of the confidence minus the base rate. "
-        "Held-out columns: users who like j in training and whose rating of i was held out.")
-    st.dataframe(table[[c for c in SHOWN if c in table]], hide_index=True, column_config=fmt,
-                 key="impl_table", height=min(320, 38 + 35 * max(len(table), 1)))
-    st.caption(stab.evidence_caption(table))
-    if stable is not None and len(table):
-        st.caption(md_escape(stab.stability_caption(stable)))
-        pick = st.selectbox("one implication across the refits", range(min(len(table), 500)),
-                            key="impl_stab_pick", format_func=lambda k: (
-                                f"{table['antecedent_name'].iloc[k]} ⇒ "
-                                f"{table['consequent_name'].iloc[k]}"))
-        row = table.iloc[pick]
-        st.plotly_chart(stability_figure(stab.refits_held(stable, row["antecedent"],
-                                                          row["consequent"])),
-                        key="impl_stab_fig")
-        st.text(stab.evidence_sentence(row))
-    st.download_button("Download the implications (CSV)",
-                       data=lambda: mining.export_csv(
-                           mining.filter_implications(frame, top_k=f_top, **filters),
-                           pair_rules.liked_phrase(train, liked)),
-                       file_name=f"implications-{run.run_id}.csv", mime="text/csv",
-                       key="impl_csv", icon=":material/download:")
-    st.caption("The rows that pass the filters, with every statistic (training and "
-               "held-out), the groups' other members, the hub count and the meaning of liked.")
-    return frame, filters, f_top
+def implications_table(run, frame, stable, held, train, liked, fmt, names):
+    """The table block (:func:`.km_relation_table.relation_table`): returns (the rows that
+    pass, the filter, top k) for the views below."""
+    return relation_table(run, frame, stable, held, train, liked, fmt, names, _count_metrics)
 
 
 def _count_metrics(counts: dict, passing: int) -> None:
@@ -184,9 +120,11 @@ def hubs_section(scores, names, keep, summary) -> None:
                                      items=np.flatnonzero(keep)))
 
 
-def graph_section(run, frame, filters, f_top, rated, keep, liked, min_ratings, names):
+def graph_section(run, frame, passing, spec, f_top, rated, keep, liked, min_ratings,
+                  names):
     """The implication graph (around one item or the whole lattice), clickable, and the
-    sentences about the item."""
+    sentences about the item: of the rows that pass the table's filters (``passing``; the
+    item's own rows through the same filter ``spec``)."""
     st.subheader("Implication graph")
     clicked = km.clicked_item(st.session_state.get("impl_graph"))
     if clicked is not None and clicked != st.session_state.get("impl_last_click"):
@@ -194,11 +132,28 @@ def graph_section(run, frame, filters, f_top, rated, keep, liked, min_ratings, n
         if clicked in rated:
             km.set_item(run, clicked)
             st.session_state.pop("impl_item", None)
+            _picked_here(run)
+    # an item just required in the table's filter becomes the graph's item (once: the
+    # picker stays free), so the graph and the sentences show the rules asked for
+    required = tuple(spec.require_antecedent) + tuple(spec.require_consequent)
+    if required and required != st.session_state.get("impl_last_required"):
+        first = next((i for i in required if i in rated), None)
+        if first is not None:
+            km.set_item(run, first)
+            st.session_state.pop("impl_item", None)
+            _picked_here(run)
+    st.session_state["impl_last_required"] = required
+    opening = _opening_item(run, frame, passing, keep)
     groups = km.support_groups(run, liked, min_ratings)
     n_groups = len(groups["members"])
     g1, g2, g3 = st.columns([2, 1, 1], vertical_alignment="bottom")
     with g1:
         item = km.item_picker(run, key="impl_item", label="item", restrict=keep)
+    if opening is not None and item == opening.item:
+        # (the picker made it the run's current item, as any pick: the address bar and a
+        # link name the item the graph shows)
+        st.caption(f"Opened on {md_escape(names[item])}: {md_escape(opening.reason)}. Pick "
+                   "another item, or click a node.")
     views = ["around the item", "whole lattice"]
     view = g2.radio("view", views, index=1 if n_groups <= mining.HASSE_MAX_GROUPS else 0,
                     key="impl_view", horizontal=True,
@@ -209,7 +164,7 @@ def graph_section(run, frame, filters, f_top, rated, keep, liked, min_ratings, n
                         disabled=view != views[0],
                         help="Around the item: its direct implications (1) or also "
                              "those of its neighbours (2)."))
-    graph_rows = mining.filter_implications(frame, **filters)
+    graph_rows = passing
     center = mining.group_of(frame, item)
     if view == views[0]:
         ego = (mining.ego_rows(graph_rows, item, hops) if center is not None
@@ -223,13 +178,54 @@ def graph_section(run, frame, filters, f_top, rated, keep, liked, min_ratings, n
         fig = implication_graph_figure(G, selected=center if center in G else None)
     st.plotly_chart(fig, key="impl_graph", on_select="rerun", selection_mode="points")
     around = km.item_implications(run, liked, min_ratings, item)
-    said = mining.sentences(mining.filter_implications(around, top_k=f_top, **filters), item,
-                            names)
+    around = rv.filter_frame(around, spec)
+    said = mining.sentences(around.head(f_top) if f_top else around, item, names)
     if said:
         st.markdown("\n".join(f"- {pieces_markdown(p)}" for p in said))
 
 
-def rules_section(run, frame, filters, f_top, train, held, liked, min_ratings, fmt) -> int:
+#: This page's picks: run ids whose graph item the user chose here (picker, click, filter).
+PICKED = "impl_item_picked"
+#: run id -> the :class:`kmviz.km.teaching.GraphChoice` the graph opened on.
+OPENED = "impl_item_opened"
+#: The item this page last put in its picker by the rule (a different value: the user's).
+RULE_SET = "impl_item_rule"
+
+
+def _picked_here(run) -> None:
+    st.session_state.setdefault(PICKED, set()).add(run.run_id)
+
+
+def _opening_item(run, frame, passing, keep):
+    """Until the user picks an item on this page, the graph opens on the rule's item
+    (:func:`kmviz.km.teaching.graph_item`: well supported, not a hub), not on the item the
+    other KM pages last used; returns the choice while it applies, else None."""
+    if run.run_id in st.session_state.setdefault(PICKED, set()):
+        return None
+    opened = st.session_state.setdefault(OPENED, {})
+    if run.run_id not in opened and st.query_params.get("item") and \
+            (st.session_state.get(StateKeys.ITEM) or {}).get(run.run_id) is not None:
+        # this page was opened by a link that names the item (kmviz.ui.address): a pick
+        _picked_here(run)
+        return None
+    if run.run_id not in opened:
+        rows = passing if len(passing) else frame
+        opened[run.run_id] = graph_item(rows, run.split.train.item_counts(), shown=keep,
+                                        alpha=pair_rules.ALPHA)
+    choice = opened[run.run_id]
+    if choice.item is None:
+        return None
+    current = st.session_state.get("impl_item")
+    if current is not None and current != choice.item and \
+            st.session_state.get(RULE_SET) == choice.item:
+        _picked_here(run)  # the picker shows another item than the rule put there: a pick
+        return None
+    st.session_state["impl_item"] = choice.item
+    st.session_state[RULE_SET] = choice.item
+    return choice
+
+
+def rules_section(run, passing, f_top, train, held, liked, min_ratings, fmt) -> int:
     """The association rules side by side with the implications; returns the rules' least
     co-support (the planted-truth table uses it too)."""
     st.subheader("Side by side with association rules")
@@ -248,7 +244,7 @@ def rules_section(run, frame, filters, f_top, train, held, liked, min_ratings, f
     with user_errors("computing the association rules"):
         rule_frame = km.rules(run, liked, min_ratings, rule_support, rule_conf)
         both = pair_rules.compare_with_rules(
-            mining.filter_implications(frame, **filters), rule_frame, n_items=train.n_items,
+            passing, rule_frame, n_items=train.n_items,
             min_support=rule_support, strong=max(f_top, 1) if f_top else 100)
         c = both["counts"]
         k1, k2, k3, k4 = st.columns(4)
@@ -303,3 +299,10 @@ def table_vi_section(run, train, rated, summary, names, liked) -> None:
                         "each user who rated the item, the share of their rated items that "
                         "they like (liked as set above).")
             st.dataframe(tab, hide_index=True, key="impl_table_vi")
+
+
+def min_ratings_key(run) -> str:
+    """The minimum-ratings widget's key: one per run, so that a run picked after another
+    starts from its own data's default, not the last run's cut (a cut of 20 ratings on
+    MovieLens hid every item of a 40 x 25 run)."""
+    return f"impl_min_ratings_{run.run_id}"

@@ -13,6 +13,7 @@ from kmviz.kmc import figures as fg
 from kmviz.kmc import nystrom_view as nv
 
 from ..errors import user_errors
+from ..replay import replay_run
 from ..text import md_escape
 from ..views import require_run, run_options
 
@@ -20,22 +21,31 @@ DATA = "kmc_nystrom_data"        # (source, gamma, run_id) -> KernelData
 CURVES = "kmc_nystrom_curves"    # (source, gamma, run_id) -> error curve frame
 
 
+OPENED = "kmc_ny_opened"       # run_id -> the Opening the page chose for it
+SOURCE = "kmc_ny_source"
+
+
 def kernel_source():
     """The kernel studied: a run's row or column kernel, or a point data set with its γ.
+    Until the user picks one, a run opens on the first of its kernels whose scores are not
+    flat (:func:`kmviz.kmc.nystrom_view.opening_source`), and the page says why.
     Returns (source, run or None, gamma or None)."""
     has_run = bool(run_options(family="kmc"))
+    run = require_run(family="kmc", need_model=True) if has_run else None
     sources = nv.nystrom_sources(has_run)
+    opening = _opening(run) if run is not None else None
     source = st.selectbox("Data", sources, format_func=an.NYSTROM_SOURCES.get,
-                          key="kmc_ny_source",
+                          key=SOURCE,
                           help="The kernel matrix studied below: a trained run's row or "
                                "column kernel, or a Gaussian kernel on a point data set.")
     notes = nv.source_notes(has_run)
+    if opening is not None and opening.switched and source == opening.source:
+        st.info(md_escape(opening.reason), icon=":material/swap_horiz:")
     if notes:
         st.caption(" ".join(notes))
-    run, gamma = None, None
-    if source in ("row_kernel", "col_kernel"):
-        run = require_run(family="kmc", need_model=True)
-    else:
+    gamma = None
+    if source not in ("row_kernel", "col_kernel"):
+        run = None
         gamma = st.select_slider(
             "γ of the Gaussian kernel exp(−γ‖x − x′‖²)", key=f"kmc_ny_gamma_{source}",
             options=nv.GAMMA_OPTIONS, value=nv.DEFAULT_GAMMA[source],
@@ -44,26 +54,54 @@ def kernel_source():
     return source, run, gamma
 
 
-def kernel_data(source, run, gamma, key):
+def _opening(run):
+    """The run's opening kernel, chosen once per run (when the user has not picked a kernel
+    for it yet) and put in the Data picker; None once the user has picked."""
+    opened = st.session_state.setdefault(OPENED, {})
+    if run.run_id in opened:
+        choice = opened[run.run_id]
+        if st.session_state.get(SOURCE) != choice.source:
+            return None  # the user picked another kernel: no more notes about the rule
+        return choice
+    with user_errors("choosing the kernel to open on") as outcome:
+        choice = nv.opening_source(lambda source: _prepare(source, run, None,
+                                                           (source, None, run.run_id)))
+    if not outcome.ok:
+        return None
+    opened[run.run_id] = choice
+    st.session_state[SOURCE] = choice.source
+    return choice
+
+
+def _prepare(source, run, gamma, key):
     """The kernel of ``key`` with its eigendecomposition, prepared once (one kernel kept at
-    a time, with a Stop button while it is prepared); stops the page when it failed."""
+    a time, with a Stop button while it is prepared)."""
     store = st.session_state.setdefault(DATA, {})
-    if key not in store:
-        with user_errors("preparing the data"), st.status(
-                "Preparing the kernel (a sample of at most 1,500 points, then its "
-                "eigendecomposition: a few seconds) ...", expanded=False) as status:
-            st.button("Stop", key="kmc_ny_stop", icon=":material/stop:",
-                      help="Any click stops this page's work; nothing is kept.")
-            if run is not None:
-                data = an.run_kernel_data(run.model, run.split, source.split("_")[0])
-            else:
-                data = an.points_data(source, gamma=gamma)
-            status.update(label=f"Eigendecomposition of {data.n:,} x {data.n:,} ...")
-            data.eigen()
-            store.clear()  # one kernel at a time: they are n x n
-            store[key] = data
-            status.update(label="Kernel ready.", state="complete")
-    data = store.get(key)
+    if key in store:
+        return store[key]
+    holder = st.empty()  # the status goes once the kernel is ready
+    with holder.status("Preparing the kernel (a sample of at most 1,500 points, then its "
+                       "eigendecomposition: a few seconds) ...", expanded=False) as status:
+        st.button("Stop", key=f"kmc_ny_stop_{key[0]}", icon=":material/stop:",
+                  help="Any click stops this page's work; nothing is kept.")
+        if run is not None:
+            data = an.run_kernel_data(run.model, run.split, source.split("_")[0])
+        else:
+            data = an.points_data(source, gamma=gamma)
+        status.update(label=f"Eigendecomposition of {data.n:,} x {data.n:,} ...")
+        data.eigen()
+        store.clear()  # one kernel at a time: they are n x n
+        store[key] = data
+        status.update(label="Kernel ready.", state="complete")
+    holder.empty()
+    return data
+
+
+def kernel_data(source, run, gamma, key):
+    """The kernel of ``key`` (:func:`_prepare`); stops the page when it failed."""
+    data = None
+    with user_errors("preparing the data"):
+        data = _prepare(source, run, gamma, key)
     if data is None:
         st.stop()
     st.caption(f"{md_escape(data.name)}: n = {data.n:,}. {md_escape(data.note)}")
@@ -73,7 +111,8 @@ def kernel_data(source, run, gamma, key):
 def leverage_map(data, key, run_id):
     """The number of landmarks m, α and the map of the scores; returns (m, α, scores)."""
     st.subheader("Leverage-score map")
-    m_ref = st.slider("landmarks m", 5, min(400, data.n), min(50, data.n), 5, key="kmc_ny_m",
+    m_ref = st.slider("landmarks m", 5, max(6, min(400, data.n)),
+                      min(nv.default_landmarks(data.n), data.n), 5, key="kmc_ny_m",
                       help="Used by the views below; α starts where d_eff(α) = m.")
     grid = an.alpha_grid(data)
     a0 = an.alpha_for_landmarks(data, m_ref)
@@ -232,3 +271,41 @@ def error_curves(data, key) -> None:
                "all schemes perform alike.")
     with st.expander("Numbers"):
         st.dataframe(bands, hide_index=True)
+
+
+# --------------------------------------------------------------------- Completion: replay
+MAPS = ("truth", "mask", "estimate", "error")
+
+
+def replayed(run):
+    """The Completion page's replay slider: ``run`` as it was after the iteration picked,
+    drawn by the same figures (the kernels are the run's; the estimate is the iteration's)."""
+    return replay_run(run, key="kmc_replay",
+                      redrawn_from="its completed matrix F̂ (the fitted coefficients or "
+                                   "factors of that iteration; the kernels do not change)")
+
+
+def completion_figures(model, split) -> dict:
+    """The Completion page's maps of ``model`` (pure: the same model, the same figures):
+    the ``view`` they are drawn from and one figure per name in :data:`MAPS`."""
+    view = an.completion_view(model, split)
+    return {"view": view, "maps": {w: fg.completion_map_figure(view, w) for w in MAPS}}
+
+
+def cached_results(results: dict, run, shown_model, model):
+    """``cached(kind, compute)`` for the Completion page: a result computed once per model
+    shown (the run, one replayed iteration, or the cold-start refit). Only the latest
+    replayed iteration's results are kept besides the run's own."""
+    t = getattr(run, "replay_iteration", None)
+    tag = ("refit", id(shown_model)) if shown_model is not model else ("iteration", t)
+
+    def cached(kind, compute):
+        key = (kind, run.run_id, tag)
+        if key not in results:
+            for old in [k for k in results if len(k) == 3 and k[:2] == (kind, run.run_id)
+                        and k[2][0] == "iteration" and k[2][1] is not None]:
+                del results[old]   # another replayed iteration's: recomputed if wanted
+            results[key] = compute()
+        return results[key]
+
+    return cached
