@@ -22,18 +22,19 @@ Mistakes a user can make (an unknown dataset, a bad option, a missing run) end w
 ``error: ...`` on stderr and exit code 2; anything else is a bug and keeps its traceback.
 Heavy modules (pandas, the model kernels) are imported by the commands that need them, so
 ``kmviz --help`` answers at once.
+
+This module builds the parser and runs `kmviz app`, `kmviz warmup` and :func:`main`; the
+other commands' bodies are :mod:`kmviz.cli_data`, :mod:`kmviz.cli_train`,
+:mod:`kmviz.cli_runs` and :mod:`kmviz.cli_sweep`'s, and what they share
+``kmviz/_cli_common.py``'s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import subprocess
 import sys
-import time
-import warnings
 from pathlib import Path
 
 from ._cli_common import (  # noqa: F401 - re-exported: kmviz.cli.<name> keeps working
@@ -64,242 +65,6 @@ SHARED_RUNS_ENV = "KMVIZ_SHARED_RUNS"
 #: The app's fits run on this Dask cluster (``kmviz app --dask``; :mod:`kmviz.parallel`).
 DASK_ENV = "KMVIZ_DASK"
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-
-
-# ------------------------------------------------------------------------------ formatting
-
-
-# ------------------------------------------------------------------------------ data
-def _cmd_data_list(args) -> int:
-    from .data.catalogue import list_datasets
-
-    entries = list_datasets()
-    if args.long:
-        for e in entries:
-            print(f"{e.name}: {e.title}\n  {e.description}\n  source:  {e.source}\n"
-                  f"  licence: {e.licence}\n")
-        return EXIT_OK
-    rows = [[e.name, e.title, e.description, e.source] for e in entries]
-    print(_table(rows, ["NAME", "TITLE", "DESCRIPTION", "SOURCE"], max_width=40))
-    print("\nLoad one with `kmviz data describe NAME`; `kmviz data list --long` shows "
-          "full descriptions and licences.")
-    return EXIT_OK
-
-
-def _cmd_data_describe(args) -> int:
-    option = list(args.option or [])
-    if getattr(args, "format", None):
-        option.append(f"format={args.format}")
-    ratings = _load(args.source, option)
-    d = ratings.describe()
-
-    def columns(cols):
-        if cols is None:
-            return "none"
-        shown = ", ".join(str(c) for c in cols[:12])
-        more = f", ... ({len(cols)} in all)" if len(cols) > 12 else f" ({len(cols)})"
-        return shown + more
-
-    kind = ("one-class interactions (values 1; absent pairs unknown)" if d["implicit"]
-            else f"ratings in [{d['r_min']:g}, {d['r_max']:g}]")
-    items = [
-        ("name", d["name"]),
-        ("source", d["source"] or args.source),
-        ("users", f"{d['n_users']:,}"),
-        ("items", f"{d['n_items']:,}"),
-        ("ratings", f"{d['n_ratings']:,}"),
-        ("density", f"{100 * d['density']:.3g}%"),
-        ("scale", kind),
-        ("fingerprint", ratings.fingerprint()),
-        ("item titles", d["item_names"]),
-        ("user names", d["user_names"]),
-        ("item features", columns(d["item_features"])),
-        ("user features", columns(d["user_features"])),
-        ("item graph", d["item_graph"]),
-        ("user graph", d["user_graph"]),
-    ]
-    items += [(k[len("info_"):].replace("_", " "), v) for k, v in d.items()
-              if k.startswith("info_")]
-    print(_pairs(items))
-    return EXIT_OK
-
-
-# ------------------------------------------------------------------------------ train
-def _row_metrics(row: dict) -> list[tuple[str, float]]:
-    """The metric columns of a trace row, in the run vocabulary ({part}_{metric})."""
-    keys = [k for k in row if k.startswith(("train_", "validation_"))]
-    return [(k, row[k]) for k in keys if isinstance(row[k], (int, float))]
-
-
-class _ProgressPrinter:
-    """The fit callback: one line per outer iteration with a progress bar."""
-
-    def __init__(self, max_iter: int, stream=None, bar_width: int = 20):
-        self.max_iter = max(int(max_iter), 1)
-        self.stream = stream if stream is not None else sys.stdout
-        self.bar_width = bar_width
-
-    def __call__(self, row: dict) -> None:
-        it = int(row.get("iteration", 0))
-        filled = min(self.bar_width, round(self.bar_width * it / self.max_iter))
-        bar = "#" * filled + "." * (self.bar_width - filled)
-        parts = [f"[{bar}] iter {it:>{len(str(self.max_iter))}}/{self.max_iter}",
-                 f"objective {row.get('objective', math.nan):.6g}"]
-        parts += [f"{k} {v:.4f}" for k, v in _row_metrics(row)]
-        parts.append(f"elapsed {row.get('wall_s', math.nan):7.2f} s")
-        print("  ".join(parts), file=self.stream, flush=True)
-
-
-def _train_params(fam, args) -> dict:
-    """Estimator settings from ``--<param>`` flags, old aliases and ``--set name=value``."""
-    from ._params import parse_assignments
-
-    cls = fam.estimator_class()
-    constraints = cls._parameter_constraints
-    given = {}
-    for name, spec in constraints.items():
-        text = getattr(args, f"param_{name}", None)
-        if text is not None:
-            given[name] = spec.parse(cls.__name__, name, text)
-    given.update(parse_assignments(cls, args.set))
-    if "random_state" in constraints and "random_state" not in given:
-        given["random_state"] = args.seed
-    return given
-
-
-def _cmd_train(args) -> int:
-    from . import families
-    from .data import load
-    from .data.splits import make_split
-
-    fam = families.get(args.model)
-    options = _parse_options(args.option)
-    ratings = load(args.data, **options)
-    model = fam.make(_train_params(fam, args))
-    params = model.get_params()
-    checked = model._validate_params()  # bad settings fail before the data is split
-    split = make_split(ratings, val_size=args.val_size, test_size=args.test_size, by=args.split,
-                       seed=args.seed)
-    from ._memory import check_fit_memory
-
-    check_fit_memory(model, checked, split.train)  # too large: one line, before any output
-    sizes = split.describe()
-    shown = ", ".join(f"{k}={params[k]}" for k in fam.label_params if k in params)
-    planned = model.planned_iterations(split.train)  # ALS passes, batches, max_iter ...
-    limit = f"max_iter={params['max_iter']}" if "max_iter" in params else \
-        f"at most {planned} iterations"
-    print(f"Training {fam.title} ({shown}, {limit}) on "
-          f"{ratings.name}: {ratings.n_users:,} users x {ratings.n_items:,} items; "
-          f"{sizes['train']:,} train / {sizes['validation']:,} validation / "
-          f"{sizes['test']:,} test ratings ({sizes['by']} split, seed {sizes['seed']}).",
-          flush=True)
-    print("The first iteration includes compiling the Numba kernels (cached afterwards).",
-          flush=True)
-    from .parallel import describe, parallel_backend
-
-    with parallel_backend("dask" if args.dask else "numba", client=args.dask) as backend:
-        print(describe(backend), flush=True)
-        start = time.perf_counter()
-        from .history import History, recording
-
-        # a saved run keeps its iterations for the app's replay (kmviz.history)
-        with warnings.catch_warnings(record=True) as caught, \
-                recording(History() if args.save else None):
-            warnings.simplefilter("always")
-            model.fit(split.train, callback=_ProgressPrinter(planned),
-                      validation=split.validation)
-        elapsed = time.perf_counter() - start
-    for w in caught:
-        print(f"note: {w.message}", file=sys.stderr)
-
-    from .runs import run_metrics
-
-    trace = model.trace_
-    metrics = run_metrics(model, split)
-    summary = [("iterations", f"{trace.n_iter} ({trace.stop_reason}: {trace.stop_message})"),
-               ("time", f"{elapsed:.2f} s")]
-    summary += [(k, v) for k, v in metrics.items() if k != "n_iter"]
-    phases = {name: float(sum(trace.column(f"t_{name}_s"))) for name in trace.phase_names()}
-    if phases:
-        summary.append(("time per phase", ", ".join(f"{k} {v:.2f} s" for k, v in phases.items())))
-    meaning = (" (nrmse: the RMSE on the model's [0, 1] scale; rmse: on the rating scale)"
-               if any(k.endswith("_nrmse") for k in metrics) else "")
-    print(f"Done. Metrics are named {{part}}_{{metric}}{meaning}.\n" + _pairs(summary))
-
-    if args.save:
-        from .runs import RunStore, save_run
-
-        store = RunStore(args.dir)
-        spec = {"kind": "cli", "source": args.data, "options": options}
-        run_id = save_run(model, split, dataset=ratings, spec=spec, label=args.label,
-                          note=args.note or "", store=store, writer="cli", metrics=metrics,
-                          duration_s=elapsed, owner=cli_owner())
-        print(f"Saved run {run_id} in {store.path}.")
-        history = getattr(model, "history_", None)
-        if history is not None and len(history):
-            from .history import save_history
-
-            save_history(run_id, history, store=store)
-    else:
-        print("Not saved; add --save to keep this run.")
-    return EXIT_OK
-
-
-# ------------------------------------------------------------------------------ runs
-
-
-def _cmd_runs_show(args) -> int:
-    run = _store(args).load(args.run)
-    m = run.meta
-    ds = m["dataset"]
-    items = [("run", m["run_id"]), ("label", m["label"]), ("family", m["family"]),
-             ("created", m["created"]), ("status", m["status"]),
-             ("note", m.get("note") or "-"),
-             ("sweep", (m.get("sweep") or {}).get("id") or "-"),
-             ("tags", ", ".join(m.get("tags") or []) or "-"),
-             ("duration", None if m.get("duration_s") is None else f"{m['duration_s']:.2f} s"),
-             ("dataset", f"{ds.get('name')} (fingerprint {ds.get('fingerprint') or '-'})")]
-    if "n_users" in ds:
-        items.append(("data size", f"{ds['n_users']:,} users x {ds['n_items']:,} items, "
-                                   f"{ds.get('n_ratings', 0):,} ratings"))
-    print(_pairs(items))
-    print("params:")
-    print(_pairs([(k, json.dumps(v) if isinstance(v, (dict, list)) else v)
-                  for k, v in m["params"].items()]) if m["params"] else "  (none)")
-    print("metrics:")
-    print(_pairs(list(m["metrics"].items())) if m["metrics"] else "  (none)")
-    print("arrays:")
-    print(_pairs([(k, f"{a.dtype} {a.shape}") for k, a in run.arrays.items()])
-          if run.arrays else "  (none)")
-    t = run.trace
-    print(f"trace: {t.solver}, {t.n_iter} iteration(s), stop reason {t.stop_reason}, "
-          f"{len(t.events)} event(s)")
-    if t.rows:
-        print(_pairs([(k, v) for k, v in t.rows[-1].items()]))
-    return EXIT_OK
-
-
-def _cmd_runs_export(args) -> int:
-    dest = args.out or args.dest or f"{args.run}.zip"
-    out = _store(args).export(args.run, dest, overwrite=args.overwrite)
-    print(f"Exported run {args.run} to {out}.")
-    return EXIT_OK
-
-
-def _cmd_runs_delete(args) -> int:
-    store = _store(args)
-    meta = store.load_meta(args.run)  # fails with the usual message if there is no such run
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise UserError(f"not deleting run {args.run} without confirmation; "
-                            "pass --yes to delete it")
-        answer = input(f"Delete run {args.run} ({meta['label']})? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not deleted.")
-            return EXIT_OK
-    store.delete(args.run)
-    print(f"Deleted run {args.run}.")
-    return EXIT_OK
 
 
 # ------------------------------------------------------------------------------ warmup
@@ -443,56 +208,6 @@ def _memory_size(text) -> int:
 
 
 # ------------------------------------------------------------------------------ parser
-def _set_example(fam) -> str:
-    """``name=value`` of the family's first quick setting, for the ``--set`` help."""
-    name, value = next(iter(fam.quick_params.items()), ("name", "value"))
-    return f"{name}={value}"
-
-
-def _add_train_parser(train_cmds, fam, option_help) -> None:
-    """``kmviz train NAME``: options generated from the family's declared parameters."""
-    cls = fam.estimator_class()
-    p = train_cmds.add_parser(
-        fam.name, help=fam.title,
-        description=f"Fit {fam.short or fam.name}'s {cls.__name__} on a train / validation "
-                    "/ test split (the app's default split) and print one line per "
-                    "iteration. Settings left out keep the estimator's defaults; every "
-                    "setting can also be given as --set name=value.")
-    p.add_argument("--data", required=True, metavar="SOURCE",
-                   help="a catalogue name or a file/directory/zip")
-    p.add_argument("--option", action="append", metavar="KEY=VALUE", help=option_help)
-    aliases = {v: k for k, v in fam.cli_aliases.items()}
-    for name, spec in cls._parameter_constraints.items():
-        if name == "random_state":
-            continue
-        flags = [f"--{name.replace('_', '-')}"]
-        if name in aliases:
-            flags.append(f"--{aliases[name]}")
-        p.add_argument(*flags, dest=f"param_{name}", metavar="VALUE",
-                       help=f"{spec.help} ({spec.describe()})".replace("%", "%%"))
-    p.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
-                   help="any estimator setting, repeatable (for example --set "
-                        f"{_set_example(fam)})")
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the split and, unless set otherwise, of the model (default 0)")
-    p.add_argument("--val-size", type=_fraction, default=0.1,
-                   help="validation fraction, 0 for none (default: 0.1, as in the app)")
-    p.add_argument("--test-size", type=_fraction, default=0.2,
-                   help="test fraction, 0 for none (default: 0.2, as in the app)")
-    p.add_argument("--split", choices=SPLIT_CHOICES, default="random",
-                   help="hold out random ratings, a share of each user's, or whole users or "
-                        "items (cold start) (default random)")
-    p.add_argument("--dask", metavar="ADDRESS|local:N",
-                   help="fit on a Dask cluster: a scheduler address (tcp://host:8786) or "
-                        "local:N for N worker processes on this machine (needs kmviz[dask])")
-    p.add_argument("--save", action="store_true", help="save the run to the run store")
-    p.add_argument("--label", help="display name of the saved run")
-    p.add_argument("--note", help="a note kept with the saved run")
-    p.add_argument("--dir", metavar="DIR",
-                   help="run store directory (default: $KMVIZ_RUNS_DIR or the user data dir)")
-    p.set_defaults(func=_cmd_train)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kmviz",
@@ -505,13 +220,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     # data ------------------------------------------------------------------
+    from .cli_data import cmd_data_describe, cmd_data_list
+
     data = commands.add_parser("data", help="list and inspect datasets")
     data_cmds = data.add_subparsers(dest="data_command", metavar="ACTION",
                                   parser_class=_Parser, required=True)
     p = data_cmds.add_parser("list", help="the built-in dataset catalogue")
     p.add_argument("-l", "--long", action="store_true",
                    help="print full descriptions, sources and licences")
-    p.set_defaults(func=_cmd_data_list)
+    p.set_defaults(func=cmd_data_list)
     option_help = ("a loader option as key=value, repeatable (for example delimiter=';', "
                    "duplicates=mean, n_users=50)")
     p = data_cmds.add_parser("describe", help="counts, scale and side information of a dataset")
@@ -521,17 +238,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the reader of a file: delimited (triplets), basket (a line of items "
                         "per user), table (users x items with a header of item names), "
                         "matrix-market ...; default: detected")
-    p.set_defaults(func=_cmd_data_describe)
+    p.set_defaults(func=cmd_data_describe)
 
     # train -----------------------------------------------------------------
     from . import families
+    from .cli_train import add_train_parser
 
     train = commands.add_parser("train", help="fit a model and print its progress")
     train_cmds = train.add_subparsers(dest="model", metavar="FAMILY", parser_class=_Parser,
                                       required=True)
     for fam in families.all_families():
         try:
-            _add_train_parser(train_cmds, fam, option_help)
+            add_train_parser(train_cmds, fam, option_help)
         except (ImportError, AttributeError, ValueError) as exc:  # an installed family's bug
             print(f"warning: model family {fam.name!r} left out of `kmviz train`: {exc}",
                   file=sys.stderr)
@@ -557,13 +275,14 @@ def build_parser() -> argparse.ArgumentParser:
                                 "data dir)")
     runs_cmds = runs.add_subparsers(dest="runs_command", metavar="ACTION",
                                   parser_class=_Parser, required=True)
-    from .cli_runs import add_list_options, add_runs_commands
+    from .cli_runs import add_list_options, add_runs_commands, cmd_runs_delete, \
+        cmd_runs_export, cmd_runs_show
 
     p = runs_cmds.add_parser("list", parents=[store_opt], help="all saved runs, newest first")
     add_list_options(p)
     p = runs_cmds.add_parser("show", parents=[store_opt], help="one run's settings and results")
     p.add_argument("run", metavar="RUN", help="run id (see `kmviz runs list`)")
-    p.set_defaults(func=_cmd_runs_show)
+    p.set_defaults(func=cmd_runs_show)
     p = runs_cmds.add_parser("export", parents=[store_opt],
                              help="write a run's trace (CSV, JSON), arrays (NPZ) and meta")
     p.add_argument("run", metavar="RUN", help="run id")
@@ -572,11 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", "-o", metavar="DEST",
                    help="a directory, or a path ending in .zip (default: RUN.zip here)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing export")
-    p.set_defaults(func=_cmd_runs_export)
+    p.set_defaults(func=cmd_runs_export)
     p = runs_cmds.add_parser("delete", parents=[store_opt], help="remove a run")
     p.add_argument("run", metavar="RUN", help="run id")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
-    p.set_defaults(func=_cmd_runs_delete)
+    p.set_defaults(func=cmd_runs_delete)
     add_runs_commands(runs_cmds, store_opt, _Parser)
 
     # warmup ----------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""``kmviz runs list [--family F ...]`` and ``kmviz runs import FILE.zip``: the bodies of two
-``runs`` subcommands (registered in :mod:`kmviz.cli`)."""
+"""``kmviz runs list [--family F ...] | show RUN | export RUN | delete RUN | import FILE.zip``:
+the bodies of the ``runs`` subcommands (registered in :mod:`kmviz.cli`)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+
+from ._cli_common import EXIT_OK, UserError, _pairs, _store
 
 #: Optional columns of ``runs list``, dropped in this order when the terminal is narrow.
 _DROP_FIRST = ("SECONDS", "STATUS", "DATASET")
@@ -119,6 +123,60 @@ def pd_unique(values) -> list:
         if v not in seen:
             seen.append(v)
     return seen
+
+
+def cmd_runs_show(args) -> int:
+    run = _store(args).load(args.run)
+    m = run.meta
+    ds = m["dataset"]
+    items = [("run", m["run_id"]), ("label", m["label"]), ("family", m["family"]),
+             ("created", m["created"]), ("status", m["status"]),
+             ("note", m.get("note") or "-"),
+             ("sweep", (m.get("sweep") or {}).get("id") or "-"),
+             ("tags", ", ".join(m.get("tags") or []) or "-"),
+             ("duration", None if m.get("duration_s") is None else f"{m['duration_s']:.2f} s"),
+             ("dataset", f"{ds.get('name')} (fingerprint {ds.get('fingerprint') or '-'})")]
+    if "n_users" in ds:
+        items.append(("data size", f"{ds['n_users']:,} users x {ds['n_items']:,} items, "
+                                   f"{ds.get('n_ratings', 0):,} ratings"))
+    print(_pairs(items))
+    print("params:")
+    print(_pairs([(k, json.dumps(v) if isinstance(v, (dict, list)) else v)
+                  for k, v in m["params"].items()]) if m["params"] else "  (none)")
+    print("metrics:")
+    print(_pairs(list(m["metrics"].items())) if m["metrics"] else "  (none)")
+    print("arrays:")
+    print(_pairs([(k, f"{a.dtype} {a.shape}") for k, a in run.arrays.items()])
+          if run.arrays else "  (none)")
+    t = run.trace
+    print(f"trace: {t.solver}, {t.n_iter} iteration(s), stop reason {t.stop_reason}, "
+          f"{len(t.events)} event(s)")
+    if t.rows:
+        print(_pairs([(k, v) for k, v in t.rows[-1].items()]))
+    return EXIT_OK
+
+
+def cmd_runs_export(args) -> int:
+    dest = args.out or args.dest or f"{args.run}.zip"
+    out = _store(args).export(args.run, dest, overwrite=args.overwrite)
+    print(f"Exported run {args.run} to {out}.")
+    return EXIT_OK
+
+
+def cmd_runs_delete(args) -> int:
+    store = _store(args)
+    meta = store.load_meta(args.run)  # fails with the usual message if there is no such run
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UserError(f"not deleting run {args.run} without confirmation; "
+                            "pass --yes to delete it")
+        answer = input(f"Delete run {args.run} ({meta['label']})? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Not deleted.")
+            return EXIT_OK
+    store.delete(args.run)
+    print(f"Deleted run {args.run}.")
+    return EXIT_OK
 
 
 def cmd_runs_import(args) -> int:
