@@ -7,7 +7,8 @@ import argparse
 import json
 import sys
 
-from ._cli_common import EXIT_OK, UserError, _pairs, _store
+from ._cli_common import (EXIT_OK, UserError, _cell, _compact_runs, _pairs, _store, _table,
+                          _terminal_width, _train_example, cli_owner)
 
 #: Optional columns of ``runs list``, dropped in this order when the terminal is narrow.
 _DROP_FIRST = ("SECONDS", "STATUS", "DATASET")
@@ -24,8 +25,6 @@ def _families_arg(values) -> list[str]:
             if not name:
                 continue
             if name not in families.names():
-                from ._cli_common import UserError
-
                 raise UserError(f"--family {name!r} is not a model family; the families are "
                                 f"{', '.join(families.names())}")
             if name not in out:
@@ -40,8 +39,6 @@ def _short(column: str) -> str:
 def cmd_runs_list(args) -> int:
     """The runs, newest first, with the metric columns of the families listed."""
     from . import families
-    from ._cli_common import EXIT_OK, _cell, _compact_runs, _store, _table, _terminal_width, \
-        _train_example
 
     store = _store(args)
     df = store.list()
@@ -181,7 +178,6 @@ def cmd_runs_delete(args) -> int:
 
 def cmd_runs_import(args) -> int:
     """Import an exported run (a zip from ``kmviz runs export``); never overwrites a run."""
-    from ._cli_common import EXIT_OK, _store, cli_owner
     from .runs import import_run_zip
 
     store = _store(args)

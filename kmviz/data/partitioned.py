@@ -35,7 +35,8 @@ from ._ids import _show
 from .parquet_ids import check_id_reports, id_report
 from .parquet import (LOCAL_SCHEDULER, _open, _scheduler, not_binary_error, not_finite_error,
                       numeric_values)
-from .ratings import DUPLICATE_POLICIES, MAX_ABS_VALUE, _scale_tolerance, rating_scale
+from ._from_arrays import DUPLICATE_POLICIES
+from ._scale import MAX_ABS_VALUE, _scale_tolerance, rating_scale
 
 #: What a fit handed a PartitionedRatings without a cluster is told.
 NEEDS_CLUSTER = ("its ratings stay in their Parquet partitions and are put into blocks on "
