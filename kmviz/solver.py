@@ -25,8 +25,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from .exceptions import KmvizError
 
-__all__ = ["OPTIONAL", "REQUIRED", "Solver", "SolverProtocolError", "check_registry",
-           "check_solver"]
+__all__ = ["OPTIONAL", "REQUIRED", "Solver", "SolverProtocolError", "check_members",
+           "check_registry", "check_solver"]
 
 
 @runtime_checkable
@@ -113,6 +113,38 @@ def check_solver(solver, name: str = "") -> None:
 
 _ARGS = {"start": ("state", "rng"), "step": ("state", "trace", "iteration"),
          "publish": ("state",), "estimate": ("state",), "name": ("state",)}
+
+
+def check_members(obj, members: dict, what: str, protocol: str) -> None:
+    """Raise :class:`SolverProtocolError` naming the first member of ``members`` that
+    ``obj`` lacks or cannot be called as: ``members`` maps a name to the positional
+    arguments its calls pass (a tuple of names, ``self`` not counted) or to None for a plain
+    attribute. ``what`` names the object in the message, ``protocol`` the protocol class.
+    For a family's inner protocols (such as a BQP method of a fit's solver); the fit loop's
+    own :class:`Solver` is checked by :func:`check_solver`."""
+    for member, args in members.items():
+        if not hasattr(obj, member):
+            raise SolverProtocolError(
+                f"{what} has no {member!r}: {protocol} needs "
+                + ", ".join(m if a is None else f"{m}({', '.join(a)})"
+                            for m, a in members.items())
+                + f". Fix: define {member}.")
+        if args is None:
+            continue
+        func = getattr(obj, member)
+        if not callable(func):
+            raise SolverProtocolError(f"{what}: {member!r} is not callable. Fix: make "
+                                      f"{member} a method.")
+        counts = _positional_count(func)
+        if counts is None:
+            continue
+        least, most = counts
+        n_args = len(args)
+        if most == -1 or least > n_args or (most is not None and most < n_args):
+            raise SolverProtocolError(
+                f"{what}: {member}{inspect.signature(func)} cannot be called as "
+                f"{member}({', '.join(args)}), the call made to it. Fix: give {member} "
+                f"exactly these positional arguments.")
 
 
 def check_registry(registry: dict, family: str = "") -> None:

@@ -294,3 +294,30 @@ def test_ocmf_checks_the_block_solver_setting_once_at_the_start(tiny, monkeypatc
     with pytest.raises(ValueError, match="pcg_alpha must lie"):
         _estimator("ocmf")(k=2, random_state=0).fit(tiny, callback=rows.append)
     assert rows == []
+
+
+# -- KM: one outer method (BCD), its inner BQP methods behind one protocol -----------------
+def test_km_bqp_methods_are_one_registry_checked_member_by_member():
+    from kmviz.km import solvers as km_solvers
+    from kmviz.solver import check_members
+
+    km_solvers.check_bqp_methods(km_solvers.BQP_METHODS)
+    options = _estimator("km")._parameter_constraints["bqp_solver"].options
+    assert tuple(km_solvers.BQP_METHODS) == tuple(options)
+
+    class NoSolveBatch:
+        name, draws, batch_max_D = "toy", True, None
+
+        def kernel_options(self, owner, settings):
+            return None
+
+        def solve(self, S, v, psi_prev, u0, cfg, xi):
+            return None
+
+    with pytest.raises(SolverProtocolError, match=r"BQP method 'toy' has no 'solve_batch'"):
+        km_solvers.check_bqp_method(NoSolveBatch(), "toy")
+    # the generic check names what it was told to: attributes and argument counts
+    with pytest.raises(SolverProtocolError, match=r"thing has no 'size'.*Fix: define size"):
+        check_members(NoSolveBatch(), {"name": None, "size": None}, "thing", "Toy")
+    with pytest.raises(SolverProtocolError, match=r"solve\(a\), the call made to it"):
+        check_members(NoSolveBatch(), {"solve": ("a",)}, "thing", "Toy")

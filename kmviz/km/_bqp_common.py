@@ -1,5 +1,5 @@
-"""Pieces shared by ``bqp.py`` and ``baselines.py``: the one-item result type, the phase
-labels of Alg. 2 and the enumeration limit.
+"""Pieces shared by ``solvers.py``, ``_bqp_methods.py`` and ``baselines.py``: the one-item and
+batch result types, the phase labels of Alg. 2 and the enumeration limit.
 
 A module below both, so that ``solvers`` imports ``baselines`` and never the other way round.
 """
@@ -58,3 +58,28 @@ class BQPResult:
     converged: bool = True
     h: float = math.nan
     info: dict = field(default_factory=dict)
+
+
+@dataclass
+class BatchResult:
+    """Result of :func:`kmviz.km.solvers.solve_bqp_batch`; one row per item.
+
+    ``psi`` (n_items, D) float64 0/1; ``u`` (n_items, D+1) dual solutions (NaN for "exact" /
+    "bnb"); ``objective``, ``n_iter``, ``n_evd`` (n_items,); ``phase_counts`` (n_items, 4)
+    int64 in the order I-A, I-B, II-A, II-B; ``lanczos_m`` / ``lanczos_beta`` (n_items,)
+    per-item means (NaN when exact); ``improved`` (n_items,) bool; ``converged`` (n_items,)
+    bool; ``times``: seconds of ``TIME_PARTS`` and of "dual", the sum of the four phase parts
+    (see the docstring of :mod:`kmviz.km.solvers`).
+    """
+
+    psi: np.ndarray
+    u: np.ndarray
+    objective: np.ndarray
+    n_iter: np.ndarray
+    phase_counts: np.ndarray
+    n_evd: np.ndarray
+    lanczos_m: np.ndarray
+    lanczos_beta: np.ndarray
+    improved: np.ndarray
+    converged: np.ndarray
+    times: dict

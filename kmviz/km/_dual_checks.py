@@ -1,23 +1,24 @@
-"""Names and input checks of the BQP solvers (:mod:`kmviz.km.solvers`): the methods, the
-EVD modes and the timed parts, the checks of S, v, psi and the settings, and
-:class:`BatchSettings`, the settings of a batch checked once so that a fit's BCD loop can
-call the unchecked core (``solvers._solve_bqp_batch_core``) every iteration.
+"""Names and input checks of the BQP solvers (:mod:`kmviz.km.solvers`): the dual kernels'
+variant codes, the EVD modes and the timed parts, the checks of S, v, psi and the numeric
+settings, and :class:`BatchSettings`, the settings of a batch checked once so that a fit's
+BCD loop can call the unchecked core (``solvers._solve_bqp_batch_core``) every iteration.
+The methods themselves are listed once, in ``_bqp_methods.BQP_METHODS``.
 
-A module below ``solvers`` and ``_dual`` (the diagnostics), which both import it.
+A module below ``_bqp_methods``, ``solvers`` and ``_dual`` (the diagnostics).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from kmviz._validation import check_number, check_option
+from kmviz._validation import check_number
 from kmviz.exceptions import InvalidParameterError
 
 from . import _kernels as K
 
-METHODS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
 DUAL_METHODS = {"gd": K.GD, "enhanced": K.ENHANCED, "fast": K.FAST}
 EVDS = {"exact": K.EVD_EXACT, "lanczos": K.EVD_LANCZOS}
 DUAL_PHASE_PARTS = ("dual_1a", "dual_1b", "dual_2a", "dual_2b")
@@ -75,31 +76,6 @@ def _enum_error(D, limit, batch=False):
         f"method='bnb' or a dual method.") if D > limit else None
 
 
-def _common(owner, method, evd, gamma, n_rand):
-    check_option(owner, "method", method, METHODS)
-    check_option(owner, "evd", evd, tuple(EVDS))
-    gamma = check_number(owner, "gamma", gamma, low=0, closed="neither")
-    n_rand = check_number(owner, "n_rand", n_rand, kind=int, low=1)
-    return gamma, n_rand
-
-
-def _method_code(owner, method, fast_variant, lanczos_rule):
-    """Kernel code of a dual method and the Lanczos rule it uses.
-
-    "fast" is the semismooth Newton kernel (``fast_variant="newton"``, default) or the
-    previous BB gradient variant (``"bb"``). The certified Lanczos rule is implemented for
-    the Newton kernel; "gd", "enhanced" and the BB variant always run Alg. 5 with the
-    threshold (20) as the paper writes it.
-    """
-    check_option(owner, "fast_variant", fast_variant, FAST_VARIANTS)
-    check_option(owner, "lanczos_rule", lanczos_rule, tuple(LANCZOS_RULES))
-    code = DUAL_METHODS[method]
-    if method == "fast" and fast_variant == "newton":
-        code = K.NEWTON
-    rule = LANCZOS_RULES[lanczos_rule] if code == K.NEWTON else K.LZ_PAPER
-    return code, rule
-
-
 def _dual_options(owner, a, eps, max_dual_iter, c_armijo, shrink, nm_window):
     a = check_number(owner, "a", a, low=0, closed="neither")
     eps = check_number(owner, "eps", eps, low=0, closed="neither")
@@ -141,8 +117,9 @@ def _start_points(u_prev, n_items, n, gamma):
 class BatchSettings:
     """The settings of :func:`kmviz.km.solvers.solve_bqp_batch`, checked once.
 
-    Built by :func:`batch_settings` (the public entry builds one per call, a fit one per
-    fit); the unchecked core ``solvers._solve_bqp_batch_core`` trusts it. ``opts`` holds the
+    Built by :func:`kmviz.km.solvers.batch_settings` (the public entry builds one per call, a
+    fit one per fit); the unchecked core ``solvers._solve_bqp_batch_core`` trusts it.
+    ``solver`` is the method's object, looked up once in ``BQP_METHODS``; ``opts`` holds the
     kernels' ``DualOptions`` for the dual methods ("gd", "enhanced", "fast") and is None for
     the others; ``draws`` says whether the method takes Gaussian draws xi.
     """
@@ -154,35 +131,9 @@ class BatchSettings:
     a: float
     eps: float
     opts: K.DualOptions | None = None
+    solver: Any = None
 
     @property
     def draws(self) -> bool:
-        return self.method not in ("exact", "bnb")
-
-
-def batch_settings(owner, *, method="fast", evd="exact", gamma=100.0, n_rand=50, a=1.0,
-                   eps=1e-6, max_dual_iter=5000, initial_step=True, c_armijo=1e-4,
-                   shrink=0.5, nm_window=10, ls_restart=False, lanczos_rule="certified",
-                   fast_variant="newton", warm_bound=True, D=None) -> BatchSettings:
-    """Check the settings of a BQP batch (errors name ``owner`` and the parameter) and return
-    them as a :class:`BatchSettings`. With ``D``, also refuse exact enumeration beyond
-    ``MAX_ENUM_D_BATCH``."""
-    gamma, n_rand = _common(owner, method, evd, gamma, n_rand)
-    a, eps, max_dual_iter, c_armijo, shrink, nm_window = _dual_options(
-        owner, a, eps, max_dual_iter, c_armijo, shrink, nm_window)
-    if D is not None:
-        check_enumerable(method, D)
-    opts = None
-    if method in DUAL_METHODS:
-        code, lz_rule = _method_code(owner, method, fast_variant, lanczos_rule)
-        opts = K.dual_options(gamma, eps, max_dual_iter, code, EVDS[evd], lz_rule=lz_rule,
-                              a=a, initial_step=initial_step, c_armijo=c_armijo,
-                              shrink=shrink, nm_window=nm_window, ls_restart=bool(ls_restart),
-                              warm_bound=bool(warm_bound))
-    return BatchSettings(method, evd, gamma, n_rand, a, eps, opts)
-
-
-def check_enumerable(method, D):
-    """InvalidParameterError for exact enumeration of a batch with D > MAX_ENUM_D_BATCH."""
-    if method == "exact" and D > MAX_ENUM_D_BATCH:
-        raise _enum_error(D, MAX_ENUM_D_BATCH, batch=True)
+        """Whether the method takes Gaussian draws xi (the caller draws them)."""
+        return self.solver.draws

@@ -29,9 +29,10 @@ from ._state import check_saved_shapes, memory_parts, new_state, partitioned_sta
 from ._scale import (  # noqa: F401 - to_* / from_* are public here too
     _compressed, from_probability, to_probability, to_targets)
 from ._step import FW_MAX_ITER, FW_TOL, FW_VARIANT  # noqa: F401 - kept importable here
-from .solvers import batch_settings
+from .solvers import METHODS, batch_settings
 
-BQP_SOLVERS = ("gd", "enhanced", "fast", "exact", "bnb", "sdr", "bfgs")
+#: The BQP methods (``kmviz.km.solvers.BQP_METHODS``, the one list of them).
+BQP_SOLVERS = METHODS
 EVD_MODES = ("exact", "lanczos")
 PROBABILITY_MODES = ("minmax", "max", "identity")
 INIT_MODES = ("random",)

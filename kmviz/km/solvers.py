@@ -26,6 +26,11 @@ Dual methods (paper Sec. III): the BQP is homogenized (8)-(10), regularized (11)
 - ``"exact"`` (enumeration, D <= 20), ``"bnb"`` (branch-and-bound), ``"sdr"`` (cvxpy SDP +
   randomization), ``"bfgs"`` (scipy BFGS on the dual + randomization): baselines.
 
+Each method is one object of :data:`BQP_METHODS` (name -> :class:`BQPMethod`, in
+:mod:`kmviz.km._bqp_methods`), the one list of the methods: :func:`batch_settings` looks it
+up once and keeps it on the settings (``cfg.solver``), and :func:`solve_bqp`,
+:func:`solve_bqp_batch` and the fit's BCD loop call its ``solve`` / ``solve_batch``.
+
 Line search of the dual methods: Armijo constant c = 1e-4, shrink factor 0.5. Algs. 1 and 2
 start each backtracking from the previous accepted step (t = 1 at the first iteration;
 ``ls_restart=True`` restarts from 1 every iteration); the Newton method tries t = 1 first;
@@ -56,25 +61,22 @@ their whole time as "dual" with NaN phase parts.
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import dataclass
-
 import numpy as np
-from .._threads import single_blas_thread
 
 from kmviz._validation import check_random_state
 from kmviz.exceptions import InvalidParameterError
 
-from . import _kernels as K
-from . import baselines
-from ._bqp_common import MAX_ENUM_D, PHASES, BQPResult  # noqa: F401 (MAX_ENUM_D: re-export)
-# the names, checks and timing of the solvers live in modules of their own; re-exported here
+from ._bqp_common import (  # noqa: F401 (MAX_ENUM_D: re-export)
+    MAX_ENUM_D, PHASES, BatchResult, BQPResult)
+# the methods (one registry), their names, checks and timing live in modules of their own;
+# re-exported here
+from ._bqp_methods import (  # noqa: F401
+    BQP_METHODS, METHODS, BQPMethod, _batch_result, _common, _run_dual_and_randomize,
+    batch_settings, check_bqp_method, check_bqp_methods, check_enumerable)
 from ._dual_checks import (  # noqa: F401
     DUAL_METHODS, DUAL_PHASE_PARTS, EVDS, FAST_VARIANTS, LANCZOS_RULES, MAX_ENUM_D_BATCH,
-    METHODS, TIME_PARTS, BatchSettings, _check_binary, _check_items, _check_u_prev, _common,
-    _dual_options, _enum_error, _method_code, _start_points, batch_settings,
-    check_enumerable)
+    TIME_PARTS, BatchSettings, _check_binary, _check_items, _check_u_prev, _dual_options,
+    _enum_error, _start_points)
 from ._dual_times import (  # noqa: F401
     _cycle_parts, _cycles_per_second, _split_times, _untimed_parts)
 from ._dual import dual_matrix, dual_objective, dual_trajectory  # noqa: F401
@@ -88,57 +90,7 @@ _BATCH_OPTIONS = {"c_armijo", "shrink", "nm_window", "ls_restart", "xi", "lanczo
                   "fast_variant", "warm_bound", "validate"}
 
 
-@dataclass
-class BatchResult:
-    """Result of :func:`solve_bqp_batch`; one row per item.
-
-    ``psi`` (n_items, D) float64 0/1; ``u`` (n_items, D+1) dual solutions (NaN for "exact" /
-    "bnb"); ``objective``, ``n_iter``, ``n_evd`` (n_items,); ``phase_counts`` (n_items, 4)
-    int64 in the order I-A, I-B, II-A, II-B; ``lanczos_m`` / ``lanczos_beta`` (n_items,)
-    per-item means (NaN when exact); ``improved`` (n_items,) bool; ``converged`` (n_items,)
-    bool; ``times``: seconds of ``TIME_PARTS`` and of "dual", the sum of the four phase parts
-    (see the module docstring).
-    """
-
-    psi: np.ndarray
-    u: np.ndarray
-    objective: np.ndarray
-    n_iter: np.ndarray
-    phase_counts: np.ndarray
-    n_evd: np.ndarray
-    lanczos_m: np.ndarray
-    lanczos_beta: np.ndarray
-    improved: np.ndarray
-    converged: np.ndarray
-    times: dict
-
-
-
 # ----------------------------------------------------------------------------- batch
-
-
-def _run_dual_and_randomize(S, v, psi_prev, has_prev, u, t_first, opts, xi):
-    """The dual solves and Alg. 3 of a batch under ``opts`` (``K.DualOptions``); returns the
-    fields of ``K.BatchOutputs`` (psi, obj, improved, phase, st_dual, st_rand) and the times."""
-    out = K.BatchOutputs.empty(*v.shape)
-    if opts.method == K.NEWTON:
-        with single_blas_thread():
-            t0 = time.perf_counter()
-            K.newton_randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, *out)
-            t_all = time.perf_counter() - t0
-        # one fused kernel: its wall time is split over the cycles of both stats tables
-        times = _split_times([(t_all, out.st_dual, out.st_rand)])
-        return (*out, times)
-    with single_blas_thread():
-        t0 = time.perf_counter()
-        K.dual_solve_batch(S, v, u, t_first, opts, out.phase, out.st_dual)
-        t1 = time.perf_counter()
-        c0 = time.perf_counter()
-        K.randomize_batch(S, v, u, opts, xi, psi_prev, has_prev, out.psi, out.obj,
-                          out.improved, out.st_rand)
-        t_rand = time.perf_counter() - c0
-    times = _split_times([(t1 - t0, out.st_dual, None), (t_rand, None, out.st_rand)])
-    return (*out, times)
 
 
 def solve_bqp_batch(S, v, psi_prev, u_prev=None, *, method="fast", evd="exact", gamma=100.0,
@@ -232,64 +184,7 @@ def _solve_bqp_batch_core(S, v, psi_prev, u_prev, cfg, xi) -> BatchResult:
     xi the draws (n_items, cfg.n_rand, D + 1), C-contiguous, or None when ``cfg.draws`` is
     false.
     """
-    n_items, D = v.shape
-    n = D + 1
-    nan = np.full(n_items, np.nan)
-    method = cfg.method
-    if method in ("exact", "bnb"):
-        psi = np.empty((n_items, D))
-        obj = np.empty(n_items)
-        t0 = time.perf_counter()
-        if method == "exact":
-            K.enumerate_batch(S, v, psi, obj)
-        else:
-            K.bnb_batch(S, v, psi_prev, psi, obj, np.empty(n_items, dtype=np.int64))
-        t = time.perf_counter() - t0
-        prev_obj = np.array([K.bqp_objective(S[i], v[i], psi_prev[i]) for i in range(n_items)])
-        improved = obj < prev_obj
-        psi[~improved] = psi_prev[~improved]
-        obj = np.where(improved, obj, prev_obj)
-        return BatchResult(psi, np.full((n_items, n), np.nan), obj,
-                           np.zeros(n_items, dtype=np.int64), np.zeros((n_items, 4), np.int64),
-                           np.zeros(n_items, dtype=np.int64), nan.copy(), nan.copy(),
-                           improved, np.ones(n_items, dtype=np.bool_),
-                           _untimed_parts(t))
-
-    if method in ("sdr", "bfgs"):
-        fn = baselines.sdr_bqp if method == "sdr" else baselines.bfgs_bqp
-        kw = {} if method == "sdr" else {"gamma": cfg.gamma, "u0": None}
-        out = []
-        for i in range(n_items):   # what solve_bqp does for one item, without its checks
-            t0 = time.perf_counter()
-            res = fn(S[i], v[i], xi=xi[i], psi_prev=psi_prev[i], **kw)
-            res.info["time_s"] = time.perf_counter() - t0
-            out.append(res)
-        t_tot = sum(r.info.get("time_s", 0.0) for r in out)
-        return BatchResult(
-            np.array([r.psi for r in out]), np.array([r.u for r in out]),
-            np.array([r.objective for r in out]), np.array([r.n_iter for r in out]),
-            np.zeros((n_items, 4), np.int64), np.array([r.n_evd for r in out]),
-            nan.copy(), nan.copy(), np.array([r.improved for r in out]),
-            np.array([r.converged for r in out]),
-            _untimed_parts(t_tot, evd=math.nan))
-
-    u, t_first = _start_points(u_prev, n_items, n, cfg.gamma)
-    psi, obj, improved, phase, st_d, st_r, times = _run_dual_and_randomize(
-        S, v, psi_prev, True, u, t_first, cfg.opts, xi)
-    return _batch_result(psi, u, obj, improved, phase, st_d, st_r, times)
-
-
-def _batch_result(psi, u, obj, improved, phase, st_d, st_r, times):
-    lz_n = st_d[:, K.ST_LZ_N] + st_r[:, K.ST_LZ_N]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lz_m = np.where(lz_n > 0, (st_d[:, K.ST_LZ_M] + st_r[:, K.ST_LZ_M]) / lz_n, np.nan)
-        lz_b = np.where(lz_n > 0, (st_d[:, K.ST_LZ_BETA] + st_r[:, K.ST_LZ_BETA]) / lz_n,
-                        np.nan)
-    return BatchResult(
-        psi=psi, u=u, objective=obj, n_iter=st_d[:, K.ST_N_ITER].astype(np.int64),
-        phase_counts=phase, n_evd=(st_d[:, K.ST_N_EVD] + st_r[:, K.ST_N_EVD]).astype(np.int64),
-        lanczos_m=lz_m, lanczos_beta=lz_b, improved=improved,
-        converged=st_d[:, K.ST_STATUS] == 1, times=times)
+    return cfg.solver.solve_batch(S, v, psi_prev, u_prev, cfg, xi)
 
 
 def empty_result(D) -> BatchResult:
@@ -363,7 +258,7 @@ def solve_bqp(S, v, *, method="enhanced", evd="exact", gamma=100.0, n_rand=50,
     Algs. 1, 2, 3; eqs. (8)-(14); Sec. IV-A.
     """
     owner = "solve_bqp"
-    gamma, n_rand = _common(owner, method, evd, gamma, n_rand)
+    _common(owner, method, evd, gamma, n_rand)
     unknown = set(options) - set(_DEFAULTS)
     if unknown:
         raise InvalidParameterError(
@@ -372,60 +267,22 @@ def solve_bqp(S, v, *, method="enhanced", evd="exact", gamma=100.0, n_rand=50,
     opt = dict(_DEFAULTS, **options)
     S, v, D = _check_items(S, v, owner, batch=False)
     n = D + 1
-    a, eps, max_dual_iter, c_armijo, shrink, nm_window = _dual_options(
-        owner, opt["a"], opt["eps"], opt["max_dual_iter"], opt["c_armijo"], opt["shrink"],
-        opt["nm_window"])
-    has_prev = opt["psi_prev"] is not None
-    psi_prev = (_check_binary(opt["psi_prev"], (D,), owner, "psi_prev") if has_prev
-                else np.zeros(D))
-    no_phase = dict.fromkeys(PHASES, 0)
-
-    if method in ("exact", "bnb"):
-        t0 = time.perf_counter()
-        if method == "exact":
-            psi, obj, info = baselines.exact_bqp(S, v)
+    cfg = batch_settings(owner, method=method, evd=evd, gamma=gamma, n_rand=n_rand,
+                         **{k: opt[k] for k in (
+                             "a", "eps", "max_dual_iter", "initial_step", "c_armijo",
+                             "shrink", "nm_window", "ls_restart", "lanczos_rule",
+                             "fast_variant")})
+    psi_prev = opt["psi_prev"]
+    if psi_prev is not None:
+        psi_prev = _check_binary(psi_prev, (D,), owner, "psi_prev")
+    xi = None
+    if cfg.draws:
+        xi = opt["xi"]
+        if xi is None:
+            xi = check_random_state(random_state).standard_normal((cfg.n_rand, n))
         else:
-            psi, obj, info = baselines.bnb_bqp(S, v, psi0=psi_prev if has_prev else None)
-        info["time_s"] = time.perf_counter() - t0
-        improved = True
-        if has_prev:
-            f_prev = float(K.bqp_objective(S, v, psi_prev))
-            if not obj < f_prev:
-                psi, obj, improved = psi_prev.copy(), f_prev, False
-        return BQPResult(psi, obj, 0, no_phase, 0, np.full(n, np.nan), math.nan, math.nan,
-                         method, improved=improved, info=info)
-
-    xi = opt["xi"]
-    if xi is None:
-        xi = check_random_state(random_state).standard_normal((n_rand, n))
-    else:
-        xi = np.asarray(xi, dtype=np.float64)
-        if xi.shape != (n_rand, n):
-            raise ValueError(f"solve_bqp: xi must have shape {(n_rand, n)}; got shape "
-                             f"{xi.shape}.")
-
-    if method in ("sdr", "bfgs"):
-        t0 = time.perf_counter()
-        fn = baselines.sdr_bqp if method == "sdr" else baselines.bfgs_bqp
-        kw = {} if method == "sdr" else {"gamma": gamma, "u0": opt["u0"]}
-        res = fn(S, v, xi=xi, psi_prev=psi_prev if has_prev else None, **kw)
-        res.info["time_s"] = time.perf_counter() - t0
-        return res
-
-    u_prev = None if opt["u0"] is None else np.asarray(opt["u0"], np.float64).reshape(1, n)
-    u, t_first = _start_points(u_prev, 1, n, gamma)
-    code, lz_rule = _method_code(owner, method, opt["fast_variant"], opt["lanczos_rule"])
-    opts = K.dual_options(gamma, eps, max_dual_iter, code, EVDS[evd], lz_rule=lz_rule, a=a,
-                          initial_step=opt["initial_step"], c_armijo=c_armijo, shrink=shrink,
-                          nm_window=nm_window, ls_restart=opt["ls_restart"])
-    psi, obj, improved, phase, st_d, st_r, times = _run_dual_and_randomize(
-        S[None], v[None], psi_prev[None].copy(), has_prev, u, t_first, opts,
-        np.ascontiguousarray(xi[None]))
-    b = _batch_result(psi, u, obj, improved, phase, st_d, st_r, times)
-    return BQPResult(
-        psi=b.psi[0], objective=float(b.objective[0]), n_iter=int(b.n_iter[0]),
-        phase_counts=dict(zip(PHASES, (int(c) for c in b.phase_counts[0]))),
-        n_evd=int(b.n_evd[0]), u=b.u[0], lanczos_m_mean=float(b.lanczos_m[0]),
-        lanczos_beta_mean=float(b.lanczos_beta[0]), method=method,
-        improved=bool(b.improved[0]), converged=bool(b.converged[0]),
-        h=float(st_d[0, K.ST_H]), info={"times": times})
+            xi = np.asarray(xi, dtype=np.float64)
+            if xi.shape != (cfg.n_rand, n):
+                raise ValueError(f"solve_bqp: xi must have shape {(cfg.n_rand, n)}; got "
+                                 f"shape {xi.shape}.")
+    return cfg.solver.solve(S, v, psi_prev, opt["u0"], cfg, xi)

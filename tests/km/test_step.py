@@ -109,7 +109,7 @@ def test_the_step_is_chosen_once_at_the_start_of_the_fit(monkeypatch):
 
 
 def test_a_fit_checks_the_bqp_settings_once_and_never_inside_the_loop(monkeypatch):
-    from kmviz.km import _dual_checks
+    from kmviz.km import _bqp_methods
 
     counts = {"settings": 0, "common": 0, "items": 0, "public": 0, "core": 0, "params": 0}
 
@@ -120,7 +120,7 @@ def test_a_fit_checks_the_bqp_settings_once_and_never_inside_the_loop(monkeypatc
         return wrapped
 
     monkeypatch.setattr(E, "batch_settings", counting("settings", E.batch_settings))
-    monkeypatch.setattr(_dual_checks, "_common", counting("common", _dual_checks._common))
+    monkeypatch.setattr(_bqp_methods, "_common", counting("common", _bqp_methods._common))
     monkeypatch.setattr(solvers, "_check_items", counting("items", solvers._check_items))
     monkeypatch.setattr(solvers, "solve_bqp_batch", counting("public", solvers.solve_bqp_batch))
     monkeypatch.setattr(_step, "_solve_bqp_batch_core",
