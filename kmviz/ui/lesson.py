@@ -37,6 +37,7 @@ LESSON_ENV = "KMVIZ_LESSON"
 #: The shipped lessons, one per family (``lessons/<family>.toml`` of the checkout).
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "lessons"
 _NOTICES = "kmviz_lesson_notices"     # session: what the last step's link got wrong
+_OPENED = "kmviz_lesson_opened"       # session: the lesson has opened on a step once
 MAX_STEPS = 30
 MAX_BYTES = 64 * 1024
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
@@ -272,6 +273,13 @@ def lesson_bar(page: str, pages_by_path: dict) -> None:
     if not lesson_mode() or lesson is None:
         return
     n = _current_step(lesson, page)
+    if not n and not st.session_state.get(_OPENED):
+        # the lesson's link (or `kmviz app --lesson`) opens on its first step, not on a page
+        # the lesson does not use; later visits to such a page show the bar below
+        st.session_state[_OPENED] = True
+        st.session_state[LESSON_STEP] = 1
+        go_to_step(lesson, 1, pages_by_path, list(pages_by_path))
+    st.session_state[_OPENED] = True
     with st.container(border=True, key="kmviz_lesson_bar"):
         for text in st.session_state.pop(_NOTICES, None) or []:
             st.warning(text, icon=":material/link_off:")

@@ -1,6 +1,7 @@
 """Real browser: lesson mode hides the controls and the pages the lesson does not use, keeps
 the figures and the Train button, and walks the lesson with Next / Back."""
 
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -26,15 +27,13 @@ def test_lesson_mode_hides_the_controls_and_walks_the_lesson(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1600})
         page.set_default_timeout(120_000)
         expect.set_options(timeout=120_000)
-        page.goto(server.url + "/?lesson=km")
-        expect(page.get_by_text("Next goes to its first step")).to_be_visible()
+        page.goto(server.url + "/?lesson=km")   # the link opens on the lesson's first step
+        expect(page.get_by_text("step 1 of 7")).to_be_visible()
         settle(page, 120_000)
+        assert urlparse(page.url).path.endswith("/data")
         expect(page.locator('[data-testid="stSidebar"] a')).to_have_count(8)
         assert _sidebar_links(page) == ["Home", "Data", "Train", "Convergence", "Dual GD",
                                         "Phases", "Lanczos", "Implications"]
-        page.get_by_role("button", name="Next").click()
-        expect(page.get_by_text("step 1 of 7")).to_be_visible()
-        settle(page, 120_000)
         # the Data step shows the lesson's data, not the hidden selector's entry's captions
         expect(page.get_by_text("Planted Kolmogorov model").first).to_be_visible()
         expect(page.locator(".st-key-data_choose")).to_be_hidden()
@@ -58,6 +57,14 @@ def test_lesson_mode_hides_the_controls_and_walks_the_lesson(server):
             expect(button).to_be_hidden()
         page.screenshot(path=str(ARTIFACTS / "lesson-train.png"), full_page=True)
         page.get_by_role("button", name="Back").click()
+        expect(page.get_by_text("step 1 of 7")).to_be_visible()
+        settle(page, 120_000)
+        # a page the lesson does not use, visited later, keeps the class where it is
+        page.locator('[data-testid="stSidebar"] a').filter(has_text="Home").click()
+        expect(page.get_by_role("heading", name=re.compile("^kmviz: look inside"))
+               ).to_be_visible()
+        settle(page, 120_000)
+        assert not urlparse(page.url).path.endswith("/data")
         expect(page.get_by_text("step 1 of 7")).to_be_visible()
         # the switch turns lesson mode off: every page and control is back
         page.locator('[data-testid="stSidebar"]').get_by_text("Lesson mode").click()
