@@ -176,6 +176,23 @@ def settle(page, timeout_ms: int = 60_000) -> None:
     expect(status).to_have_count(0, timeout=timeout_ms)
 
 
+def click_until_shown(page, button, shown, tries: int = 3) -> None:
+    """Click ``button`` until ``shown`` is visible. A click that lands while a script run
+    ends in ``st.rerun()`` is dropped by Streamlit (the rerun carries no button trigger), so
+    a click on a page that has just settled may need one more."""
+    from playwright.sync_api import expect
+
+    for attempt in range(tries):
+        button.click()
+        settle(page)
+        try:
+            expect(shown).to_be_visible(timeout=20_000)
+            return
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+
+
 def set_number(page, label: str, value) -> None:
     """Type ``value`` into the number box labelled ``label`` and press Enter."""
     box = page.get_by_label(label, exact=True)

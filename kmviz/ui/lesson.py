@@ -273,13 +273,12 @@ def lesson_bar(page: str, pages_by_path: dict) -> None:
     if not lesson_mode() or lesson is None:
         return
     n = _current_step(lesson, page)
-    if not n and not st.session_state.get(_OPENED):
+    opened, st.session_state[_OPENED] = st.session_state.get(_OPENED), True
+    if not n and not opened:
         # the lesson's link (or `kmviz app --lesson`) opens on its first step, not on a page
         # the lesson does not use; later visits to such a page show the bar below
-        st.session_state[_OPENED] = True
         st.session_state[LESSON_STEP] = 1
         go_to_step(lesson, 1, pages_by_path, list(pages_by_path))
-    st.session_state[_OPENED] = True
     with st.container(border=True, key="kmviz_lesson_bar"):
         for text in st.session_state.pop(_NOTICES, None) or []:
             st.warning(text, icon=":material/link_off:")

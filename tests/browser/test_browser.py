@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kmviz.testing.browser import (chromium, chromium_missing, load_builtin, nav, open_home,
-                                   serve, settle)
+from kmviz.testing.browser import (chromium, chromium_missing, click_until_shown, load_builtin,
+                                   nav, open_home, serve, settle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -259,23 +259,6 @@ def _links_to_z(page) -> list[str]:
         .map(el => el.outerHTML.slice(0, 200))""")
 
 
-def _click_until_shown(page, button, shown, tries: int = 3) -> None:
-    """Click ``button`` until ``shown`` is visible. A click that lands while a script run
-    ends in ``st.rerun()`` is dropped by Streamlit (the rerun carries no button trigger), so
-    a click on a page that has just settled may need one more."""
-    from playwright.sync_api import expect
-
-    for attempt in range(tries):
-        button.click()
-        settle(page)
-        try:
-            expect(shown).to_be_visible(timeout=20_000)
-            return
-        except AssertionError:
-            if attempt == tries - 1:
-                raise
-
-
 def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
         server_with_a_marked_up_run):
     import re
@@ -297,7 +280,7 @@ def test_markdown_in_a_run_name_and_in_item_titles_renders_literally(
         expect(page.get_by_text(f"Name and note of run {TITLE}")).to_be_visible()
         settle(page)
         warning = page.locator('[data-testid="stAlert"]').filter(has_text="for good?")
-        _click_until_shown(page, page.get_by_role("button", name="Delete this run ..."),
+        click_until_shown(page, page.get_by_role("button", name="Delete this run ..."),
                            warning)
         expect(warning).to_contain_text(f"Delete the run {TITLE}")
         page.get_by_role("button", name="Cancel").click()
