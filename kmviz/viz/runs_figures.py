@@ -105,7 +105,7 @@ def parallel_coordinates_figure(df: pd.DataFrame, settings, metric: str, *,
     fig = go.Figure(go.Parcoords(
         line=dict(color=y, colorscale="Viridis", showscale=True,
                   colorbar=dict(title=plain(metric_label or metric))),
-        dimensions=dims))
+        dimensions=dims, labelside="bottom"))  # above, the names ran into the title
     return _layout(fig, f"Settings and {metric_label or metric}, one line per run "
                         f"({len(df)} runs)")
 
