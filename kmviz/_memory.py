@@ -114,21 +114,27 @@ def memory_limit(limit):
         _limit = before
 
 
-def fit_memory_limit() -> tuple[int, str]:
-    """(bytes a fit may use, where the limit comes from, in words)."""
+def _limit_from(env_var: str) -> tuple[int, str]:
+    """The limit of :func:`set_memory_limit` if one is set, else ``$env_var``, else
+    :data:`DEFAULT_FRACTION` of the memory available now; with where it comes from."""
     if _limit is not None:
         return _limit, "set by kmviz.set_memory_limit"
-    env = os.environ.get(ENV_VAR, "").strip()
+    env = os.environ.get(env_var, "").strip()
     if env:
         try:
-            return parse_bytes(env), f"set by {ENV_VAR}={env}"
+            return parse_bytes(env), f"set by {env_var}={env}"
         except InvalidParameterError as exc:
-            raise InvalidParameterError(f"{ENV_VAR}: {exc}") from None
+            raise InvalidParameterError(f"{env_var}: {exc}") from None
     avail = available_memory()
     if avail <= 0:  # unknown: do not refuse on a guess
         return 1 << 62, "no limit (available memory unknown)"
     return int(avail * DEFAULT_FRACTION), \
         f"{DEFAULT_FRACTION:.0%} of the {format_bytes(avail)} available"
+
+
+def fit_memory_limit() -> tuple[int, str]:
+    """(bytes a fit may use, where the limit comes from, in words)."""
+    return _limit_from(ENV_VAR)
 
 
 def data_sizes(data) -> tuple[int, int, int]:
@@ -196,19 +202,7 @@ def load_memory_limit() -> tuple[int, str]:
     """(bytes a data load or generator may use, where the limit comes from): the limit of
     :func:`set_memory_limit` if one is set, else ``$KMVIZ_MAX_LOAD_BYTES``, else
     :data:`DEFAULT_FRACTION` of the memory available now."""
-    if _limit is not None:
-        return _limit, "set by kmviz.set_memory_limit"
-    env = os.environ.get(LOAD_ENV_VAR, "").strip()
-    if env:
-        try:
-            return parse_bytes(env), f"set by {LOAD_ENV_VAR}={env}"
-        except InvalidParameterError as exc:
-            raise InvalidParameterError(f"{LOAD_ENV_VAR}: {exc}") from None
-    avail = available_memory()
-    if avail <= 0:
-        return 1 << 62, "no limit (available memory unknown)"
-    return int(avail * DEFAULT_FRACTION), \
-        f"{DEFAULT_FRACTION:.0%} of the {format_bytes(avail)} available"
+    return _limit_from(LOAD_ENV_VAR)
 
 
 def check_allocation(what: str, parts: dict, *, fix: str, per_fit: bool = False) -> int:
