@@ -84,8 +84,9 @@ class LoopPolicy:
     max_iter : int
         Outer iterations at most (1 for a closed-form method, one per batch for a pass).
     tol : float or None
-        Stop when the objective's relative decrease falls below ``tol``; None: the loop
-        never stops on the objective (the family decides through :class:`Step`).
+        Stop when the objective's relative decrease falls below ``tol``; None or 0: the loop
+        never stops on the objective (the family decides through :class:`Step`). At 0 a fit
+        at a fixed point would otherwise stop on a rounding-noise rise of 1e-16.
     budget : str or None
         The parameter that caps the iterations as a convergence budget: reaching it warns
         (:class:`~kmviz.exceptions.ConvergenceWarning`: the stopping rule was not met).
@@ -298,7 +299,7 @@ class IterativeEstimator(BaseEstimator):
                     stop = "converged"
                     message = step.reason or "the method's stopping criterion is met"
                     break
-                if tol is not None and decrease < tol:
+                if tol and decrease < tol:   # tol = 0 (or None): run the whole budget
                     stop = "converged"
                     message = (f"the objective's relative decrease {decrease:.3g} is below "
                                f"tol {tol:g}")

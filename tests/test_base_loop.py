@@ -135,3 +135,26 @@ def test_the_app_says_the_stop_reason_once():
     assert stop_words(t).startswith("converged: the objective's relative decrease")
     assert stop_words(Trace(solver="x", stop_reason="max_iter")) == \
         "the iteration budget was used up"  # a run saved before stop messages
+
+
+class FixedPoint(Rising):
+    """Reaches a fixed point at once: its objective then wobbles by rounding noise."""
+
+    _parameter_constraints = {"max_iter": Param(int, low=1), "tol": Param(float, low=0)}
+
+    def __init__(self, max_iter=6, tol=0.0):
+        self.max_iter, self.tol = max_iter, tol
+
+    def _fit_step(self, state, trace, it):
+        state["k"] += 1
+        return {"objective": 1.0 + (1e-16 if it % 2 else 0.0)}
+
+
+def test_tol_zero_runs_the_whole_budget_through_a_fixed_point():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # tol = 0: no rule, no warning
+        m = FixedPoint(max_iter=6, tol=0.0).fit(None)
+    assert m.k_ == 6 and m.trace_.stop_reason == "max_iter"
+    # with a tolerance the same wobble is a stop: the decrease, 0 or -1e-16, is below it
+    m = FixedPoint(max_iter=6, tol=1e-9).fit(None)
+    assert m.k_ == 2 and m.trace_.stop_reason == "converged"

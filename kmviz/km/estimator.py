@@ -81,7 +81,8 @@ class KolmogorovModel(IterativeEstimator):
     max_iter : int, default=20
         Maximum number of BCD iterations I_BCD.
     tol : float, default=1e-4
-        Stop when the relative decrease of the objective in one iteration falls below tol.
+        Stop when the relative decrease of the objective in one iteration falls below tol
+        (0: run all max_iter iterations).
     lambda_theta : float, default=0.0
         lambda_u >= 0: adds ``lambda_theta * ||theta_u||^2`` to each user's simplex QP
         (Q_u + lambda I). On the simplex this pulls theta_u toward the uniform vector.
@@ -190,7 +191,7 @@ class KolmogorovModel(IterativeEstimator):
                           help="I_BCD: maximum number of BCD iterations of Alg. 4."),
         "tol": Param(float, low=0, high=1.0, step=1e-4, label="tol",
                      help="Stop when the objective's relative decrease in one BCD iteration "
-                          "is below this."),
+                          "is below this (0: run every iteration)."),
         "lambda_theta": Param(float, low=0, high=1e12, step=1.0, label="λᵤ (lambda_theta)",
                               help="Regularizer λᵤ on θᵤ (Table V): adds λ‖θᵤ‖² to the "
                                    "simplex QP (3), pulling θᵤ toward uniform."),
