@@ -330,15 +330,17 @@ def load_notice() -> None:
         _notice()
 
 
-def request_training(family: str) -> None:
+def request_training(family: str, params: dict | None = None) -> None:
     """The Train button's callback: record the click in the session state.
 
     Streamlit runs it before the script reruns, so the request survives a rerun that
     interrupts the one the click started (a click while the page was still running);
-    :func:`start_requested_job` starts it on the next run of the Train page, once."""
+    :func:`start_requested_job` starts it on the next run of the page, once. ``params``:
+    the settings to fit (default: those of the family's Train form)."""
     st.session_state[StateKeys.TRAIN_REQUEST] = {
         "id": secrets.token_hex(8), "family": family,
-        "params": form_params(families.get(family)), "at": time.time()}
+        "params": form_params(families.get(family)) if params is None else dict(params),
+        "at": time.time()}
 
 
 def start_requested_job() -> None:

@@ -20,7 +20,8 @@ from .memory import release_memory
 from .runs import record_from_saved
 from .state import StateKeys, active_run, add_run, session_runs
 from .text import md_escape, metric_label
-from .training import warm_up
+from .forms import form_params
+from .training import request_training, start_requested_job, warm_up
 
 DATA_PAGE = "app_pages/data.py"
 TRAIN_PAGE = "app_pages/train.py"
@@ -66,21 +67,56 @@ _pick_family_on_train = pick_family_on_train
 
 
 def no_runs_yet(family: str | None = None) -> None:
-    """Say there is no run to show (of ``family``, when given), point to Train, and stop.
+    """Say there is no run to show (of ``family``, when given), offer to train one, and stop.
 
-    With a family, the button opens Train with that family picked (not the one picked
-    there before), so the fit it leads to is one this page can show."""
+    With a family, the page trains one itself at one click (the settings measured for this
+    built-in dataset, else the Train form's), shows its progress and then what it learned:
+    a teacher opening an Explore page first sees its figure, not a detour. The second
+    button opens Train with that family picked, to change the settings first."""
     if family is None:
         st.info("No runs yet: train a model first; this page shows what it learned.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
-    else:
-        title = families.get(family).title
-        st.info(f"No {title} run yet: train one first; this page shows what it learned.")
-        if st.button(f"Train {families.get(family).short or title}", key="no_runs_train",
-                     icon=":material/model_training:", on_click=_pick_family_on_train,
-                     args=(family,)):
-            st.switch_page(TRAIN_PAGE)
+        st.stop()
+    fam = families.get(family)
+    title, short = fam.title, fam.short or fam.title
+    ratings, _ = ensure_dataset()
+    if ratings is None:
+        require_dataset()
+    start_requested_job()  # a click of "Train ... here" on the run before this one
+    job = st.session_state.get(StateKeys.JOB)
+    if job is not None and job.family == family:  # its progress, then (rerun) the run
+        progress_panel()
+        if not job.done:
+            st.caption(f"This page shows what the {md_escape(short)} fit learned as soon as "
+                       "it ends.")
+            st.stop()
+    params, measured = settings_here(family)
+    how = "the settings measured on this dataset" if measured else "the Train page's settings"
+    st.info(f"No {title} run yet. Train one here on **{md_escape(ratings.name)}** at {how}, "
+            "and this page shows what it learned.", icon=":material/model_training:")
+    left, right = st.columns(2)
+    left.button(f"Train {short} here", key="no_runs_train_here", type="primary",
+                icon=":material/play_arrow:", on_click=request_training,
+                args=(family, params), use_container_width=True)
+    if right.button("Change the settings on Train first", key="no_runs_train",
+                    icon=":material/tune:", on_click=_pick_family_on_train, args=(family,),
+                    use_container_width=True):
+        st.switch_page(TRAIN_PAGE)
     st.stop()
+
+
+def settings_here(family: str) -> tuple[dict, bool]:
+    """The settings a page's own "Train here" fits: the Train form's, with the catalogue's
+    measured ones for this built-in dataset on top (and whether there were such)."""
+    fam = families.get(family)
+    params = form_params(fam)
+    spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
+    if spec.get("kind") != "built-in":
+        return params, False
+    suggestion = suggested_settings(str(spec.get("source", "")), family, spec.get("options"))
+    if suggestion is None:
+        return params, False
+    return {**params, **suggestion.params}, True
 
 
 def require_run(*, family: str | None = None, need_model: bool = False):

@@ -427,7 +427,8 @@ def test_explore_pages_guard_without_runs():
         goto(at, page)
         assert not at.error, page
         assert at.info[0].value.startswith("No Kolmogorov model (KM) run yet"), page
-        assert [b.label for b in at.button] == ["Train KM"], page
+        assert [b.label for b in at.button] == ["Train KM here",
+                                                "Change the settings on Train first"], page
 
 
 def test_an_explore_pages_train_button_opens_train_with_its_family_picked():
@@ -436,11 +437,41 @@ def test_an_explore_pages_train_button_opens_train_with_its_family_picked():
     at = pick_family(new_session(), "km")
     goto(at, "app_pages/ocmf.py")
     assert "No One-class MF with side information (OCMF) run yet" in at.info[0].value
-    button(at, "Train OCMF").click().run()
+    button(at, "Change the settings on Train first").click().run()
     assert not at.exception, at.exception
     assert [t.value for t in at.title] == ["Train"]
     assert at.selectbox(key="train_family").value == "ocmf"
     assert at.number_input(key="train_ocmf_k") is not None
+
+
+def test_a_bare_explore_page_trains_its_family_itself_at_the_measured_settings():
+    """Without a run, an Explore page's first button fits its family right there, at the
+    settings the catalogue measured for the built-in default dataset (not bare defaults)."""
+    at = pick_family(new_session(), "km")
+    goto(at, "app_pages/ocmf.py")
+    assert "at the settings measured on this dataset" in at.info[0].value
+    job = at.session_state[StateKeys.JOB]
+    button(at, "Train OCMF here").click().run()
+    assert not at.exception, at.exception
+    started = at.session_state[StateKeys.JOB]
+    assert started is not job and started.family == "ocmf"   # started on this page
+    assert started.params["rho"] == 0.0078125 and started.params["threshold"] == 4.0
+    assert [t.value for t in at.title] != ["Train"]           # the page did not move
+    started.stop()
+    started.thread.join(300)
+
+
+@pytest.mark.slow
+def test_a_bare_explore_page_shows_its_figure_after_its_own_fit():
+    at = new_session()
+    goto(at, "app_pages/ocmf.py")
+    button(at, "Train OCMF here").click().run()
+    wait_job(at, timeout=600)
+    at.run()
+    assert not at.exception, at.exception
+    assert not any("run yet" in i.value for i in at.info)
+    assert plotly_specs(at), "the page draws its figures once its own fit has ended"
+    assert len(at.session_state[StateKeys.RUNS]) == 1
 
 
 # ------------------------------------------------------------------- saved runs, re-runs
