@@ -98,6 +98,19 @@ def test_cli_says_when_km_is_no_better_than_the_mean(capsys, tmp_path):
                        "--out", str(tmp_path / "rel.csv"))
     assert code == 0, err
     assert "warning: KM is no better than the mean on validation" in err and "Fix:" in err
+    assert "or train on the likes" not in err   # the settings tried already did
+
+
+def test_the_no_better_fix_never_advises_what_was_tried():
+    import pandas as pd
+
+    from kmviz.km.relation_settings import no_better_fix
+
+    both = pd.DataFrame({"train_on": ["ratings", "likes"]})
+    assert "likes" not in no_better_fix(both).split(";")[0]
+    assert "on the ratings and on the likes, lost to the mean" in no_better_fix(both)
+    assert no_better_fix(pd.DataFrame({"train_on": ["ratings"]})) == \
+        "Fix: more ratings per user."
 
 
 @pytest.mark.slow

@@ -113,10 +113,20 @@ def choose_settings(ratings, liked, *, random_state=0, candidates=CANDIDATES,
                f"{sample.n_users:,} users), validated on the other 20 %.")
     if not better:
         summary += (" No setting beats the mean on validation: the model's stability says "
-                    "little here and the ranking rests on the data's evidence. Fix: more "
-                    "ratings per user, or train on the likes.")
+                    "little here and the ranking rests on the data's evidence. "
+                    + no_better_fix(table))
     return {"settings": _km_params(cand, liked), "train_on": cand["train_on"],
             "table": table, "better_than_mean": better, "summary": summary}
+
+
+def no_better_fix(table) -> str:
+    """What to do when no setting of ``table`` beat the mean. Never "train on the likes":
+    the settings tried already do where the data have likes (one-class data have none)."""
+    tried = set(table["train_on"]) if len(table) else set()
+    if "likes" in tried:
+        return ("Fix: more ratings per user; every setting tried, on the ratings and on the "
+                "likes, lost to the mean.")
+    return "Fix: more ratings per user."
 
 
 def km_training_data(ratings):

@@ -61,7 +61,7 @@ from . import _checks as ck
 from .conjunctive import (conjunction_candidates, conjunction_held, pack_supports,
                           rule_counts, subset_held)
 from .relation_ranking import FEW_FANS, cautious_lift, choose_ranking, tendency_tiers
-from .relation_settings import (CANDIDATES, CHOOSE_MAX_RATINGS, FIT_ITER,
+from .relation_settings import (CANDIDATES, CHOOSE_MAX_RATINGS, FIT_ITER, no_better_fix,
                                 INTERACTION_CANDIDATES, WIDE_ITEMS, _candidates,
                                 choose_settings, km_training_data, run_refits)
 
@@ -386,8 +386,8 @@ def mine_relations(ratings, *, liked=None, max_antecedent: int = 2, n_refits: in
         settings = chosen["settings"]
         if not chosen["better_than_mean"]:
             warnings_.append("KM is no better than the mean on validation at any setting "
-                             "tried: stability is weak evidence here. Fix: more ratings per "
-                             "user, or train on the likes.")
+                             "tried: stability is weak evidence here. "
+                             + no_better_fix(chosen["table"]))
     else:
         chosen = {"settings": settings, "summary": "settings given by the caller",
                   "better_than_mean": None}
