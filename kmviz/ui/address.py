@@ -29,7 +29,7 @@ from .views import run_record
 #: Session keys of this module.
 RESTORED = "kmviz_link_restored"      # True once the session's first address was read
 NOTICES = "kmviz_link_notices"        # list of str: what the first address got wrong
-LESSON_ON = "kmviz_lesson_on"         # bool: lesson mode (kmviz.ui.lesson)
+LESSON_ON = StateKeys.LESSON_ON       # bool: lesson mode (kmviz.ui.lesson)
 LESSON_STEP = "kmviz_lesson_step"     # int or None: the lesson step shown
 PRESENT_ON = "kmviz_present_on"       # bool: the presentation theme (larger text)
 LESSON_NAME = "kmviz_lesson_name"     # str or None: the shipped lesson a link named

@@ -218,8 +218,9 @@ def navigation(pages: dict, lesson: Lesson | None):
 
 #: What lesson mode hides in the page (not the sidebar): every input widget, button and
 #: expander, and the Data page's choice of a dataset with its captions, except the Train
-#: button (a form's submit), Stop, the lesson's own buttons and
-#: the replay's iteration slider and play (:mod:`kmviz.ui.replay`: lesson content).
+#: button (a form's submit), Stop, the lesson's own buttons, an Explore page's "Train ...
+#: here" (:func:`kmviz.ui.views.no_runs_yet`: the one click to a figure) and the replay's
+#: iteration slider and play (:mod:`kmviz.ui.replay`: lesson content).
 HIDE_SETTINGS_CSS = """<style>
 [data-testid="stMain"] [data-testid="stSelectbox"],
 [data-testid="stMain"] [data-testid="stMultiSelect"],
@@ -234,7 +235,8 @@ HIDE_SETTINGS_CSS = """<style>
 [data-testid="stMain"] [data-testid="stButton"],
 [data-testid="stMain"] .st-key-data_choose { display: none; }
 [data-testid="stMain"] .st-key-kmviz_lesson_bar [data-testid="stButton"],
-[data-testid="stMain"] .st-key-train_stop [data-testid="stButton"] { display: block; }
+[data-testid="stMain"] .st-key-train_stop [data-testid="stButton"],
+[data-testid="stMain"] .st-key-no_runs_train_here [data-testid="stButton"] { display: block; }
 [data-testid="stMain"] .st-key-kmviz_replay [data-testid="stSlider"],
 [data-testid="stMain"] .st-key-kmviz_replay [data-testid="stCheckbox"] { display: block; }
 </style>"""

@@ -39,6 +39,7 @@ class StateKeys:
     TRAIN_REQUEST = "kmviz_train_request"  # dict: a Train click not yet started (id, family, params)
     DATA_LOAD = "kmviz_data_load"        # dict: what the Data page's last Load did, not shown yet
     PENDING_LOAD = "kmviz_pending_load"  # dict: a Load callback's result not yet applied
+    LESSON_ON = "kmviz_lesson_on"        # bool: lesson mode (kmviz.ui.lesson)
 
 
 INIT_STATES = {

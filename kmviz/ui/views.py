@@ -73,6 +73,8 @@ def no_runs_yet(family: str | None = None) -> None:
     built-in dataset, else the Train form's), shows its progress and then what it learned:
     a teacher opening an Explore page first sees its figure, not a detour. The second
     button opens Train with that family picked, to change the settings first."""
+    if family is None and lesson_data() is not None:  # a lesson: train its family here
+        family = st.session_state.get(StateKeys.FAMILY)
     if family is None:
         st.info("No runs yet: train a model first; this page shows what it learned.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
@@ -92,8 +94,9 @@ def no_runs_yet(family: str | None = None) -> None:
             st.stop()
     params, measured = settings_here(family)
     how = "the settings measured on this dataset" if measured else "the Train page's settings"
-    st.info(f"No {title} run yet. Train one here on **{md_escape(ratings.name)}** at {how}, "
-            "and this page shows what it learned.", icon=":material/model_training:")
+    where = " on the lesson's data" if lesson_data() is not None else ""
+    st.info(f"No {title} run{where} yet. Train one here on **{md_escape(ratings.name)}** at "
+            f"{how}, and this page shows what it learned.", icon=":material/model_training:")
     left, right = st.columns(2)
     left.button(f"Train {short} here", key="no_runs_train_here", type="primary",
                 icon=":material/play_arrow:", on_click=request_training,
@@ -442,18 +445,33 @@ def running_job():
     return job if job is not None and not job.done else None
 
 
+def lesson_data() -> str | None:
+    """In lesson mode, the fingerprint of the data loaded now (the lesson's): its pages show
+    runs on those data only, never a run another browser made on other data (seen as the KM
+    lesson's Convergence step opening on an analyst's flat two-iteration fit). None outside
+    lesson mode."""
+    if not st.session_state.get(StateKeys.LESSON_ON):
+        return None
+    ratings = st.session_state.get(StateKeys.DATASET)
+    return None if ratings is None else ratings.fingerprint()
+
+
 def run_options(*, family: str | None = None, live: bool = False) -> dict:
     """run_id -> label, the running fit first (``live``), this session's runs (newest
-    first), then the saved ones; only runs of ``family`` when given."""
+    first), then the saved ones; only runs of ``family`` when given, and in lesson mode
+    only runs on the lesson's data (:func:`lesson_data`)."""
     opts = {}
+    data = lesson_data()
     job = running_job() if live else None
     if job is not None and (family is None or job.family == family):
         opts[LIVE] = f"{job.label} · training now"
     for rid, r in sorted(session_runs().items(), key=lambda kv: -kv[1].created):
-        if family is None or r.family == family:
+        if (family is None or r.family == family) and data in (None, r.fingerprint):
             opts[rid] = f"{r.label} · {'saved' if r.reopened else 'this session'}"
     saved = saved_runs_frame()
     for row in saved.itertuples():
+        if data is not None and getattr(row, "fingerprint", None) != data:
+            continue
         if row.run_id not in opts and (family is None or getattr(row, "family", None) == family):
             when = pd.Timestamp(row.created).strftime("%Y-%m-%d %H:%M")
             opts[row.run_id] = f"{row.label} · saved {when}"

@@ -102,3 +102,26 @@ def test_an_uploaded_dataset_survives_a_reload_of_its_tab():
     forged = open_link(TRAIN, {"dataset": "upload:0123456789abcdef"})
     assert any("no longer keeps that upload" in str(w.value) for w in forged.warning)
     assert forged.session_state[StateKeys.DATASET_SPEC]["source"] == "movielens-small"
+
+
+def test_a_lesson_shows_runs_on_its_data_only_and_trains_one_there():
+    """The KM lesson, opened after somebody saved a KM run on other data: its Dual GD step
+    does not open on that run (it did: the lesson drew another file's flat fit); it offers
+    to train on the lesson's data, and then shows that run."""
+    other = cli_train(n_users=30, n_items=20)            # KM on other data, in the store
+    plain = goto(new_session(), KM_DUAL)                 # outside a lesson it is shown
+    assert plain.selectbox(key="explore_run_km").value == other
+    at = open_link("app_pages/data.py", {"lesson": "km"})
+    assert at.session_state[StateKeys.LESSON_ON]
+    goto(at, KM_DUAL)
+    assert "No Kolmogorov model (KM) run on the lesson's data yet" in at.info[0].value
+    assert not [s for s in at.selectbox if s.key == "explore_run_km"]
+    next(b for b in at.button if b.label == "Train KM here").click().run()
+    job = at.session_state[StateKeys.JOB]
+    job.thread.join(600)
+    at.run()
+    assert not at.exception, at.exception
+    shown = at.selectbox(key="explore_run_km")
+    assert shown.value != other and len(shown.options) == 1   # the lesson's run only
+    run = at.session_state[StateKeys.RUNS][shown.value]
+    assert run.fingerprint == at.session_state[StateKeys.DATASET].fingerprint()
