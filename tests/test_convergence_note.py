@@ -27,3 +27,25 @@ def test_nothing_to_say_for_a_falling_curve_or_a_family_without_a_note():
 def test_a_one_step_direct_solve_says_why_each_curve_is_one_point():
     note = families.get("kmc").convergence_note(_trace([0.5]))
     assert note.startswith("One point per curve") and "direct solve" in note
+
+
+def test_km_explains_a_flat_curve_by_its_fixed_point():
+    from kmviz.data import load, make_split
+    from kmviz.km import KolmogorovModel
+
+    ratings = load("planted-km")
+    split = make_split(ratings)
+    fit = KolmogorovModel(max_iter=10, random_state=0).fit(split.train,
+                                                           validation=split.validation)
+    rows = fit.trace_.rows
+    assert rows[1]["n_psi_changed"] == 0 and rows[1]["objective"] == rows[0]["objective"]
+    note = families.get("km").convergence_note(fit.trace_)
+    assert note.startswith("Flat from the first point: after iteration 1 no item's ψ changed")
+    assert f"{rows[-1]['objective']:.4g}" in note
+    later = Trace(solver="km", rows=[
+        {"iteration": i, "objective": o, "n_psi_changed": c}
+        for i, (o, c) in enumerate([(19.7, 60), (18.2, 2), (17.5, 1), (17.5, 0)], start=1)])
+    assert families.get("km").convergence_note(later).startswith("Flat from iteration 4")
+    moving = Trace(solver="km", rows=[{"iteration": 1, "objective": 2.0, "n_psi_changed": 5},
+                                      {"iteration": 2, "objective": 1.0, "n_psi_changed": 1}])
+    assert families.get("km").convergence_note(moving) is None

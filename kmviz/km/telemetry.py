@@ -101,3 +101,29 @@ FIGURE_OPTIONS = {
     "evd_savings": dict(no_evd=NO_EVD_PHASES, title="EVD elimination of Alg. 2",
                         iteration=ITERATION),
 }
+
+
+def convergence_note(trace) -> str | None:
+    """Why a KM run's curves go flat, for the Convergence page: block coordinate descent
+    stops moving once no item's binary ψ changes (a fixed point: the θ steps then return the
+    same θ). A run flat from its first point found that fixed point in one iteration, which
+    looks like nothing happened; the page says so. None when no curve is flat."""
+    rows = list(getattr(trace, "rows", []) or [])
+    if len(rows) < 2 or "n_psi_changed" not in rows[0]:
+        return None
+    still = next((r["iteration"] for r in rows[1:] if r.get("n_psi_changed") == 0), None)
+    if still is None:
+        return None
+    end = rows[-1]
+    held = ""
+    if end.get("validation_nrmse") is not None:
+        held = f" Validation NRMSE {float(end['validation_nrmse']):.3g} at the end."
+    if still == 2:
+        return ("Flat from the first point: after iteration 1 no item's ψ changed, so block "
+                "coordinate descent was already at a fixed point (ψ is binary; with ψ fixed "
+                "the θ steps give the same θ, and the objective stays at "
+                f"{float(end['objective']):.4g}). Iteration 1's θ and ψ steps did all the "
+                "work from the random start, which the curve does not draw." + held)
+    return (f"Flat from iteration {still}: no item's ψ changed there, so block coordinate "
+            "descent stopped moving (a fixed point of its binary ψ steps; the θ steps then "
+            "give the same θ)." + held)
