@@ -281,6 +281,12 @@ def lesson_bar(page: str, pages_by_path: dict) -> None:
         # the lesson does not use; later visits to such a page show the bar below
         st.session_state[LESSON_STEP] = 1
         go_to_step(lesson, 1, pages_by_path, list(pages_by_path))
+    if n and not opened and set(st.query_params) <= {"lesson", "step"}:
+        # opened on a step's page by a bare lesson link (/data?lesson=km): that step's own
+        # link restores its data and family (the page kept the session's before: MovieLens
+        # under the planted set's note); a link that names its own view keeps it
+        st.session_state[LESSON_STEP] = n
+        go_to_step(lesson, n, pages_by_path, list(pages_by_path))
     with st.container(border=True, key="kmviz_lesson_bar"):
         for text in st.session_state.pop(_NOTICES, None) or []:
             st.warning(text, icon=":material/link_off:")

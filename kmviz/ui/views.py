@@ -459,9 +459,11 @@ def lesson_data() -> str | None:
 def run_options(*, family: str | None = None, live: bool = False) -> dict:
     """run_id -> label, the running fit first (``live``), this session's runs (newest
     first), then the saved ones; only runs of ``family`` when given, and in lesson mode
-    only runs on the lesson's data (:func:`lesson_data`)."""
+    only runs of the lesson's family on the lesson's data (:func:`lesson_data`)."""
     opts = {}
     data = lesson_data()
+    if data is not None and family is None:  # a lesson's page: its family's runs only
+        family = st.session_state.get(StateKeys.FAMILY)
     job = running_job() if live else None
     if job is not None and (family is None or job.family == family):
         opts[LIVE] = f"{job.label} · training now"

@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from kmviz.data import load
 from kmviz.ui.state import StateKeys
 
-from .apphelpers import APP, KM_DUAL, TIMEOUT, TRAIN, cli_train, goto, new_session
+from .apphelpers import (APP, CONVERGENCE, KM_DUAL, TIMEOUT, TRAIN, cli_train, goto,
+                         new_session, submit_train)
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,6 +114,9 @@ def test_a_lesson_shows_runs_on_its_data_only_and_trains_one_there():
     assert plain.selectbox(key="explore_run_km").value == other
     at = open_link("app_pages/data.py", {"lesson": "km"})
     assert at.session_state[StateKeys.LESSON_ON]
+    # a bare lesson link on a step's page restores that step's link: the planted set
+    assert at.session_state[StateKeys.DATASET_SPEC]["source"] == "planted-km"
+    assert at.session_state[StateKeys.FAMILY] == "km"
     goto(at, KM_DUAL)
     assert "No Kolmogorov model (KM) run on the lesson's data yet" in at.info[0].value
     assert not [s for s in at.selectbox if s.key == "explore_run_km"]
@@ -125,3 +129,19 @@ def test_a_lesson_shows_runs_on_its_data_only_and_trains_one_there():
     assert shown.value != other and len(shown.options) == 1   # the lesson's run only
     run = at.session_state[StateKeys.RUNS][shown.value]
     assert run.fingerprint == at.session_state[StateKeys.DATASET].fingerprint()
+
+
+def test_a_lessons_convergence_step_shows_its_familys_runs_only():
+    """The OCMF lesson's Convergence step opened on a similarity run another session had
+    trained on the same MovieLens data (seen in Chromium): a lesson shows its family's runs."""
+    other = goto(new_session(), TRAIN)                  # the default data: latest-small
+    other.selectbox(key="train_family").set_value("similarity").run()
+    submit_train(other, {"train_similarity_max_iter": 1})
+    at = open_link("app_pages/data.py", {"lesson": "ocmf"})
+    assert at.session_state[StateKeys.DATASET].fingerprint() == \
+        other.session_state[StateKeys.DATASET].fingerprint()    # the same data
+    goto(at, CONVERGENCE)
+    assert "No One-class MF with side information (OCMF) run on the lesson's data yet" in \
+        at.info[0].value
+    plain = goto(new_session(), CONVERGENCE)            # outside a lesson: it is shown
+    assert not [i for i in plain.info if "run yet" in str(i.value)]
