@@ -11,8 +11,8 @@ is fitted on the training part of three repeats and scored on their VALIDATION p
 * generated sets (km-toy, planted-km, planted-lowrank): the catalogue's data (seed 0) and
   the same generator with seeds 1 and 2, each with the app's default split (random
   70 / 10 / 20, split seed 0);
-* real sets (Gapminder, MovieLens latest-small): the catalogue's data with split seeds 1, 2
-  and 3, so the bench table's split (seed 0) and its test part are never looked at.
+* real sets (Gapminder, MovieLens latest-small, Boston): the catalogue's data with split
+  seeds 1, 2 and 3, so the bench table's split (seed 0) and its test part are never looked at.
 
 The score of a point is its mean ratio to the baseline on those validation parts (RMSE /
 the training mean's RMSE for the value families, lower is better; p@5 / popularity's p@5
@@ -67,6 +67,8 @@ GRIDS = {
                             "rho": [0.125, 0.0625, 0.25]},
     ("gapminder", "similarity"): {"inputs": [{}, _TOWERS["item"]],
                                   "imputed": [-1.0, 0.0], "omega": [0.25, 0.5]},
+    # the gFM lesson's set: 10 ALS passes stop before the ALS tolerance is met
+    ("boston", "gfm"): {"n_passes": [10, 50, 300], "l2": [0.01, 1.0, 10.0]},
 }
 GENERATED = {"km-toy", "planted-km", "planted-lowrank", "planted-relations"}
 

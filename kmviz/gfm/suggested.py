@@ -12,4 +12,11 @@ SUGGESTIONS = {
              "10 and 100 (three seeds of the set, `python bench/data/small_set_settings.py "
              "--cells km-toy/gfm`) keeps the fit at the mean (ratio 1.000) where the "
              "default 0.01 fits the noise."),
+    "boston": Suggestion(
+        params={"n_passes": 300},
+        note="At the default 10 ALS passes the fit stops before its tolerance is met (the "
+             "page warns so); with up to 300 it converges, in about 100 passes and well "
+             "under a second, and its validation RMSE is 0.388 of the training mean's "
+             "against 0.404 (mean of three splits; `python bench/data/small_set_settings.py "
+             "--cells boston/gfm`, the ridge 0.01, 1 and 10 tried too)."),
 }
