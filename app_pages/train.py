@@ -32,7 +32,12 @@ st.caption(f"Data: **{md_escape(ratings.name)}**{default_note}, {sizes['train']:
            f"({sizes['by']} split, seed {sizes['seed']}). Change it on the Data page.")
 if cluster_line := cluster_caption():
     st.caption(cluster_line)
-load_notice()  # a Load of the Data page still running: Train refuses until it ends
+# What comes and goes above the form (notices, the measured settings, the fit's progress)
+# sits in fixed slots: an element appearing or leaving there would move the form, and while
+# the run that moved it lasts, the old form stays on screen beside the new one (seen on a
+# fresh server when the kernels' notice left: two Train forms)
+with st.container():
+    load_notice()  # a Load of the Data page still running: Train refuses until it ends
 
 rerun = st.session_state.get(StateKeys.RERUN_CONFIG)
 notice = st.session_state.get(StateKeys.NOTICE)
@@ -50,26 +55,27 @@ st.session_state[StateKeys.FAMILY] = name
 warm_up().ask(name)  # compile this family's kernels first (first start after installing)
 family = families.get(name)
 st.markdown(family.summary)
-if rerun:
-    lead = ("The change is in the form; press Train to fit it." if len(rerun) > 2 else
-            "Settings of the saved run loaded; press Train to run them again.")
-    st.info(f"{lead} {md_escape(notice or '')}", icon=":material/replay:")
-defaults_panel(family, ratings, spec, quiet=bool(rerun))
-suggested = suggestion_panel(family)
-if suggested and not rerun:
-    st.success("The measured settings are in the form below; press Train to fit them.",
-               icon=":material/tune:")
-# the fit's state and progress above the form, in view at 1400 x 900 while it runs (the
-# Train click's callback recorded its request before this run, so it can start here)
-start_requested_job()
-job = st.session_state.get(StateKeys.JOB)
-if job is None or job.done:
-    kernels_notice(name)
-if job is None or job.family == name:  # the status of this family's fit, not another's
-    progress_panel()
-elif not job.done:
-    st.info(f"A {md_escape(families.get(job.family).title)} fit is running: pick that family "
-            "above to follow it or stop it.", icon=":material/hourglass_top:")
+with st.container():
+    if rerun:
+        lead = ("The change is in the form; press Train to fit it." if len(rerun) > 2 else
+                "Settings of the saved run loaded; press Train to run them again.")
+        st.info(f"{lead} {md_escape(notice or '')}", icon=":material/replay:")
+    defaults_panel(family, ratings, spec, quiet=bool(rerun))
+    suggested = suggestion_panel(family)
+    if suggested and not rerun:
+        st.success("The measured settings are in the form below; press Train to fit them.",
+                   icon=":material/tune:")
+    # the fit's state and progress above the form, in view at 1400 x 900 while it runs (the
+    # Train click's callback recorded its request before this run, so it can start here)
+    start_requested_job()
+    job = st.session_state.get(StateKeys.JOB)
+    if job is None or job.done:
+        kernels_notice(name)
+    if job is None or job.family == name:  # the status of this family's fit, not another's
+        progress_panel()
+    elif not job.done:
+        st.info(f"A {md_escape(families.get(job.family).title)} fit is running: pick that "
+                "family above to follow it or stop it.", icon=":material/hourglass_top:")
 params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
                         on_submit=request_training)
 sweep_panel(family, params, ratings, split, spec)  # the Sweep expander (kmviz/ui/sweep.py)

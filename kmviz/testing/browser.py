@@ -176,6 +176,17 @@ def settle(page, timeout_ms: int = 60_000) -> None:
     expect(status).to_have_count(0, timeout=timeout_ms)
 
 
+def only_one(locator, timeout_ms: int = 120_000):
+    """Wait until ``locator`` matches exactly one visible element and return it: while a
+    script run that moved an element lasts, Streamlit keeps the old copy on screen beside the
+    new one, and Playwright's strict mode refuses a locator that matches both."""
+    from playwright.sync_api import expect
+
+    expect(locator).to_have_count(1, timeout=timeout_ms)
+    expect(locator).to_be_visible(timeout=timeout_ms)
+    return locator
+
+
 def click_until_shown(page, button, shown, tries: int = 3) -> None:
     """Click ``button`` until ``shown`` is visible. A click that lands while a script run
     ends in ``st.rerun()`` is dropped by Streamlit (the rerun carries no button trigger), so

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kmviz.testing.browser import (chromium, chromium_missing, click_until_shown, load_builtin,
-                                   nav, open_home, serve, settle)
+                                   nav, only_one, open_home, serve, settle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -48,17 +48,13 @@ def _open_home(browser, server):
 def _train_form(page, field: str, family_title: str | None = None):
     """Train page (with the model family `family_title` picked, if given): its form, found by
     its spin box `field` (not a form of the page we come from, still on screen while the
-    navigation runs), once visible after the Numba warm-up."""
-    from playwright.sync_api import expect
-
+    navigation runs), once it is the only one on screen and visible after the warm-up."""
     nav(page, "Train")
     if family_title is not None:
         page.locator('[data-testid="stSelectbox"]').filter(has_text="Model family").click()
         page.get_by_role("option", name=family_title).click()
-    form = page.locator('[data-testid="stForm"]').filter(
-        has=page.get_by_role("spinbutton", name=field))
-    expect(form).to_be_visible(timeout=120_000)
-    return form
+    return only_one(page.locator('[data-testid="stForm"]').filter(
+        has=page.get_by_role("spinbutton", name=field)))
 
 
 def _fill(form, settings: dict) -> None:

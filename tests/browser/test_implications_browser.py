@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from kmviz.testing.browser import (chromium, chromium_missing, fit_finished, nav, open_home,
-                                   run_caption, serve, settle)
+                                   only_one, run_caption, serve, settle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -97,9 +97,8 @@ def test_analyst_filters_selects_and_exports_every_row(tmp_path):
         expect(page.get_by_text("Train / validation / test split")).to_be_visible()
         settle(page)
         nav(page, "Train")
-        form = page.locator('[data-testid="stForm"]').filter(
-            has=page.get_by_role("spinbutton", name="D (dimension)"))
-        expect(form).to_be_visible(timeout=600_000)
+        form = only_one(page.locator('[data-testid="stForm"]').filter(
+            has=page.get_by_role("spinbutton", name="D (dimension)")), 600_000)
         settle(page)
         form.get_by_role("spinbutton", name="D (dimension)").fill("8")
         form.get_by_role("spinbutton", name="max BCD iterations").fill("10")

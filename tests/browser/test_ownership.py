@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from kmviz.testing.browser import chromium, chromium_missing, nav, open_home, serve, settle
+from kmviz.testing.browser import (chromium, chromium_missing, nav, only_one, open_home,
+                                   serve, settle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,9 +32,8 @@ def _train_km(page):
     from playwright.sync_api import expect
 
     nav(page, "Train")
-    form = page.locator('[data-testid="stForm"]').filter(
-        has=page.get_by_role("spinbutton", name="D (dimension)"))
-    expect(form).to_be_visible(timeout=600_000)  # a first start compiles KM's kernels
+    form = only_one(page.locator('[data-testid="stForm"]').filter(
+        has=page.get_by_role("spinbutton", name="D (dimension)")), 600_000)  # may compile
     form.get_by_role("spinbutton", name="D (dimension)").fill("3")
     form.get_by_role("spinbutton", name="max BCD iterations").fill("2")
     settle(page)

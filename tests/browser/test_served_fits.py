@@ -12,7 +12,7 @@ import pytest
 
 from kmviz.runs import RunStore
 from kmviz.testing.browser import (ROOT, _run_server, chromium, chromium_missing, nav,
-                                   settle)
+                                   only_one, settle)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -59,9 +59,8 @@ def _train_km(page, iterations, *, D=3, wait_result=True):
     from playwright.sync_api import expect
 
     nav(page, "Train")
-    form = page.locator('[data-testid="stForm"]').filter(
-        has=page.get_by_role("spinbutton", name="D (dimension)"))
-    expect(form).to_be_visible(timeout=600_000)
+    form = only_one(page.locator('[data-testid="stForm"]').filter(
+        has=page.get_by_role("spinbutton", name="D (dimension)")), 600_000)
     form.get_by_role("spinbutton", name="D (dimension)").fill(str(D))
     form.get_by_role("spinbutton", name="max BCD iterations").fill(str(iterations))
     if iterations > 2:   # never converged: only the budget or a stop ends it
