@@ -122,8 +122,7 @@ def choose_settings(ratings, liked, *, random_state=0, candidates=CANDIDATES,
 def no_better_fix(table) -> str:
     """What to do when no setting of ``table`` beat the mean. Never "train on the likes":
     the settings tried already do where the data have likes (one-class data have none)."""
-    tried = set(table["train_on"]) if len(table) else set()
-    if "likes" in tried:
+    if "likes" in set(table["train_on"]):
         return ("Fix: more ratings per user; every setting tried, on the ratings and on the "
                 "likes, lost to the mean.")
     return "Fix: more ratings per user."

@@ -73,17 +73,15 @@ def no_runs_yet(family: str | None = None) -> None:
     built-in dataset, else the Train form's), shows its progress and then what it learned:
     a teacher opening an Explore page first sees its figure, not a detour. The second
     button opens Train with that family picked, to change the settings first."""
-    if family is None and lesson_data() is not None:  # a lesson: train its family here
-        family = st.session_state.get(StateKeys.FAMILY)
+    lesson = lesson_data()
+    family = family or lesson_family(lesson)  # a lesson: train its family here
     if family is None:
         st.info("No runs yet: train a model first; this page shows what it learned.")
         st.page_link(TRAIN_PAGE, label="Go to Train", icon=":material/model_training:")
         st.stop()
     fam = families.get(family)
     title, short = fam.title, fam.short or fam.title
-    ratings, _ = ensure_dataset()
-    if ratings is None:
-        require_dataset()
+    ratings, _ = require_dataset()
     start_requested_job()  # a click of "Train ... here" on the run before this one
     job = st.session_state.get(StateKeys.JOB)
     if job is not None and job.family == family:  # its progress, then (rerun) the run
@@ -94,7 +92,7 @@ def no_runs_yet(family: str | None = None) -> None:
             st.stop()
     params, measured = settings_here(family)
     how = "the settings measured on this dataset" if measured else "the Train page's settings"
-    where = " on the lesson's data" if lesson_data() is not None else ""
+    where = " on the lesson's data" if lesson is not None else ""
     st.info(f"No {title} run{where} yet. Train one here on **{md_escape(ratings.name)}** at "
             f"{how}, and this page shows what it learned.", icon=":material/model_training:")
     left, right = st.columns(2)
@@ -108,15 +106,20 @@ def no_runs_yet(family: str | None = None) -> None:
     st.stop()
 
 
-def settings_here(family: str) -> tuple[dict, bool]:
-    """The settings a page's own "Train here" fits: the Train form's, with the catalogue's
-    measured ones for this built-in dataset on top (and whether there were such)."""
-    fam = families.get(family)
-    params = form_params(fam)
+def measured_settings(family: str):
+    """The catalogue's measured settings of ``family`` for the session's built-in dataset
+    (:func:`kmviz.data.suggested_settings`), None for other data or when there are none."""
     spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
     if spec.get("kind") != "built-in":
-        return params, False
-    suggestion = suggested_settings(str(spec.get("source", "")), family, spec.get("options"))
+        return None
+    return suggested_settings(str(spec.get("source", "")), family, spec.get("options"))
+
+
+def settings_here(family: str) -> tuple[dict, bool]:
+    """The settings a page's own "Train here" fits: the Train form's, with the measured ones
+    on top (and whether there were such)."""
+    params = form_params(families.get(family))
+    suggestion = measured_settings(family)
     if suggestion is None:
         return params, False
     return {**params, **suggestion.params}, True
@@ -198,11 +201,7 @@ def suggestion_panel(family) -> dict | None:
     (:func:`kmviz.data.suggested_settings`), with how they were chosen and a button that
     loads them into the form. Returns the form's new settings (the family's defaults with
     the suggested ones) on the run after the button was pressed, else None."""
-    spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
-    if spec.get("kind") != "built-in":
-        return None
-    suggestion = suggested_settings(str(spec.get("source", "")), family.name,
-                                    spec.get("options"))
+    suggestion = measured_settings(family.name)
     if suggestion is None:
         return None
     key = f"kmviz_use_suggested_{family.name}"
@@ -456,14 +455,19 @@ def lesson_data() -> str | None:
     return None if ratings is None else ratings.fingerprint()
 
 
+def lesson_family(lesson: str | None) -> str | None:
+    """The family a lesson's page shows when it names none: the session's (the lesson's
+    links set it); None outside a lesson (``lesson``: :func:`lesson_data`)."""
+    return None if lesson is None else st.session_state.get(StateKeys.FAMILY)
+
+
 def run_options(*, family: str | None = None, live: bool = False) -> dict:
     """run_id -> label, the running fit first (``live``), this session's runs (newest
     first), then the saved ones; only runs of ``family`` when given, and in lesson mode
     only runs of the lesson's family on the lesson's data (:func:`lesson_data`)."""
     opts = {}
     data = lesson_data()
-    if data is not None and family is None:  # a lesson's page: its family's runs only
-        family = st.session_state.get(StateKeys.FAMILY)
+    family = family or lesson_family(data)  # a lesson's page: its family's runs only
     job = running_job() if live else None
     if job is not None and (family is None or job.family == family):
         opts[LIVE] = f"{job.label} · training now"
