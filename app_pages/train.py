@@ -73,9 +73,11 @@ with st.container():
         kernels_notice(name)
     if job is None or job.family == name:  # the status of this family's fit, not another's
         progress_panel()
-    elif not job.done:
+    elif not job.done:  # its progress polls here too, and the page reruns when it ends
         st.info(f"A {md_escape(families.get(job.family).title)} fit is running: pick that "
-                "family above to follow it or stop it.", icon=":material/hourglass_top:")
+                "family above to see its result when it ends.",
+                icon=":material/hourglass_top:")
+        progress_panel()
 params, _ = params_form(family, overrides=rerun[1] if rerun else suggested,
                         on_submit=request_training)
 sweep_panel(family, params, ratings, split, spec)  # the Sweep expander (kmviz/ui/sweep.py)

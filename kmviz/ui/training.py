@@ -336,7 +336,12 @@ def request_training(family: str, params: dict | None = None) -> None:
     Streamlit runs it before the script reruns, so the request survives a rerun that
     interrupts the one the click started (a click while the page was still running);
     :func:`start_requested_job` starts it on the next run of the page, once. ``params``:
-    the settings to fit (default: those of the family's Train form)."""
+    the settings to fit (default: those of the family's Train form).
+
+    The Train page then shows ``family``: a click on a form still on screen while the page
+    switched to another family (the rerun had not drawn the new form yet) trains the form
+    pressed, and the page follows that fit rather than hiding it behind the other family."""
+    st.session_state[StateKeys.FAMILY] = st.session_state["train_family"] = family
     st.session_state[StateKeys.TRAIN_REQUEST] = {
         "id": secrets.token_hex(8), "family": family,
         "params": form_params(families.get(family)) if params is None else dict(params),
