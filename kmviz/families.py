@@ -212,6 +212,7 @@ register(Family(
     cli_aliases={"iters": "n_passes"},
     warmup="kmviz.gfm.warmup",
     suggestions="kmviz.gfm.suggested:SUGGESTIONS",
+    defaults_for="kmviz.gfm.suggested:defaults_for",
     demo_dataset="boston",
     reference=("Lin, Ye, *A non-convex one-pass framework for generalized factorization "
                "machine and rank-one matrix sensing*, NIPS 2016"),

@@ -8,7 +8,7 @@ as KM on MovieLens latest-small), the catalogue holds settings measured on that 
 For each (dataset, family) below, every point of a small grid (the family's defaults first)
 is fitted on the training part of three repeats and scored on their VALIDATION parts:
 
-* generated sets (km-toy, planted-km, planted-lowrank): the catalogue's data (seed 0) and
+* generated sets (km-toy, planted-km, planted-lowrank, planted-relations, planted-towers): the catalogue's data (seed 0) and
   the same generator with seeds 1 and 2, each with the app's default split (random
   70 / 10 / 20, split seed 0);
 * real sets (Gapminder, MovieLens latest-small, Boston): the catalogue's data with split
@@ -61,6 +61,12 @@ GRIDS = {
     ("planted-lowrank", "similarity"): {"inputs": [{}, _TOWERS["both"],
                                                    {**_TOWERS["both"], "user_ids": "none"}],
                                         "imputed": [-1.0, 0.0]},
+    ("planted-towers", "similarity"): {
+        "inputs": [{}, _TOWERS["both"], {**_TOWERS["both"], "user_tower": "mlp:64",
+                                        "item_tower": "mlp:64"}],
+        "imputed": [-1.0, 0.0], "omega": [0.25, 0.0625]},
+    ("planted-towers", "ocmf"): {"side_features": ["none", "item", "both"],
+                                 "a_bar": [-1.0, 0.0], "rho": [0.125, 0.03125]},
     ("planted-relations", "ocmf"): {"a_bar": [-1.0, 0.0], "rho": [0.125, 0.0625, 0.03125],
                                     "lambda_w": [4.0, 1.0, 0.25]},
     ("gapminder", "ocmf"): {"side_features": ["none", "item", "both"], "a_bar": [-1.0, 0.0],
@@ -70,7 +76,8 @@ GRIDS = {
     # the gFM lesson's set: 10 ALS passes stop before the ALS tolerance is met
     ("boston", "gfm"): {"n_passes": [10, 50, 300], "l2": [0.01, 1.0, 10.0]},
 }
-GENERATED = {"km-toy", "planted-km", "planted-lowrank", "planted-relations"}
+GENERATED = {"km-toy", "planted-km", "planted-lowrank", "planted-relations",
+             "planted-towers"}
 
 
 def _expand(point: dict) -> dict:

@@ -29,13 +29,16 @@ from .splits import DEFAULT_SPLIT, Split, make_split
 from .synthetic import (
     PlantedKMTruth,
     PlantedLowRankTruth,
+    PlantedTowersTruth,
     implication_pairs,
     km_toy,
     make_planted_km,
     make_planted_lowrank,
+    make_planted_towers,
     planted_km,
     planted_km_truth,
     planted_lowrank,
+    planted_towers,
 )
 
 __all__ = [
@@ -47,6 +50,7 @@ __all__ = [
     "Suggestion",
     "PlantedKMTruth",
     "PlantedLowRankTruth",
+    "PlantedTowersTruth",
     "Ratings",
     "check_feature_matrix",
     "detect_format",
@@ -77,8 +81,10 @@ __all__ = [
     "load_zip",
     "make_planted_km",
     "make_planted_lowrank",
+    "make_planted_towers",
     "max_upload_bytes",
     "planted_km",
     "planted_km_truth",
     "planted_lowrank",
+    "planted_towers",
 ]

@@ -38,6 +38,21 @@ class Suggestion:
     options: dict = field(default_factory=dict)
 
 
+def check_values_vary(ratings) -> None:
+    """Refuse ``ratings`` for a model of values when every value is the same (one-class
+    positives, all 1): the training mean is then exact, and there is nothing to learn or
+    to score a fit against. Raises ValueError saying so and naming the two fixes."""
+    import numpy as np
+
+    values = np.asarray(ratings.values, dtype=np.float64)
+    if values.size and float(values.min()) == float(values.max()):
+        raise ValueError(
+            f"every value is {values[0]:g} (positives only, no negatives): a model of values "
+            "has nothing to learn and the mean is exact (read absent pairs as 0 on the Data "
+            "page, absent='zero', or use a one-class family such as OCMF or similarity "
+            "learning)")
+
+
 def one_class_defaults(ratings) -> Suggestion:
     """The positive threshold of a one-class model on ``ratings`` (what families that learn
     from positives only start from): none for 0/1 interactions (every entry is a positive);
@@ -129,6 +144,11 @@ PLANTED_LOWRANK_OBSERVED = 0.4
 PLANTED_KM_SHAPE = {"n_users": 200, "n_items": 60, "D": 8, "observed": 0.3, "scale": "unit"}
 PLANTED_LOWRANK_SHAPE = {"n_users": 100, "n_items": 80, "rank": 5,
                          "observed": PLANTED_LOWRANK_OBSERVED}
+#: Planted item groups of the catalogue's planted-towers set: the Embeddings page's map,
+#: coloured by them, then shows what the positives taught the towers.
+PLANTED_TOWERS_GROUPS = 4
+PLANTED_TOWERS_SHAPE = {"n_users": 300, "n_items": 200, "k": 4, "density": 0.05,
+                        "item_groups": PLANTED_TOWERS_GROUPS}
 
 _ENTRIES = (
     DatasetEntry(
@@ -175,6 +195,20 @@ _ENTRIES = (
         loader=synthetic.planted_lowrank,
         parameters={**_defaults(synthetic.planted_lowrank), "noise": PLANTED_LOWRANK_NOISE,
                     "observed": PLANTED_LOWRANK_OBSERVED, "random_state": 0},
+    ),
+    DatasetEntry(
+        name="planted-towers",
+        title="Planted towers: items in four groups (one-class)",
+        description="One-class positives (300 users, 200 items, about 10 a user) drawn from "
+                    "the scores of planted nonlinear two towers over Gaussian side features; "
+                    "the items fall in four planted groups (the item feature 'group'), so "
+                    "items of a group have alike fans. For similarity learning and one-class "
+                    "MF.",
+        source="generated (kmviz.data.synthetic.planted_towers)",
+        licence=_GENERATED,
+        loader=synthetic.planted_towers,
+        parameters={**_defaults(synthetic.planted_towers), "item_groups": PLANTED_TOWERS_GROUPS,
+                    "random_state": 0},
     ),
     DatasetEntry(
         name="gapminder",

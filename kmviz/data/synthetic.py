@@ -6,6 +6,9 @@
   ("liking j implies liking i" when supp(psi_j) is inside supp(psi_i)) are known.
 - :func:`make_planted_lowrank` / :func:`planted_lowrank`: a low-rank matrix whose factors are
   linear in user and item side features, for kernel MC and one-class MF.
+- :func:`make_planted_towers` / :func:`planted_towers`: one-class positives drawn from planted
+  (nonlinear) two-tower scores, optionally with items in planted groups, for similarity
+  learning and one-class MF.
 
 The ``make_*`` functions return ``(ratings, truth)``; the short names return the Ratings only.
 The same ``random_state`` gives the same data.
@@ -58,13 +61,15 @@ def _check_size(owner, n_users, n_items):
 #: Peak bytes of a generator per (user, item) cell it draws densely, and per entry it keeps
 #: (index and value arrays, the Ratings' checks and copies); measured with tracemalloc
 #: (tests/data/test_generator_bounds.py keeps the estimate above the measured peak).
-_CELL_BYTES = {"km_toy": 64, "make_planted_km": 10, "make_planted_lowrank": 26}
+_CELL_BYTES = {"km_toy": 64, "make_planted_km": 10, "make_planted_lowrank": 26,
+               "make_planted_towers": 56}
 _ENTRY_BYTES = 50
 #: Bytes per true implication pair (two int64 indices, the strict flag, temporaries).
 _PAIR_BYTES = 40
 
 
-def _check_memory(owner, n_users, n_items, observed=1.0, pairs=0) -> None:
+def _check_memory(owner, n_users, n_items, observed=1.0, pairs=0, *,
+                  observed_name="observed") -> None:
     """Refuse, before the big arrays are allocated, a set whose dense users x items draws,
     entries and true implication pairs would pass the memory limit (see
     :func:`kmviz._memory.check_allocation`); the message names the options to lower."""
@@ -79,7 +84,7 @@ def _check_memory(owner, n_users, n_items, observed=1.0, pairs=0) -> None:
         fix = "lower n_items (the true implications grow with its square), or raise " \
               "n_chains or D"
     else:
-        fix = "lower n_users or n_items" + (" (or observed=)" if observed < 1 else "")
+        fix = "lower n_users or n_items" + (f" (or {observed_name}=)" if observed < 1 else "")
     check_allocation(f"{owner}(n_users={n_users}, n_items={n_items})", parts, fix=fix)
 
 
@@ -394,3 +399,117 @@ def planted_lowrank(n_users=100, n_items=80, rank=5, *, n_user_features=6, n_ite
     return make_planted_lowrank(n_users, n_items, rank, n_user_features=n_user_features,
                                 n_item_features=n_item_features, noise=noise,
                                 observed=observed, random_state=random_state)[0]
+
+
+# --------------------------------------------------------------------------- planted towers
+@dataclass
+class PlantedTowersTruth:
+    """The true embeddings and scores of :func:`make_planted_towers`.
+
+    ``item_groups`` is each item's planted group (0, 1, ...), or None without groups.
+    """
+
+    user_embeddings: np.ndarray
+    item_embeddings: np.ndarray
+    scores: np.ndarray
+    item_groups: np.ndarray | None = None
+
+
+def _tower(rng, F, k, hidden, nonlinear):
+    d = F.shape[1]
+    if not nonlinear:
+        return F @ (rng.standard_normal((d, k)) / np.sqrt(d))
+    A1 = rng.standard_normal((d, hidden)) * (2.0 / np.sqrt(d))
+    A2 = rng.standard_normal((hidden, k)) / np.sqrt(hidden)
+    return np.tanh(F @ A1) @ A2
+
+
+#: Names of the planted item groups (``item_groups`` <= 26).
+_GROUP_NAMES = tuple(f"group {c}" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def make_planted_towers(n_users=300, n_items=200, k=4, *, n_user_features=6,
+                        n_item_features=6, hidden=16, nonlinear=True, density=0.05,
+                        temperature=0.25, item_groups=0, group_spread=2.0,
+                        random_state=None):
+    """(Ratings, PlantedTowersTruth): implicit positives from planted towers.
+
+    Users and items have Gaussian features; the true embeddings are ``P = tanh(X A_1) A_2``
+    and ``Q = tanh(Y B_1) B_2`` (one hidden layer: the benefit of a nonlinear tower over a
+    linear one is then known), or ``X A`` and ``Y B`` (``nonlinear=False``). Each user's
+    positives are drawn without replacement from a softmax of its scores (Gumbel top-k), so
+    the observed set is one-class data with a known ranking behind it.
+
+    Parameters
+    ----------
+    n_users, n_items, k : int
+    n_user_features, n_item_features : int
+        Gaussian features (the Ratings' ``user_features`` / ``item_features``, columns f0..).
+    hidden : int
+        Width of the planted towers' tanh layer.
+    nonlinear : bool
+        tanh towers (True) or linear maps of the features.
+    density : float in (0, 1)
+        Mean fraction of items each user has as positives (at least 2 per user).
+    temperature : float
+        Softmax temperature of the draws on standardized scores (lower: closer to top-k).
+    item_groups : int, default=0
+        With g > 0, the items fall in g planted groups of (nearly) equal size: an item's
+        features are its group's centre (N(0, group_spread^2) per feature) plus N(0, 1)
+        noise, so the items of a group have alike embeddings and fans, and the item
+        features get a first, categorical column ``group`` ("group A", ...).
+    group_spread : float, default=2.0
+        Standard deviation of the group centres (features of the noise: 1).
+    random_state : None, int or numpy.random.Generator
+    """
+    owner = "make_planted_towers"
+    n_users = check_number(owner, "n_users", n_users, kind=int, low=2)
+    n_items = check_number(owner, "n_items", n_items, kind=int, low=3)
+    density = check_number(owner, "density", density, low=0, high=1, closed="neither")
+    temperature = check_number(owner, "temperature", temperature, low=0, closed="neither")
+    item_groups = check_number(owner, "item_groups", item_groups, kind=int, low=0,
+                               high=min(len(_GROUP_NAMES), n_items))
+    group_spread = check_number(owner, "group_spread", group_spread, low=0.0)
+    rng = check_random_state(random_state)
+    _check_memory(owner, n_users, n_items, density, observed_name="density")
+    X = rng.standard_normal((n_users, n_user_features))
+    groups = None
+    if item_groups:
+        centres = rng.standard_normal((item_groups, n_item_features)) * group_spread
+        groups = rng.permutation(np.arange(n_items) % item_groups)
+        Y = centres[groups] + rng.standard_normal((n_items, n_item_features))
+    else:
+        Y = rng.standard_normal((n_items, n_item_features))
+    P = _tower(rng, X, k, hidden, nonlinear)
+    Q = _tower(rng, Y, k, hidden, nonlinear)
+    S = P @ Q.T
+    S = (S - S.mean()) / (S.std() + 1e-12)
+    counts = np.clip(rng.poisson(density * n_items, n_users), 2, n_items - 1)
+    gumbel = -np.log(-np.log(rng.random((n_users, n_items))))
+    keys = S / temperature + gumbel
+    order = np.argsort(-keys, axis=1, kind="stable")
+    users = np.repeat(np.arange(n_users), counts)
+    items = np.concatenate([order[u, :c] for u, c in enumerate(counts)])
+    item_df = pd.DataFrame(Y, columns=[f"f{c}" for c in range(n_item_features)])
+    if groups is not None:
+        item_df.insert(0, "group", pd.Categorical.from_codes(
+            groups, categories=list(_GROUP_NAMES[:item_groups])))
+    ratings = Ratings.from_arrays(
+        users, items, np.ones(users.size), user_ids=np.arange(n_users),
+        item_ids=np.arange(n_items), implicit=True,
+        user_features=pd.DataFrame(X, columns=[f"f{c}" for c in range(n_user_features)]),
+        item_features=item_df, name="planted towers", source="planted-towers")
+    ratings.info.update(generator="planted_towers", nonlinear=bool(nonlinear), k=k,
+                        item_groups=item_groups)
+    return ratings, PlantedTowersTruth(P, Q, S, groups)
+
+
+def planted_towers(n_users=300, n_items=200, k=4, *, n_user_features=6, n_item_features=6,
+                   hidden=16, nonlinear=True, density=0.05, temperature=0.25, item_groups=0,
+                   group_spread=2.0, random_state=None) -> Ratings:
+    """The Ratings of :func:`make_planted_towers` (same parameters), without the truth."""
+    return make_planted_towers(n_users, n_items, k, n_user_features=n_user_features,
+                               n_item_features=n_item_features, hidden=hidden,
+                               nonlinear=nonlinear, density=density, temperature=temperature,
+                               item_groups=item_groups, group_spread=group_spread,
+                               random_state=random_state)[0]

@@ -1,7 +1,7 @@
 """Generalized FM settings measured on catalogue datasets (the Train page offers them through
 :func:`kmviz.data.suggested_settings`; the registry entry points here)."""
 
-from ..data.catalogue import Suggestion
+from ..data.catalogue import Suggestion, check_values_vary
 
 #: Catalogue dataset name -> the settings measured on it.
 SUGGESTIONS = {
@@ -20,3 +20,11 @@ SUGGESTIONS = {
              "against 0.404 (mean of three splits; `python bench/data/small_set_settings.py "
              "--cells boston/gfm`, the ridge 0.01, 1 and 10 tried too)."),
 }
+
+
+def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
+    """gFM's defaults for ``ratings``: the estimator's own; data whose values are all the
+    same (one-class positives) are refused, with the fixes
+    (:func:`kmviz.data.catalogue.check_values_vary`)."""
+    check_values_vary(ratings)
+    return Suggestion(params={}, note="The estimator's defaults.")

@@ -1,7 +1,7 @@
 """The Kolmogorov model's defaults on given data (``Family.defaults_for``) and the settings
 measured on catalogue datasets (``Family.suggestions``)."""
 
-from ..data.catalogue import PLANTED_LOWRANK_SHAPE, Suggestion
+from ..data.catalogue import PLANTED_LOWRANK_SHAPE, Suggestion, check_values_vary
 
 #: Catalogue dataset name -> the settings measured on it (chosen on validation parts only:
 #: ``python bench/data/small_set_settings.py``).
@@ -42,4 +42,5 @@ def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
         raise ValueError(f"it has {ratings.n_items} item: KM learns a user from their "
                          "ratings of other items, and a held-out user here has none (use a "
                          "family that reads side features, such as gFM or Kernel MC)")
+    check_values_vary(ratings)
     return Suggestion(params={}, note="The paper's defaults.")

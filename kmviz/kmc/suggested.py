@@ -1,7 +1,7 @@
 """Kernel MC settings measured on catalogue datasets (the Train page offers them through
 :func:`kmviz.data.suggested_settings`; the registry entry points here)."""
 
-from ..data.catalogue import Suggestion
+from ..data.catalogue import Suggestion, check_values_vary
 
 #: Catalogue dataset name -> the settings measured on it.
 SUGGESTIONS = {
@@ -54,6 +54,7 @@ def defaults_for(ratings, dataset=None, options=None) -> Suggestion:
     kernel with a looser CG tolerance (1e-3) instead of the full kernel."""
     import numpy as np
 
+    check_values_vary(ratings)
     values = np.asarray(ratings.values, dtype=np.float64)
     params, why = {}, []
     mean, spread = float(values.mean()), float(values.std())

@@ -38,6 +38,7 @@ def _peak(func, *args, **kwargs):
     (synthetic.make_planted_km, {"n_users": 100_000, "n_items": 100_000}),
     (synthetic.make_planted_km, {"n_users": 200, "n_items": 100_000}),  # the pairs alone
     (synthetic.make_planted_lowrank, {"n_users": 100_000, "n_items": 100_000}),
+    (synthetic.make_planted_towers, {"n_users": 100_000, "n_items": 100_000}),
 ])
 def test_generators_refuse_before_allocating(func, kwargs):
     with memory_limit("4G"):
@@ -55,6 +56,8 @@ def test_generators_refuse_before_allocating(func, kwargs):
     (synthetic.make_planted_km, {"n_users": 500, "n_items": 400, "observed": 1.0}),
     (synthetic.make_planted_lowrank, {"n_users": 2000, "n_items": 300, "observed": 0.2}),
     (synthetic.make_planted_lowrank, {"n_users": 500, "n_items": 400, "observed": 1.0}),
+    (synthetic.make_planted_towers, {"n_users": 2000, "n_items": 300, "density": 0.05}),
+    (synthetic.make_planted_towers, {"n_users": 500, "n_items": 400, "item_groups": 4}),
 ])
 def test_the_generator_estimate_covers_the_measured_peak(func, kwargs, monkeypatch):
     estimates = []

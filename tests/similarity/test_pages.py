@@ -133,3 +133,24 @@ def test_stop_keeps_the_curves_so_far():
     job.thread.join(60)
     assert job.snapshot()["status"] == "stopped"
     assert 0 < len(job.result.frame) and set(job.result.frame["solver"]) == {"newton"}
+
+
+@pytest.mark.slow
+def test_the_lesson_set_trains_at_its_measured_settings_and_maps_its_groups():
+    """The similarity lesson's steps 1, 2 and 4 as AppTests: planted-towers with the Train
+    form as it comes there (the measured linear towers), then the Embeddings page opens on
+    the map coloured by the planted group, one trace per group, and scores a cold item."""
+    at = new_session()
+    load_builtin(at, "planted-towers")
+    pick_family(at, "similarity")
+    assert at.selectbox(key="train_similarity_item_tower").value == "linear"
+    submit_train(at, {})
+    job = at.session_state[StateKeys.JOB]
+    assert job.status == "done", job.progress()["message"]
+    goto(at, EMBEDDINGS)
+    _no_errors(at)
+    assert at.selectbox(key="similarity_emb_colour_items").value == "group"
+    names = [t.get("name", "") for t in plotly_specs(at)[0]["data"]]
+    assert [n.split(" (")[0] for n in names] == ["group A", "group B", "group C", "group D"]
+    assert not any("No cold scores" in i.value for i in at.info)
+    assert any(m.label.startswith("rank agreement") for m in at.metric)
