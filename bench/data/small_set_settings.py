@@ -75,6 +75,8 @@ GRIDS = {
                                   "imputed": [-1.0, 0.0], "omega": [0.25, 0.5]},
     # the gFM lesson's set: 10 ALS passes stop before the ALS tolerance is met
     ("boston", "gfm"): {"n_passes": [10, 50, 300], "l2": [0.01, 1.0, 10.0]},
+    # the app's default data: 10 ALS passes stop before the ALS tolerance is met there too
+    ("movielens-small", "gfm"): {"n_passes": [10, 50, 300], "l2": [0.01, 1.0, 10.0]},
 }
 GENERATED = {"km-toy", "planted-km", "planted-lowrank", "planted-relations",
              "planted-towers"}

@@ -12,6 +12,14 @@ SUGGESTIONS = {
              "10 and 100 (three seeds of the set, `python bench/data/small_set_settings.py "
              "--cells km-toy/gfm`) keeps the fit at the mean (ratio 1.000) where the "
              "default 0.01 fits the noise."),
+    "movielens-small": Suggestion(
+        params={"n_passes": 10},
+        note="At 10 ALS passes the fit stops before its tolerance is met (the page warns "
+             "so), and here that early stop is what predicts best: of 10, 50 and 300 passes "
+             "x the ridge 0.01, 1 and 10, on the validation parts of three other random "
+             "splits, 10 passes with 0.01 had the lowest RMSE (0.833 of the training mean's; "
+             "50 passes 0.842, 300 passes 0.849): later passes fit the training noise "
+             "(`python bench/data/small_set_settings.py --cells movielens-small/gfm`)."),
     "boston": Suggestion(
         params={"n_passes": 300},
         note="At the default 10 ALS passes the fit stops before its tolerance is met (the "
