@@ -228,8 +228,11 @@ def dataset_metrics(ratings) -> None:
     c[1].metric(plural(column_noun), f"{ratings.n_items:,}")
     c[2].metric("ratings", f"{ratings.n_ratings:,}")
     c[3].metric("density", f"{ratings.density:.2%}")
-    scale = "0/1 interactions" if ratings.implicit else f"{ratings.r_min:g} – {ratings.r_max:g}"
-    c[4].metric("scale", scale)
+    if ratings.implicit:  # short: a metric's value is cut to its column's width
+        c[4].metric("scale", "0 / 1", help="0/1 interactions: every entry is a positive; "
+                                           "the absent pairs are unknown, not 0.")
+    else:
+        c[4].metric("scale", f"{ratings.r_min:g} – {ratings.r_max:g}")
 
 
 def side_information(ratings) -> pd.DataFrame:
