@@ -12,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from kmviz.data import load
+from kmviz.data import load, suggested_settings
 from kmviz.data.catalogue import list_datasets
 from kmviz.data.loaders.checks import EXPANSION_FACTOR
 from kmviz.data.splits import DEFAULT_SPLIT, make_split, split_settings
@@ -514,3 +514,12 @@ def restore_run_data(opened, *, saved_data: bool = True) -> str | None:
     st.session_state[StateKeys.SPLIT] = split
     return (f"Data restored: the split saved with the run ({split.train.n_ratings:,} training "
             "ratings).")
+
+
+def measured_settings(family: str):
+    """The catalogue's measured settings of ``family`` for the session's built-in dataset
+    (:func:`kmviz.data.suggested_settings`), None for other data or when there are none."""
+    spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
+    if spec.get("kind") != "built-in":
+        return None
+    return suggested_settings(str(spec.get("source", "")), family, spec.get("options"))

@@ -32,7 +32,7 @@ from kmviz.parallel import DASK_ENV, ClusterError, backend_from_env
 from kmviz.runs import RunStore, run_metrics, save_run
 from kmviz.trace import Trace
 
-from .datasets import load_in_progress
+from .datasets import load_in_progress, measured_settings
 from .errors import user_errors
 from .forms import form_params
 from .scheduler import OwnerFitLimitError, fit_threads, scheduler
@@ -395,6 +395,23 @@ def _apply_fix(family: str, params: dict, fix: dict) -> None:
                                           f"{_fix_words(family, fix)}.")
 
 
+def _measured_keeps(run, fix: dict) -> str:
+    """The form's words for ``fix``'s settings where the catalogue's measured settings for
+    the session's built-in dataset hold them at the run's own values (a fix would undo
+    them: gFM's 10 passes on MovieLens stop early because more fit the noise); else ""."""
+    if not fix or run.family not in families.names():
+        return ""
+    data = st.session_state.get(StateKeys.DATASET)
+    if data is None or data.fingerprint() != run.fingerprint:  # a run on other data
+        return ""
+    measured = measured_settings(run.family)
+    params = dict(run.params)
+    if measured is None or not all(k in measured.params and k in params
+                                   and measured.params[k] == params[k] for k in fix):
+        return ""
+    return _fix_words(run.family, {k: params[k] for k in fix})
+
+
 def fit_warnings(run) -> None:
     """Every warning the run's fit raised (its trace's "warning" events: no convergence,
     no better than the mean, divergence ...), each with what to change, and a button that
@@ -404,7 +421,11 @@ def fit_warnings(run) -> None:
     for n, event in enumerate(events):
         st.warning(md_escape(event.get("message", "")), icon=":material/warning:")
         fix = warning_fix(event)
-        if fix and run.family in families.names():
+        kept = _measured_keeps(run, fix)
+        if kept:
+            st.caption(f"The settings measured on this dataset keep {kept} (their note says "
+                       "what was measured), so no change is proposed here.")
+        elif fix and run.family in families.names():
             st.button(f"Set {_fix_words(run.family, fix)}", key=f"train_fix_{run.run_id}_{n}",
                       icon=":material/build:", on_click=_apply_fix,
                       args=(run.family, dict(run.params), fix),

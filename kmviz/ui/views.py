@@ -9,12 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from kmviz import families
-from kmviz.data import suggested_settings
 from kmviz.runs import RunStore, default_runs_dir
 from kmviz.trace import Trace
 from kmviz.viz._theme import plural
 
-from .datasets import apply_pending_load, ensure_dataset
+from .datasets import apply_pending_load, ensure_dataset, measured_settings
 from .errors import show_exception
 from .memory import release_memory
 from .runs import record_from_saved
@@ -104,15 +103,6 @@ def no_runs_yet(family: str | None = None) -> None:
                     use_container_width=True):
         st.switch_page(TRAIN_PAGE)
     st.stop()
-
-
-def measured_settings(family: str):
-    """The catalogue's measured settings of ``family`` for the session's built-in dataset
-    (:func:`kmviz.data.suggested_settings`), None for other data or when there are none."""
-    spec = st.session_state.get(StateKeys.DATASET_SPEC) or {}
-    if spec.get("kind") != "built-in":
-        return None
-    return suggested_settings(str(spec.get("source", "")), family, spec.get("options"))
 
 
 def settings_here(family: str) -> tuple[dict, bool]:

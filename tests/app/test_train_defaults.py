@@ -64,6 +64,22 @@ def test_a_fit_warning_shows_with_a_button_that_makes_the_change():
 
 
 @pytest.mark.slow
+def test_a_warning_proposes_no_change_that_would_undo_the_measured_settings():
+    """gFM on MovieLens latest-small (the app's default data): its measured settings keep
+    the 10 passes, which stop before the tolerance on purpose (more passes fit the noise),
+    so the warning shows without the 'Set passes = 20' button and says why."""
+    at = pick_family(new_session(), "gfm")
+    assert suggested_settings("movielens-small", "gfm").params["n_passes"] == 10
+    submit_train(at, {})
+    run = only_run(at)
+    assert run.stop_reason == "max_iter"
+    assert any("stopped at n_passes=10" in plain_text(w.value) for w in at.warning)
+    assert not [b for b in at.button if b.label.startswith("Set ")]
+    assert any("measured on this dataset keep" in c.value and "= 10" in c.value
+               for c in at.caption)
+
+
+@pytest.mark.slow
 def test_kernel_mc_as_it_comes_on_the_default_data_beats_the_mean_within_a_minute():
     at = new_session()  # the built-in default: MovieLens latest-small
     pick_family(at, "kmc")
