@@ -37,8 +37,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: shared _modules
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import footer, header, load_ml100k, parser, table  # noqa: E402
-from _shapes import SHAPES, movielens_like  # noqa: E402
+from _common import footer, header, parser, table  # noqa: E402
+from _shapes import sized_ratings  # noqa: E402
 from bqp_step_costs import item_problems  # noqa: E402
 
 from kmviz.km import _kernels as K  # noqa: E402
@@ -65,19 +65,11 @@ def main():
     args = ap.parse_args()
     t_start = time.perf_counter()
     header("KM's BQP step: items a rank-one dual certificate could skip")
-    from kmviz.data import Ratings
     from kmviz.km import KolmogorovModel
 
-    if args.size == "ml100k":
-        ratings = load_ml100k(args.ml100k)
-        if ratings is None:
-            return
-    else:
-        n_ratings, n_users, n_items = SHAPES[args.size]
-        users, items, values = movielens_like(n_ratings, n_users, n_items, args.seed)
-        ratings = Ratings.from_arrays(users, items, values, r_min=1.0, r_max=5.0,
-                                      user_ids=np.arange(n_users),
-                                      item_ids=np.arange(n_items))
+    ratings = sized_ratings(args.size, args.seed, args.ml100k)
+    if ratings is None:
+        return
     rows, before = [], None
     for k in range(1, args.iters + 1):
         model = KolmogorovModel(D=args.D, max_iter=k, tol=0.0, random_state=args.seed)

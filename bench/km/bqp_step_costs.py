@@ -49,8 +49,8 @@ import numpy as np
 from numba import njit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: shared _modules
-from _common import footer, header, load_ml100k, parser, table  # noqa: E402
-from _shapes import SHAPES, movielens_like  # noqa: E402
+from _common import footer, header, parser, table  # noqa: E402
+from _shapes import sized_ratings  # noqa: E402
 
 from kmviz.km import _kernels as K  # noqa: E402
 from kmviz.km._kernels import eigen as E  # noqa: E402
@@ -153,19 +153,11 @@ def main():
     header("The fast BQP step at D = %d: per-call costs and rounding sensitivity" % args.D)
     import warnings
 
-    from kmviz.data import Ratings
     from kmviz.km import KolmogorovModel
 
-    if args.size == "ml100k":
-        ratings = load_ml100k(args.ml100k)
-        if ratings is None:
-            return
-    else:
-        n_ratings, n_users, n_items = SHAPES[args.size]
-        users, items, values = movielens_like(n_ratings, n_users, n_items, args.seed)
-        ratings = Ratings.from_arrays(users, items, values, r_min=1.0, r_max=5.0,
-                                      user_ids=np.arange(n_users),
-                                      item_ids=np.arange(n_items))
+    ratings = sized_ratings(args.size, args.seed, args.ml100k)
+    if ratings is None:
+        return
     model = KolmogorovModel(D=args.D, max_iter=args.iters, tol=0.0, random_state=args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
