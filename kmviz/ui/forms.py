@@ -29,6 +29,21 @@ def _help(spec) -> str | None:
     return text or None
 
 
+def _form_bounds(spec, value) -> tuple:
+    """(low, high) of a number box: the form's tighter bounds (``form_low`` /
+    ``form_high``), widened to hold ``value`` when it lies beyond them but within the
+    parameter's own range, so a measured setting, a link's or a saved run's (gFM's 300
+    ALS passes on Boston, past the form's 200) is shown and used as it is, never reset."""
+    lo = spec.form_low if spec.form_low is not None else spec.low
+    hi = spec.form_high if spec.form_high is not None else spec.high
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if hi is not None and value > hi and (spec.high is None or value <= spec.high):
+            hi = value
+        if lo is not None and value < lo and (spec.low is None or value >= spec.low):
+            lo = value
+    return lo, hi
+
+
 def _widget(name: str, spec, key: str) -> None:
     """One widget for a declared parameter (:class:`kmviz._params.Param`).
 
@@ -54,14 +69,12 @@ def _widget(name: str, spec, key: str) -> None:
         st.number_input(label, min_value=0, max_value=2**31 - 1, step=1, key=key,
                         help=spec.help or None)
     elif spec.kind is int:
-        lo = spec.form_low if spec.form_low is not None else spec.low
-        hi = spec.form_high if spec.form_high is not None else spec.high
+        lo, hi = _form_bounds(spec, st.session_state.get(key))
         st.number_input(label, min_value=None if lo is None else int(lo),
                         max_value=None if hi is None else int(hi), step=int(spec.step or 1),
                         key=key, help=_help(spec), **placeholder)
     else:
-        lo = spec.form_low if spec.form_low is not None else spec.low
-        hi = spec.form_high if spec.form_high is not None else spec.high
+        lo, hi = _form_bounds(spec, st.session_state.get(key))
         st.number_input(label, min_value=None if lo is None else float(lo),
                         max_value=None if hi is None else float(hi),
                         step=float(spec.step or 0.1), key=key, help=_help(spec),

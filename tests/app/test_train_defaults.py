@@ -64,6 +64,22 @@ def test_a_fit_warning_shows_with_a_button_that_makes_the_change():
 
 
 @pytest.mark.slow
+def test_a_measured_setting_beyond_the_forms_bound_is_kept_and_used():
+    """gFM's measured 300 ALS passes on Boston lie past the form's 200 (``form_high``):
+    the box widens to hold them and the fit uses them (it ran 1 pass before)."""
+    spec = families.get("gfm").constraints()["n_passes"]
+    measured = suggested_settings("boston", "gfm").params["n_passes"]
+    assert spec.form_high < measured <= spec.high
+    at = new_session()
+    load_builtin(at, "boston")
+    pick_family(at, "gfm")
+    assert at.number_input(key="train_gfm_n_passes").value == measured
+    submit_train(at, {})
+    run = only_run(at)
+    assert run.params["n_passes"] == measured and run.stop_reason == "converged"
+
+
+@pytest.mark.slow
 def test_a_warning_proposes_no_change_that_would_undo_the_measured_settings():
     """gFM on MovieLens latest-small (the app's default data): its measured settings keep
     the 10 passes, which stop before the tolerance on purpose (more passes fit the noise),
