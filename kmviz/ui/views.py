@@ -163,7 +163,10 @@ _BENCH = r"`[^`]*bench/[^`]*`"
 #: Developer text that a page does not show: the benchmark commands and machine loads in
 #: the catalogue's notes (they stay in the code and bench/README.md, for developers).
 _DEVELOPER_TEXT = [
-    (rf"\s*by {_BENCH}", ""), (rf";\s*{_BENCH}[^.;]*", ""), (rf"\s*\({_BENCH}\)", ""),
+    # "; `cmd`, more words" keeps its words; "; `cmd` compares." drops the clause (to the
+    # end of the sentence or the bracket: a decimal point such as 0.01 does not end it)
+    (rf"\s*by {_BENCH}", ""), (rf";\s*{_BENCH}(?=[,)])", ""),
+    (rf";\s*{_BENCH}(?:[^.;)]|\.(?=\d))*", ""), (rf"\s*\({_BENCH}\)", ""),
     (rf",\s*{_BENCH}", ""), (rf"\s*{_BENCH}\.?", ""),
     (r",?\s*but took [^.;()]*? at load \d+", ""), (r",?\s*\bat load \d+", ""),
 ]

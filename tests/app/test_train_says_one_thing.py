@@ -25,6 +25,11 @@ def test_page_note_keeps_plain_text_and_drops_each_kind_of_command():
         "Measured on it."
     assert page_note("Better (0.96) but took 50 s at load 12. `python bench/d.py`.") == \
         "Better (0.96)."
+    # the words after a command stay, decimals included (the Boston gFM note)
+    assert page_note("RMSE 0.388 (mean of three; `python bench/e.py`, the ridge 0.01 and 1 "
+                     "tried too).") == "RMSE 0.388 (mean of three, the ridge 0.01 and 1 tried too)."
+    assert page_note("Fit (mean of three; `bench/f.py` at 0.5 s) done.") == \
+        "Fit (mean of three) done."
 
 
 def test_a_fit_with_a_warning_is_not_reported_as_a_success():
