@@ -59,18 +59,18 @@ with user_errors("reading the run"):
         "Time per phase": phase_time_figure(run.trace, **phase_opts)}
     c = st.columns(5)
     c[0].download_button("Trace CSV", ru.trace_csv(run.trace), f"{rid}-trace.csv",
-                         "text/csv", key="runs_csv")
+                         "text/csv", key="runs_csv", on_click="ignore")
     c[1].download_button("Trace JSON", run.trace.to_json(), f"{rid}-trace.json",
-                         "application/json", key="runs_json")
+                         "application/json", key="runs_json", on_click="ignore")
     private = None if mine else "Holds the run's training data: only its owner downloads it."
     c[2].download_button("Arrays NPZ", lambda: ru.arrays_npz(run.arrays), f"{rid}.npz",
-                         "application/octet-stream", key="runs_npz", disabled=not mine,
-                         help=private)
+                         "application/octet-stream", key="runs_npz", on_click="ignore",
+                         disabled=not mine, help=private)
     c[3].download_button("Figures HTML", lambda: ru.figures_html(figs), f"{rid}.html",
-                         "text/html", key="runs_html")
+                         "text/html", key="runs_html", on_click="ignore")
     c[4].download_button("Whole run (zip)", lambda: RunStore().export_bytes(rid),
-                         f"{rid}.zip", "application/zip", key="runs_zip", disabled=not mine,
-                         help=private)
+                         f"{rid}.zip", "application/zip", key="runs_zip", on_click="ignore",
+                         disabled=not mine, help=private)
     c1, c2 = st.columns(2)
     if c1.button("Re-run this configuration", key="runs_rerun", icon=":material/replay:",
                  disabled=fam is None,

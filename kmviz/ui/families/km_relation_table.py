@@ -212,6 +212,8 @@ CONFIDENCE_CAPTION = rv.CONFIDENCE_WORDS + (
 
 
 def _export_row(run, rows, train, liked, top, selected, p="impl") -> None:
+    # on_click="ignore": a download does not rerun the page (its rerun could redraw the
+    # button, and drop the download, before the browser fetched the file)
     phrase = pair_rules.liked_phrase(train, liked)
     c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="center")
     for col, fmt in zip((c1, c2), rv.EXPORT_FORMATS):
@@ -219,7 +221,7 @@ def _export_row(run, rows, train, liked, top, selected, p="impl") -> None:
                             data=lambda fmt=fmt: rv.export_bytes(rows, fmt, phrase),
                             file_name=rv.export_name(run.run_id, fmt),
                             mime=rv.EXPORT_FORMATS[fmt], key=f"{p}_{fmt}",
-                            icon=":material/download:")
+                            icon=":material/download:", on_click="ignore")
     shown = f"; the table shows the first {min(top, len(rows)):,}" if top else ""
     what = "the rules selected in the chart among those" if selected else "every row"
     c3.caption(f"Download {what} that pass the filters: **{len(rows):,} rows**{shown}, in "
