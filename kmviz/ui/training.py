@@ -399,17 +399,15 @@ def _measured_keeps(run, fix: dict) -> str:
     """The form's words for ``fix``'s settings where the catalogue's measured settings for
     the session's built-in dataset hold them at the run's own values (a fix would undo
     them: gFM's 10 passes on MovieLens stop early because more fit the noise); else ""."""
-    if not fix or run.family not in families.names():
-        return ""
     data = st.session_state.get(StateKeys.DATASET)
-    if data is None or data.fingerprint() != run.fingerprint:  # a run on other data
+    if not fix or data is None or data.fingerprint() != run.fingerprint:  # other data
         return ""
     measured = measured_settings(run.family)
-    params = dict(run.params)
-    if measured is None or not all(k in measured.params and k in params
-                                   and measured.params[k] == params[k] for k in fix):
+    held = {k: run.params.get(k) for k in fix}
+    if measured is None or any(k not in measured.params or measured.params[k] != v
+                               for k, v in held.items()):
         return ""
-    return _fix_words(run.family, {k: params[k] for k in fix})
+    return _fix_words(run.family, held)
 
 
 def fit_warnings(run) -> None:
@@ -421,11 +419,13 @@ def fit_warnings(run) -> None:
     for n, event in enumerate(events):
         st.warning(md_escape(event.get("message", "")), icon=":material/warning:")
         fix = warning_fix(event)
+        if run.family not in families.names():
+            continue
         kept = _measured_keeps(run, fix)
         if kept:
             st.caption(f"The settings measured on this dataset keep {kept} (their note says "
                        "what was measured), so no change is proposed here.")
-        elif fix and run.family in families.names():
+        elif fix:
             st.button(f"Set {_fix_words(run.family, fix)}", key=f"train_fix_{run.run_id}_{n}",
                       icon=":material/build:", on_click=_apply_fix,
                       args=(run.family, dict(run.params), fix),
